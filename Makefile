@@ -1,0 +1,64 @@
+# gpuraid - top-level Makefile (GNU make, non-recursive).
+#
+#   make                 build nbdkit-plugin/nbdkit-gpuraid-plugin.so
+#   make check           all tests that need no GPU (what CI runs)
+#   make check-gpu       GPU tests (skip loudly without a GPU)
+#   make SANITIZE=1 ...  build with AddressSanitizer + UBSan
+#   make NOCUDA=1 ...    build without CUDA even when nvcc is present
+#   make deps            install Debian build/test dependencies (root)
+#   make demo | bench | bench-gpu
+#
+# Each folder contributes a fragment (gf/gf.mk, ...) that appends to:
+#   CHECK_TESTS  test programs/scripts run by `make check`
+#   GPU_TESTS    run by `make check-gpu`
+#   CHECK_PROGS  binaries `make check` must build first
+#   CLEAN_FILES  files `make clean` removes
+
+CC ?= gcc
+OPT ?= -O2 -g
+WARN = -Wall -Wextra -Werror -Wshadow -Wvla -Wstrict-prototypes \
+       -Wpointer-arith -Wformat-security
+ifeq ($(SANITIZE),1)
+SAN = -fsanitize=address,undefined -fno-omit-frame-pointer \
+      -fno-sanitize-recover=undefined
+endif
+CFLAGS_ALL = -std=gnu11 -fPIC -D_GNU_SOURCE -pthread $(OPT) $(WARN) $(SAN) $(CFLAGS)
+LDFLAGS_ALL = -pthread $(SAN) $(LDFLAGS)
+
+# CUDA: used whenever nvcc is found, unless NOCUDA=1.
+ifneq ($(NOCUDA),1)
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+endif
+ifneq ($(strip $(NVCC)),)
+HAVE_CUDA = 1
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+endif
+
+# Every object depends on every header: simple and always correct.
+HEADERS = $(wildcard */*.h)
+
+all: nbdkit-plugin/nbdkit-gpuraid-plugin.so
+
+CHECK_TESTS :=
+GPU_TESTS :=
+CHECK_PROGS :=
+CLEAN_FILES :=
+
+include $(sort $(wildcard */*.mk))
+
+%.o: %.c $(HEADERS)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+check: all $(CHECK_PROGS)
+	@tests/run-tests.sh $(CHECK_TESTS)
+
+check-gpu: all $(CHECK_PROGS)
+	@tests/run-tests.sh $(GPU_TESTS)
+
+deps:
+	scripts/install-deps
+
+clean:
+	rm -f */*.o */*.a */*.so $(CLEAN_FILES)
+
+.PHONY: all check check-gpu deps clean demo bench bench-gpu
