@@ -49,7 +49,12 @@ include $(sort $(wildcard */*.mk))
 %.o: %.c $(HEADERS)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
-check: all $(CHECK_PROGS)
+# `make check` first installs missing Debian packages (scripts/install-deps),
+# then builds and runs the tests in a second make so the build sees them.
+check: deps
+	$(MAKE) --no-print-directory check-tests
+
+check-tests: all $(CHECK_PROGS)
 	@tests/run-tests.sh $(CHECK_TESTS)
 
 check-gpu: all $(CHECK_PROGS)
@@ -61,4 +66,4 @@ deps:
 clean:
 	rm -f */*.o */*.a */*.so $(CLEAN_FILES)
 
-.PHONY: all check check-gpu deps clean demo bench bench-gpu
+.PHONY: all check check-tests check-gpu deps clean demo bench bench-gpu
