@@ -1,0 +1,19 @@
+# scripts/ - end-to-end demo and NBD benchmark.
+#   make demo    scripts/demo: 4+2 array, mount, fail two members, verify
+#   make bench   scripts/bench: array vs nbdkit file plugin through NBD
+
+NBD_CFLAGS := $(shell pkg-config --cflags libnbd 2>/dev/null)
+NBD_LIBS := $(shell pkg-config --libs libnbd 2>/dev/null || echo -lnbd)
+
+scripts/nbdbench.o: CFLAGS += $(NBD_CFLAGS)
+
+scripts/nbdbench: scripts/nbdbench.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(NBD_LIBS)
+
+demo: all
+	scripts/demo
+
+bench: all scripts/nbdbench
+	scripts/bench
+
+CLEAN_FILES += scripts/nbdbench
