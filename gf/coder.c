@@ -1,0 +1,436 @@
+/* gpuraid - the coder: argument checks, decode plans and their cache,
+ * dispatch to the backend.
+ *
+ * Decode plan for an erasure set E (sorted): the survivors are the first
+ * k indices not in E, ascending; S is the k x k submatrix of the generator
+ * G made of the survivors' rows; the plan's matrix row for erased index e
+ * is G[e] x inv(S).  Since every block b satisfies b = G[b] x data and
+ * data = inv(S) x survivors, this rebuilds lost data and lost parity alike
+ * in one pass from the k survivors.
+ *
+ * Plans are cached per coder in a hash table keyed by the sorted erased
+ * set, under the coder's mutex, at most GR_PLAN_CACHE_MAX of them with
+ * least-recently-used eviction.  A plan is reference counted so that
+ * eviction never frees a plan another thread is still decoding with.  The
+ * backend's plan_init runs once when a plan is built (before it is
+ * inserted), plan_fini when it is freed. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gf-internal.h"
+
+struct gr_plan {
+  struct gr_decode d;
+  unsigned hash;
+  int refs;                     /* the cache's own reference counts too */
+  int cached;
+  struct gr_plan *hnext;        /* hash chain */
+  struct gr_plan *prev, *next;  /* LRU list */
+};
+
+int
+gr_coder_new (struct gr_coder **out, int k, int m, enum gr_code code,
+              const struct gr_backend *be)
+{
+  struct gr_coder *c;
+  int r;
+
+  if (out == NULL)
+    return -EINVAL;
+  *out = NULL;
+  if (k < 1 || m < 1 || k + m > GR_MAX_MEMBERS)
+    return -EINVAL;
+  if (code != GR_CODE_RS && code != GR_CODE_CRS)
+    return -EINVAL;
+  if (be == NULL)
+    be = gr_backend_best ();
+  if (be == NULL)
+    return -ENOTSUP;
+  if (gr_backend_probe (be) != 0)
+    return -ENOTSUP;
+
+  c = calloc (1, sizeof *c);
+  if (c == NULL)
+    return -ENOMEM;
+  c->k = k;
+  c->m = m;
+  c->n = k + m;
+  c->code = code;
+  c->be = be;
+  pthread_mutex_init (&c->lock, NULL);
+  c->gen = malloc ((size_t) c->n * k);
+  if (c->gen == NULL) {
+    r = -ENOMEM;
+    goto err;
+  }
+  r = gr_gf_gen_matrix (k, m, c->gen);
+  if (r < 0)
+    goto err;
+  if (code == GR_CODE_CRS) {
+    c->pbits = malloc ((size_t) m * 8 * k * 8);
+    if (c->pbits == NULL) {
+      r = -ENOMEM;
+      goto err;
+    }
+    gr_gf_bitmatrix (c->gen + (size_t) k * k, m, k, c->pbits);
+  }
+  if (be->coder_init) {
+    r = be->coder_init (c, &c->priv);
+    if (r < 0) {
+      c->priv = NULL;
+      goto err;
+    }
+  }
+  *out = c;
+  return 0;
+
+ err:
+  pthread_mutex_destroy (&c->lock);
+  free (c->pbits);
+  free (c->gen);
+  free (c);
+  return r;
+}
+
+static void
+plan_free (struct gr_coder *c, struct gr_plan *p)
+{
+  if (c->be->plan_fini)
+    c->be->plan_fini (c, &p->d);
+  free (p->d.matrix);
+  free (p);
+}
+
+void
+gr_coder_free (struct gr_coder *c)
+{
+  struct gr_plan *p, *next;
+
+  if (c == NULL)
+    return;
+  for (p = c->lru_head; p != NULL; p = next) {
+    next = p->next;
+    plan_free (c, p);
+  }
+  if (c->be->coder_fini)
+    c->be->coder_fini (c, c->priv);
+  pthread_mutex_destroy (&c->lock);
+  free (c->pbits);
+  free (c->gen);
+  free (c);
+}
+
+int
+gr_coder_k (const struct gr_coder *c)
+{
+  return c->k;
+}
+
+int
+gr_coder_m (const struct gr_coder *c)
+{
+  return c->m;
+}
+
+enum gr_code
+gr_coder_code (const struct gr_coder *c)
+{
+  return c->code;
+}
+
+const struct gr_backend *
+gr_coder_backend (const struct gr_coder *c)
+{
+  return c->be;
+}
+
+const uint8_t *
+gr_coder_parity_matrix (const struct gr_coder *c)
+{
+  return c->gen + (size_t) c->k * c->k;
+}
+
+size_t
+gr_coder_len_multiple (const struct gr_coder *c)
+{
+  return c->code == GR_CODE_CRS ? GR_CRS_GROUP : 1;
+}
+
+void *
+gr_coder_priv (const struct gr_coder *c)
+{
+  return c->priv;
+}
+
+static int
+check_len (const struct gr_coder *c, size_t len)
+{
+  return len % gr_coder_len_multiple (c) == 0 ? 0 : -EINVAL;
+}
+
+int
+gr_encode (struct gr_coder *c, uint8_t *const *blocks,
+           size_t nstripes, size_t len)
+{
+  if (c == NULL || check_len (c, len) < 0)
+    return -EINVAL;
+  if (nstripes == 0 || len == 0)
+    return 0;
+  if (blocks == NULL)
+    return -EINVAL;
+  return c->be->encode (c, blocks, nstripes, len);
+}
+
+int
+gr_update (struct gr_coder *c, int data_index,
+           const uint8_t *const *delta, uint8_t *const *parity,
+           size_t nstripes, size_t len)
+{
+  if (c == NULL || check_len (c, len) < 0)
+    return -EINVAL;
+  if (data_index < 0 || data_index >= c->k)
+    return -EINVAL;
+  if (nstripes == 0 || len == 0)
+    return 0;
+  if (delta == NULL || parity == NULL)
+    return -EINVAL;
+  return c->be->update (c, data_index, delta, parity, nstripes, len);
+}
+
+static unsigned
+hash_erased (const int *e, int n)
+{
+  unsigned h = 2166136261u;
+  int i;
+
+  for (i = 0; i < n; i++) {
+    h ^= (unsigned) e[i];
+    h *= 16777619u;
+  }
+  return h;
+}
+
+/* Build a plan for the sorted erasure set e[0..ne-1]; not yet cached. */
+static int
+plan_build (struct gr_coder *c, const int *e, int ne, unsigned hash,
+            struct gr_plan **out)
+{
+  int k = c->k, n = c->n;
+  struct gr_plan *p;
+  uint8_t *sub = NULL, *inv = NULL;
+  int i, j, l, s, r;
+
+  p = calloc (1, sizeof *p);
+  if (p == NULL)
+    return -ENOMEM;
+  p->hash = hash;
+  p->d.nerased = ne;
+  memcpy (p->d.erased, e, ne * sizeof *e);
+  for (i = 0, s = 0, j = 0; i < n && s < k; i++) {
+    if (j < ne && e[j] == i) {
+      j++;
+      continue;
+    }
+    p->d.survivors[s++] = i;
+  }
+  /* s == k always: ne <= m leaves at least k survivors. */
+
+  sub = malloc ((size_t) k * k);
+  inv = malloc ((size_t) k * k);
+  p->d.matrix = malloc ((size_t) ne * k);
+  if (sub == NULL || inv == NULL || p->d.matrix == NULL) {
+    r = -ENOMEM;
+    goto err;
+  }
+  for (i = 0; i < k; i++)
+    memcpy (sub + (size_t) i * k, c->gen + (size_t) p->d.survivors[i] * k, k);
+  r = gr_gf_invert_matrix (sub, inv, k);
+  if (r < 0)
+    goto err;                   /* cannot happen for an MDS generator */
+  for (i = 0; i < ne; i++) {
+    const uint8_t *g = c->gen + (size_t) e[i] * k;
+    uint8_t *row = p->d.matrix + (size_t) i * k;
+
+    for (j = 0; j < k; j++) {
+      uint8_t acc = 0;
+      for (l = 0; l < k; l++)
+        acc ^= gr_gf_mul_fast (g[l], inv[(size_t) l * k + j]);
+      row[j] = acc;
+    }
+  }
+  if (c->be->plan_init) {
+    r = c->be->plan_init (c, &p->d);
+    if (r < 0)
+      goto err;
+  }
+  free (sub);
+  free (inv);
+  *out = p;
+  return 0;
+
+ err:
+  free (sub);
+  free (inv);
+  free (p->d.matrix);
+  free (p);
+  return r;
+}
+
+static struct gr_plan *
+cache_find (struct gr_coder *c, const int *e, int ne, unsigned hash)
+{
+  struct gr_plan *p;
+
+  for (p = c->buckets[hash % GR_PLAN_BUCKETS]; p != NULL; p = p->hnext)
+    if (p->hash == hash && p->d.nerased == ne &&
+        memcmp (p->d.erased, e, ne * sizeof *e) == 0)
+      return p;
+  return NULL;
+}
+
+static void
+lru_unlink (struct gr_coder *c, struct gr_plan *p)
+{
+  if (p->prev)
+    p->prev->next = p->next;
+  else
+    c->lru_head = p->next;
+  if (p->next)
+    p->next->prev = p->prev;
+  else
+    c->lru_tail = p->prev;
+  p->prev = p->next = NULL;
+}
+
+static void
+lru_push_front (struct gr_coder *c, struct gr_plan *p)
+{
+  p->prev = NULL;
+  p->next = c->lru_head;
+  if (c->lru_head)
+    c->lru_head->prev = p;
+  c->lru_head = p;
+  if (c->lru_tail == NULL)
+    c->lru_tail = p;
+}
+
+/* Remove p from the cache; the caller frees it if no one holds it.  Called
+ * with the lock held.  Returns p if its last reference went. */
+static struct gr_plan *
+cache_remove (struct gr_coder *c, struct gr_plan *p)
+{
+  struct gr_plan **pp = &c->buckets[p->hash % GR_PLAN_BUCKETS];
+
+  while (*pp != p)
+    pp = &(*pp)->hnext;
+  *pp = p->hnext;
+  p->hnext = NULL;
+  lru_unlink (c, p);
+  p->cached = 0;
+  c->nplans--;
+  return --p->refs == 0 ? p : NULL;
+}
+
+/* Get a referenced plan for the sorted set e[0..ne-1]. */
+static int
+plan_get (struct gr_coder *c, const int *e, int ne, struct gr_plan **out)
+{
+  unsigned hash = hash_erased (e, ne);
+  struct gr_plan *p, *built = NULL, *evicted = NULL;
+  int r;
+
+  pthread_mutex_lock (&c->lock);
+  p = cache_find (c, e, ne, hash);
+  if (p) {
+    p->refs++;
+    lru_unlink (c, p);
+    lru_push_front (c, p);
+    pthread_mutex_unlock (&c->lock);
+    *out = p;
+    return 0;
+  }
+  pthread_mutex_unlock (&c->lock);
+
+  /* Build outside the lock; another thread may race us to it. */
+  r = plan_build (c, e, ne, hash, &built);
+  if (r < 0)
+    return r;
+
+  pthread_mutex_lock (&c->lock);
+  p = cache_find (c, e, ne, hash);
+  if (p) {
+    p->refs++;
+    lru_unlink (c, p);
+    lru_push_front (c, p);
+  }
+  else {
+    p = built;
+    built = NULL;
+    p->refs = 2;                /* the cache's and ours */
+    p->cached = 1;
+    p->hnext = c->buckets[hash % GR_PLAN_BUCKETS];
+    c->buckets[hash % GR_PLAN_BUCKETS] = p;
+    lru_push_front (c, p);
+    c->nplans++;
+    if (c->nplans > GR_PLAN_CACHE_MAX)
+      evicted = cache_remove (c, c->lru_tail);
+  }
+  pthread_mutex_unlock (&c->lock);
+
+  if (built)
+    plan_free (c, built);
+  if (evicted)
+    plan_free (c, evicted);
+  *out = p;
+  return 0;
+}
+
+static void
+plan_put (struct gr_coder *c, struct gr_plan *p)
+{
+  int last;
+
+  pthread_mutex_lock (&c->lock);
+  last = --p->refs == 0;
+  pthread_mutex_unlock (&c->lock);
+  if (last)
+    plan_free (c, p);
+}
+
+int
+gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
+                uint8_t *const *blocks, size_t nstripes, size_t len)
+{
+  int e[GR_MAX_MEMBERS];
+  struct gr_plan *p;
+  int i, j, r;
+
+  if (c == NULL || check_len (c, len) < 0)
+    return -EINVAL;
+  if (erased == NULL || nerased < 1 || nerased > c->m)
+    return -EINVAL;
+  /* Insertion sort, checking range and distinctness. */
+  for (i = 0; i < nerased; i++) {
+    int x = erased[i];
+
+    if (x < 0 || x >= c->n)
+      return -EINVAL;
+    for (j = i; j > 0 && e[j - 1] > x; j--)
+      e[j] = e[j - 1];
+    if (j > 0 && e[j - 1] == x)
+      return -EINVAL;
+    e[j] = x;
+  }
+  if (nstripes == 0 || len == 0)
+    return 0;
+  if (blocks == NULL)
+    return -EINVAL;
+
+  r = plan_get (c, e, nerased, &p);
+  if (r < 0)
+    return r;
+  r = c->be->reconstruct (c, &p->d, blocks, nstripes, len);
+  plan_put (c, p);
+  return r;
+}

@@ -1,0 +1,19 @@
+# gf/ - GF(2^8) math, RS and CRS coding, CPU backends.
+#   LIBGF      the static library
+#   GF_LDLIBS  what a program linking LIBGF must also link
+LIBGF = gf/libgrgf.a
+GF_LDLIBS = -lisal -lgf_complete
+GF_OBJS = gf/field.o gf/coder.o gf/backend.o gf/ref.o
+
+$(LIBGF): $(GF_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+GF_TESTS = gf/test-field gf/test-coder
+
+gf/test-%: gf/test-%.o $(LIBGF)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS)
+
+CHECK_PROGS += $(GF_TESTS)
+CHECK_TESTS += $(GF_TESTS)
+CLEAN_FILES += $(GF_TESTS)

@@ -1,0 +1,677 @@
+/* gpuraid - test the coder: every backend x code (rs, crs) against an
+ * independent model, encode / reconstruct / update, erasure sets, lengths,
+ * alignments, batches, the plan cache under threads, invalid arguments,
+ * and byte compatibility with ISA-L's own Cauchy encoding.
+ *
+ * The model computes parity element by element with gr_gf_mul (checked
+ * against a carry-less multiply by test-field).  For CRS it gathers each
+ * GF(2^8) element from the 8 bit-plane packets of a group, multiplies, and
+ * scatters the result, so it does not use the bitmatrix at all: it checks
+ * the CRS layout described in crs.c independently of every backend.
+ * Every backend (ref included) must match the model byte for byte, hence
+ * also match ref.
+ *
+ *   TEST_SEED=n   replay a run
+ *   QUICK=1       shorter lists
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include <isa-l/erasure_code.h>
+
+#include "gf.h"
+#include "testutil.h"
+
+static int quick;
+
+/* ---- model ---- */
+
+static void
+model_rs (const uint8_t *mat, int rows, int cols,
+          uint8_t *const *in, uint8_t *const *out, size_t len)
+{
+  size_t p;
+  int o, c;
+
+  for (o = 0; o < rows; o++)
+    for (p = 0; p < len; p++) {
+      uint8_t acc = 0;
+      for (c = 0; c < cols; c++)
+        acc ^= gr_gf_mul (mat[o * cols + c], in[c][p]);
+      out[o][p] = acc;
+    }
+}
+
+static uint8_t
+crs_get (const uint8_t *blk, size_t g, int p, int t)
+{
+  uint8_t x = 0;
+  int b;
+  for (b = 0; b < 8; b++)
+    x |= ((blk[g + b * GR_CRS_PACKET + p] >> t) & 1) << b;
+  return x;
+}
+
+static void
+model_crs (const uint8_t *mat, int rows, int cols,
+           uint8_t *const *in, uint8_t *const *out, size_t len)
+{
+  uint8_t x[GR_MAX_MEMBERS];
+  size_t g;
+  int p, t, o, c, r;
+
+  for (o = 0; o < rows; o++)
+    memset (out[o], 0, len);
+  for (g = 0; g < len; g += GR_CRS_GROUP)
+    for (p = 0; p < GR_CRS_PACKET; p++)
+      for (t = 0; t < 8; t++) {
+        for (c = 0; c < cols; c++)
+          x[c] = crs_get (in[c], g, p, t);
+        for (o = 0; o < rows; o++) {
+          uint8_t y = 0;
+          for (c = 0; c < cols; c++)
+            y ^= gr_gf_mul (mat[o * cols + c], x[c]);
+          for (r = 0; r < 8; r++)
+            out[o][g + r * GR_CRS_PACKET + p] |= ((y >> r) & 1) << t;
+        }
+      }
+}
+
+static void
+model_encode (enum gr_code code, int k, int m, uint8_t *const *blk, size_t len)
+{
+  uint8_t g[GR_MAX_MEMBERS * GR_MAX_MEMBERS];
+
+  gr_gf_gen_matrix (k, m, g);
+  if (code == GR_CODE_CRS)
+    model_crs (g + k * k, m, k, blk, blk + k, len);
+  else
+    model_rs (g + k * k, m, k, blk, blk + k, len);
+}
+
+/* ---- buffers: each block ends exactly at the end of its allocation ---- */
+
+struct stripes {
+  int n;
+  size_t ns, len;
+  uint8_t **base;               /* malloc results */
+  uint8_t **blk;                /* ns * n block pointers */
+};
+
+static void
+stripes_alloc (struct stripes *s, int n, size_t ns, size_t len, int align)
+{
+  size_t i;
+
+  s->n = n;
+  s->ns = ns;
+  s->len = len;
+  s->base = calloc (ns * n, sizeof *s->base);
+  s->blk = calloc (ns * n, sizeof *s->blk);
+  if (!s->base || !s->blk)
+    abort ();
+  for (i = 0; i < ns * n; i++) {
+    /* Even align: every block at that offset mod 16; odd: offsets differ
+     * from block to block (source and destination misaligned). */
+    size_t off = (align & 1) ? (size_t) (align + i) % 8 : (size_t) align;
+    s->base[i] = malloc (len + off);
+    if (!s->base[i])
+      abort ();
+    s->blk[i] = s->base[i] + off;
+  }
+}
+
+static void
+stripes_free (struct stripes *s)
+{
+  size_t i;
+  for (i = 0; i < s->ns * s->n; i++)
+    free (s->base[i]);
+  free (s->base);
+  free (s->blk);
+}
+
+/* ---- the test of one coder on one buffer set ---- */
+
+static const char *
+code_name (enum gr_code code)
+{
+  return code == GR_CODE_CRS ? "crs" : "rs";
+}
+
+/* Erase e[0..ne-1] in every stripe (fill with junk), reconstruct, compare
+ * to want (the model's stripes). */
+static int
+check_reconstruct (struct gr_coder *c, struct stripes *s, struct stripes *want,
+                   const int *e, int ne, const char *what)
+{
+  size_t st;
+  int i, r, bad = 0;
+
+  for (st = 0; st < s->ns; st++)
+    for (i = 0; i < ne; i++)
+      memset (s->blk[st * s->n + e[i]], 0xa5 ^ i, s->len);
+  r = gr_reconstruct (c, e, ne, s->blk, s->ns, s->len);
+  CHECK (r == 0, "%s: reconstruct returned %d", what, r);
+  for (st = 0; st < s->ns; st++)
+    for (i = 0; i < s->n; i++)
+      if (memcmp (s->blk[st * s->n + i], want->blk[st * s->n + i], s->len)) {
+        bad = 1;
+        CHECK (0, "%s: block %d of stripe %zu wrong after erasing "
+               "%d blocks (first %d)", what, i, st, ne, e[0]);
+      }
+  return bad;
+}
+
+static void
+random_erasures (int n, int m, int *e, int *ne)
+{
+  int i, j, x;
+
+  *ne = 1 + test_rand () % m;
+  for (i = 0; i < *ne; i++) {
+    do {
+      x = test_rand () % n;
+      for (j = 0; j < i && e[j] != x; j++)
+        ;
+    } while (j < i);
+    e[i] = x;
+  }
+}
+
+/* Encode, compare with the model, reconstruct (all erasure sets if
+ * exhaustive, else nrandom random ones), update vs re-encode. */
+static void
+run_case (const struct gr_backend *be, enum gr_code code, int k, int m,
+          size_t len, size_t ns, int align, int exhaustive, int nrandom)
+{
+  struct gr_coder *c;
+  struct stripes s, want;
+  char what[160];
+  int n = k + m, r, i, e[GR_MAX_MEMBERS], ne;
+  size_t st;
+
+  snprintf (what, sizeof what, "%s %s %d+%d len=%zu ns=%zu align=%d",
+            gr_backend_name (be), code_name (code), k, m, len, ns, align);
+  r = gr_coder_new (&c, k, m, code, be);
+  CHECK (r == 0, "%s: gr_coder_new returned %d", what, r);
+  if (r)
+    return;
+  CHECK (gr_coder_k (c) == k && gr_coder_m (c) == m &&
+         gr_coder_code (c) == code && gr_coder_backend (c) == be,
+         "%s: accessors", what);
+
+  stripes_alloc (&s, n, ns, len, align);
+  stripes_alloc (&want, n, ns, len, 0);
+  for (st = 0; st < ns; st++) {
+    for (i = 0; i < k; i++) {
+      test_fill (s.blk[st * n + i], len);
+      memcpy (want.blk[st * n + i], s.blk[st * n + i], len);
+    }
+    for (i = k; i < n; i++)
+      memset (s.blk[st * n + i], 0x5a, len);
+    model_encode (code, k, m, want.blk + st * n, len);
+  }
+
+  /* Encode. */
+  r = gr_encode (c, s.blk, ns, len);
+  CHECK (r == 0, "%s: encode returned %d", what, r);
+  for (st = 0; st < ns; st++)
+    for (i = k; i < n; i++)
+      CHECK (memcmp (s.blk[st * n + i], want.blk[st * n + i], len) == 0,
+             "%s: parity %d of stripe %zu differs from the model",
+             what, i, st);
+
+  /* Reconstruct. */
+  if (exhaustive) {
+    /* Every subset of size 1..m, by bitmask. */
+    unsigned mask;
+    for (mask = 1; mask < (1u << n); mask++) {
+      ne = 0;
+      for (i = 0; i < n; i++)
+        if (mask & (1u << i))
+          e[ne++] = i;
+      if (ne > m)
+        continue;
+      if (check_reconstruct (c, &s, &want, e, ne, what))
+        goto out;
+    }
+  }
+  for (i = 0; i < nrandom; i++) {
+    random_erasures (n, m, e, &ne);
+    if (check_reconstruct (c, &s, &want, e, ne, what))
+      goto out;
+  }
+  /* Always include "all of the parity" and "the first m blocks". */
+  for (i = 0; i < m; i++)
+    e[i] = k + i;
+  if (check_reconstruct (c, &s, &want, e, m, what))
+    goto out;
+  for (i = 0; i < m; i++)
+    e[i] = m - 1 - i;           /* any order */
+  if (check_reconstruct (c, &s, &want, e, m, what))
+    goto out;
+
+  /* Update: new data for one block, parity ^= G * delta. */
+  {
+    int d = test_rand () % k;
+    uint8_t **delta = calloc (ns, sizeof *delta);
+    uint8_t **par = calloc (ns * m, sizeof *par);
+    uint8_t **dbase = calloc (ns, sizeof *dbase);
+
+    for (st = 0; st < ns; st++) {
+      size_t off = (size_t) (align + 5) % 8;
+      dbase[st] = malloc (len + off);
+      delta[st] = dbase[st] + off;
+      test_fill (delta[st], len);
+      for (i = 0; i < (int) len; i++)
+        want.blk[st * n + d][i] ^= delta[st][i];
+      memcpy (s.blk[st * n + d], want.blk[st * n + d], len);
+      model_encode (code, k, m, want.blk + st * n, len);
+      for (i = 0; i < m; i++)
+        par[st * m + i] = s.blk[st * n + k + i];
+    }
+    r = gr_update (c, d, (const uint8_t *const *) delta, par, ns, len);
+    CHECK (r == 0, "%s: update returned %d", what, r);
+    for (st = 0; st < ns; st++)
+      for (i = k; i < n; i++)
+        CHECK (memcmp (s.blk[st * n + i], want.blk[st * n + i], len) == 0,
+               "%s: parity %d of stripe %zu wrong after update of %d",
+               what, i, st, d);
+    for (st = 0; st < ns; st++)
+      free (dbase[st]);
+    free (dbase);
+    free (delta);
+    free (par);
+  }
+
+ out:
+  stripes_free (&s);
+  stripes_free (&want);
+  gr_coder_free (c);
+}
+
+/* Cost of the ref backend, roughly, in inner-loop steps, to keep it fast
+ * enough under AddressSanitizer. */
+static double
+ref_cost (enum gr_code code, int k, int m, size_t len)
+{
+  return code == GR_CODE_CRS ? (double) k * m * 64 * len : (double) k * m * len;
+}
+
+static const struct gr_backend *backends[16];
+static int nbe;
+
+/* (k, m) list with len per code. */
+static void
+test_km_list (void)
+{
+  static const int km[][2] = {
+    { 1, 1 }, { 2, 1 }, { 4, 2 }, { 6, 3 }, { 10, 4 }, { 16, 4 },
+    { 8, 8 }, { 20, 12 }, { 200, 55 },
+  };
+  unsigned t;
+  int b, code;
+
+  for (t = 0; t < sizeof km / sizeof km[0]; t++) {
+    int k = km[t][0], m = km[t][1], n = k + m;
+
+    if (quick && n > 40)
+      continue;
+    for (code = GR_CODE_RS; code <= GR_CODE_CRS; code++)
+      for (b = 0; b < nbe; b++) {
+        size_t len = code == GR_CODE_CRS ? 2 * GR_CRS_GROUP : 4096 + 7;
+        int exh = n <= 12;
+        int nrand = exh ? 0 : (n > 100 ? 4 : 20);
+
+        if (strcmp (gr_backend_name (backends[b]), "ref") == 0) {
+          if (code == GR_CODE_CRS && n > 100)
+            continue;           /* too slow: the model stands in */
+          while (len > 1024 && ref_cost (code, k, m, len) > 2e8)
+            len = code == GR_CODE_CRS ? GR_CRS_GROUP : len / 4 + 1;
+          if (code == GR_CODE_CRS && n > 12)
+            nrand = 3;
+        }
+        run_case (backends[b], code, k, m, len, 2, t % 8, exh, nrand);
+      }
+  }
+}
+
+/* Every (k, m) with k + m <= 12, every erasure set of size <= m. */
+static void
+test_exhaustive_small (void)
+{
+  int k, m, b, code;
+
+  for (k = 1; k < 12; k++)
+    for (m = 1; k + m <= 12; m++)
+      for (code = GR_CODE_RS; code <= GR_CODE_CRS; code++)
+        for (b = 0; b < nbe; b++) {
+          int isref = strcmp (gr_backend_name (backends[b]), "ref") == 0;
+          size_t len = code == GR_CODE_CRS ? GR_CRS_GROUP : 33;
+
+          if (quick && k + m > 8)
+            continue;
+          /* ref CRS over thousands of erasure sets is too slow; it gets
+           * exhaustive sets on the (k, m) list instead. */
+          if (isref && code == GR_CODE_CRS) {
+            run_case (backends[b], code, k, m, len, 1, 0, 0, 2);
+            continue;
+          }
+          run_case (backends[b], code, k, m, len, 1, (k + m) % 8, 1, 0);
+        }
+}
+
+/* Lengths and alignments. */
+static void
+test_lengths (void)
+{
+  static const size_t rs_lens[] = { 1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65,
+                                    4095, 4096, 65536 + 13 };
+  static const size_t crs_lens[] = { GR_CRS_GROUP, 2 * GR_CRS_GROUP,
+                                     3 * GR_CRS_GROUP, 16 * GR_CRS_GROUP };
+  static const int km[][2] = { { 4, 2 }, { 10, 4 } };
+  unsigned t, l;
+  int b, align;
+
+  for (t = 0; t < 2; t++)
+    for (b = 0; b < nbe; b++) {
+      int isref = strcmp (gr_backend_name (backends[b]), "ref") == 0;
+      int k = km[t][0], m = km[t][1];
+
+      for (l = 0; l < sizeof rs_lens / sizeof rs_lens[0]; l++)
+        for (align = 0; align < 8; align++) {
+          if ((quick || isref) && align % 3 != 0 && rs_lens[l] > 64)
+            continue;
+          run_case (backends[b], GR_CODE_RS, k, m, rs_lens[l],
+                    1 + (align & 1), align, 0, 2);
+        }
+      for (l = 0; l < sizeof crs_lens / sizeof crs_lens[0]; l++)
+        for (align = 0; align < 8; align++) {
+          if ((quick || isref) && align % 3 != 0)
+            continue;
+          if (isref && crs_lens[l] > 3 * GR_CRS_GROUP && k > 4)
+            continue;
+          run_case (backends[b], GR_CODE_CRS, k, m, crs_lens[l],
+                    1 + (align & 1), align, 0, 2);
+        }
+    }
+}
+
+/* ISA-L known answer: gf_gen_cauchy1_matrix + ec_encode_data give the
+ * same bytes as our "isal" and "ref" RS encoders. */
+static void
+test_isal_known_answer (void)
+{
+  static const int km[][2] = { { 1, 1 }, { 4, 2 }, { 10, 4 }, { 8, 8 },
+                               { 20, 12 }, { 200, 55 } };
+  unsigned t;
+
+  for (t = 0; t < sizeof km / sizeof km[0]; t++) {
+    int k = km[t][0], m = km[t][1], n = k + m, i, b;
+    size_t len = 1000 + t;
+    uint8_t *a = malloc ((size_t) n * k), *tbls = malloc (32 * (size_t) k * m);
+    uint8_t *ours = malloc ((size_t) n * k);
+    struct stripes s, isal;
+
+    gf_gen_cauchy1_matrix (a, n, k);
+    gr_gf_gen_matrix (k, m, ours);
+    CHECK (memcmp (a, ours, (size_t) n * k) == 0,
+           "generator %d+%d differs from gf_gen_cauchy1_matrix", k, m);
+    ec_init_tables (k, m, a + k * k, tbls);
+    stripes_alloc (&isal, n, 1, len, 0);
+    for (i = 0; i < k; i++)
+      test_fill (isal.blk[i], len);
+    ec_encode_data (len, k, m, tbls, isal.blk, isal.blk + k);
+    for (b = 0; b < nbe; b++) {
+      struct gr_coder *c;
+      if (gr_coder_new (&c, k, m, GR_CODE_RS, backends[b]) != 0) {
+        CHECK (0, "coder %d+%d", k, m);
+        continue;
+      }
+      stripes_alloc (&s, n, 1, len, 0);
+      for (i = 0; i < k; i++)
+        memcpy (s.blk[i], isal.blk[i], len);
+      CHECK (gr_encode (c, s.blk, 1, len) == 0, "encode");
+      for (i = k; i < n; i++)
+        CHECK (memcmp (s.blk[i], isal.blk[i], len) == 0,
+               "%s RS %d+%d parity %d differs from ISA-L ec_encode_data",
+               gr_backend_name (backends[b]), k, m, i);
+      stripes_free (&s);
+      gr_coder_free (c);
+    }
+    stripes_free (&isal);
+    free (a);
+    free (tbls);
+    free (ours);
+  }
+}
+
+/* ---- the plan cache under threads, with eviction ---- */
+
+struct thr {
+  struct gr_coder *c;
+  struct stripes *want;
+  uint64_t seed;
+  int iters;
+  int fails;
+};
+
+static void *
+thr_run (void *arg)
+{
+  struct thr *t = arg;
+  int n = gr_coder_k (t->c) + gr_coder_m (t->c), m = gr_coder_m (t->c);
+  size_t len = t->want->len;
+  uint8_t **blk = calloc (n, sizeof *blk);
+  uint64_t x = t->seed;
+  int it, i, j, e[GR_MAX_MEMBERS], ne;
+
+  for (i = 0; i < n; i++) {
+    blk[i] = malloc (len);
+    memcpy (blk[i], t->want->blk[i], len);
+  }
+  for (it = 0; it < t->iters; it++) {
+    /* Private xorshift: test_rand is not thread-safe. */
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    ne = 1 + x % m;
+    for (i = 0; i < ne; i++) {
+      int v;
+      do {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        v = x % n;
+        for (j = 0; j < i && e[j] != v; j++)
+          ;
+      } while (j < i);
+      e[i] = v;
+      memset (blk[v], 0, len);
+    }
+    if (gr_reconstruct (t->c, e, ne, blk, 1, len) != 0)
+      t->fails++;
+    for (i = 0; i < n; i++)
+      if (memcmp (blk[i], t->want->blk[i], len) != 0) {
+        t->fails++;
+        memcpy (blk[i], t->want->blk[i], len);
+      }
+  }
+  for (i = 0; i < n; i++)
+    free (blk[i]);
+  free (blk);
+  return NULL;
+}
+
+static void
+test_threads (void)
+{
+  int b, code, i;
+
+  for (code = GR_CODE_RS; code <= GR_CODE_CRS; code++)
+    for (b = 0; b < nbe; b++) {
+      const char *name = gr_backend_name (backends[b]);
+      int isref = strcmp (name, "ref") == 0;
+      int k = 20, m = 12, n = k + m;
+      size_t len = code == GR_CODE_CRS ? GR_CRS_GROUP : 64;
+      struct gr_coder *c;
+      struct stripes want;
+      struct thr t[4];
+      pthread_t tid[4];
+
+      if (isref && code == GR_CODE_CRS)
+        continue;
+      if (gr_coder_new (&c, k, m, code, backends[b]) != 0) {
+        CHECK (0, "coder");
+        continue;
+      }
+      stripes_alloc (&want, n, 1, len, 0);
+      for (i = 0; i < k; i++)
+        test_fill (want.blk[i], len);
+      model_encode (code, k, m, want.blk, len);
+      for (i = 0; i < 4; i++) {
+        t[i].c = c;
+        t[i].want = &want;
+        t[i].seed = test_rand () | 1;
+        /* > GR_PLAN_CACHE_MAX (1024) patterns in all: forces eviction. */
+        t[i].iters = quick ? 100 : (code == GR_CODE_CRS ? 200 : 400);
+        t[i].fails = 0;
+        pthread_create (&tid[i], NULL, thr_run, &t[i]);
+      }
+      for (i = 0; i < 4; i++) {
+        pthread_join (tid[i], NULL);
+        CHECK (t[i].fails == 0, "%s %s threads: %d failures", name,
+               code_name (code), t[i].fails);
+      }
+      stripes_free (&want);
+      gr_coder_free (c);
+    }
+}
+
+/* ---- invalid arguments ---- */
+
+static void
+test_invalid (void)
+{
+  struct gr_coder *c;
+  uint8_t buf[2 * GR_CRS_GROUP];
+  uint8_t *blk[6] = { buf, buf, buf, buf, buf, buf };
+  const uint8_t *delta[1] = { buf };
+  int e[4];
+  int b;
+
+  CHECK (gr_coder_new (&c, 0, 1, GR_CODE_RS, NULL) == -EINVAL, "k=0");
+  CHECK (gr_coder_new (&c, 1, 0, GR_CODE_RS, NULL) == -EINVAL, "m=0");
+  CHECK (gr_coder_new (&c, 200, 57, GR_CODE_RS, NULL) == -EINVAL, "n=257");
+  CHECK (gr_coder_new (&c, 4, 2, 0, NULL) == -EINVAL, "code=0");
+  CHECK (gr_coder_new (&c, 4, 2, 3, NULL) == -EINVAL, "code=3");
+  CHECK (gr_coder_new (NULL, 4, 2, GR_CODE_RS, NULL) == -EINVAL, "out NULL");
+  CHECK (gr_coder_new (&c, 255, 1, GR_CODE_RS, NULL) == 0, "n=256");
+  gr_coder_free (c);
+
+  for (b = 0; b < nbe; b++) {
+    int code;
+    for (code = GR_CODE_RS; code <= GR_CODE_CRS; code++) {
+      size_t len = code == GR_CODE_CRS ? GR_CRS_GROUP : 16;
+
+      if (gr_coder_new (&c, 4, 2, code, backends[b]) != 0) {
+        CHECK (0, "coder");
+        continue;
+      }
+      CHECK (gr_coder_len_multiple (c) == (code == GR_CODE_CRS ? 4096u : 1u),
+             "len multiple");
+      if (code == GR_CODE_CRS) {
+        CHECK (gr_encode (c, blk, 1, 100) == -EINVAL, "crs len 100");
+        CHECK (gr_encode (c, blk, 1, 512) == -EINVAL, "crs len 512");
+        e[0] = 0;
+        CHECK (gr_reconstruct (c, e, 1, blk, 1, 4097) == -EINVAL, "crs len");
+        CHECK (gr_update (c, 0, delta, blk, 1, 8191) == -EINVAL, "crs len");
+      }
+      CHECK (gr_encode (c, NULL, 1, len) == -EINVAL, "blocks NULL");
+      CHECK (gr_reconstruct (c, e, 0, blk, 1, len) == -EINVAL, "nerased 0");
+      e[0] = 0; e[1] = 1; e[2] = 2;
+      CHECK (gr_reconstruct (c, e, 3, blk, 1, len) == -EINVAL, "nerased m+1");
+      CHECK (gr_reconstruct (c, NULL, 1, blk, 1, len) == -EINVAL, "erased NULL");
+      e[0] = 3; e[1] = 3;
+      CHECK (gr_reconstruct (c, e, 2, blk, 1, len) == -EINVAL, "duplicate");
+      e[0] = -1;
+      CHECK (gr_reconstruct (c, e, 1, blk, 1, len) == -EINVAL, "index -1");
+      e[0] = 6;
+      CHECK (gr_reconstruct (c, e, 1, blk, 1, len) == -EINVAL, "index n");
+      e[0] = 1; e[1] = 6;
+      CHECK (gr_reconstruct (c, e, 2, blk, 1, len) == -EINVAL, "index n");
+      CHECK (gr_update (c, -1, delta, blk, 1, len) == -EINVAL, "data -1");
+      CHECK (gr_update (c, 4, delta, blk, 1, len) == -EINVAL, "data k");
+      CHECK (gr_update (c, 0, NULL, blk, 1, len) == -EINVAL, "delta NULL");
+      /* Nothing to do is fine. */
+      CHECK (gr_encode (c, blk, 0, len) == 0, "0 stripes");
+      gr_coder_free (c);
+    }
+  }
+}
+
+static void
+test_registry (void)
+{
+  const struct gr_backend *best = gr_backend_best ();
+  int i;
+
+  CHECK (gr_backend_find ("ref") != NULL, "ref");
+  CHECK (gr_backend_find ("nope") == NULL, "nope");
+  CHECK (best != NULL, "best");
+  for (i = 0; gr_backend_at (i); i++)
+    CHECK (gr_backend_probe (gr_backend_at (i)) == 0, "probe %d", i);
+  CHECK (gr_backend_register (gr_backend_find ("ref")) == -EEXIST,
+         "register twice");
+  if (gr_backend_find ("isal"))
+    CHECK (best == gr_backend_find ("isal"), "best is %s, not isal",
+           gr_backend_name (best));
+  {
+    struct gr_coder *c;
+    CHECK (gr_coder_new (&c, 3, 2, GR_CODE_RS, NULL) == 0, "NULL backend");
+    CHECK (gr_coder_backend (c) == best, "NULL backend is best");
+    gr_coder_free (c);
+  }
+}
+
+int
+main (void)
+{
+  const char *only = getenv ("GF_BACKEND");
+
+  test_seed ("test-coder");
+  quick = test_quick ();
+  for (nbe = 0; gr_backend_at (nbe) && nbe < 16; nbe++)
+    backends[nbe] = gr_backend_at (nbe);
+  if (only && *only) {
+    backends[0] = gr_backend_find (only);
+    if (backends[0] == NULL) {
+      fprintf (stderr, "GF_BACKEND=%s: no such backend\n", only);
+      return 1;
+    }
+    nbe = 1;
+  }
+  printf ("backends:");
+  for (int b = 0; b < nbe; b++)
+    printf (" %s", gr_backend_name (backends[b]));
+  printf ("%s\n", quick ? " (QUICK)" : "");
+
+  test_registry ();
+  printf ("registry done\n"); fflush (stdout);
+  test_invalid ();
+  printf ("invalid done\n"); fflush (stdout);
+  test_isal_known_answer ();
+  printf ("known answer done\n"); fflush (stdout);
+  test_km_list ();
+  printf ("(k,m) list done\n"); fflush (stdout);
+  test_exhaustive_small ();
+  printf ("exhaustive small done\n"); fflush (stdout);
+  test_lengths ();
+  printf ("lengths done\n"); fflush (stdout);
+  test_threads ();
+  printf ("threads done\n"); fflush (stdout);
+
+  if (test_failures) {
+    printf ("test-coder: %d failures\n", test_failures);
+    return 1;
+  }
+  printf ("test-coder: ok\n");
+  return 0;
+}
