@@ -10,7 +10,12 @@ scripts/nbdbench.o: CFLAGS += $(NBD_CFLAGS)
 scripts/nbdbench: scripts/nbdbench.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(NBD_LIBS)
 
-demo: all
+# Both build `all` first.  demo must work on a fresh machine, so it installs
+# the dependencies before building (as `make check` does): `deps` first, then
+# `all` in a second make that sees the installed headers.  scripts/demo runs
+# install-deps and make again itself; both are no-ops by then.
+demo: deps
+	$(MAKE) --no-print-directory all
 	scripts/demo
 
 bench: all scripts/nbdbench
