@@ -354,6 +354,11 @@ main (int argc, char *argv[])
   secs = now () - t0;
   free (threads);
 
+  if (do_flush && nbd_can_flush (h) != 1) {
+    fprintf (stderr, "nbdbench: the server does not support flush; "
+             "not flushing\n");
+    do_flush = false;
+  }
   if (do_flush && !atomic_load (&failed)) {
     double t1 = now ();
 
