@@ -45,6 +45,7 @@ CHECK_PROGS :=
 CLEAN_FILES :=
 
 include $(sort $(wildcard */*.mk))
+include $(wildcard tests/vm/*.mk)
 
 %.o: %.c $(HEADERS)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
