@@ -1,0 +1,354 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# gpuraid - shell functions shared by the integration tests (source me).
+#
+# Modelled on nbdkit's tests/functions.sh.  Provides:
+#   requires CMD [ARGS...]     skip (exit 77) unless CMD [ARGS] succeeds
+#   requires_plugin            skip unless the plugin has been built
+#   cleanup_fn CMD [ARGS...]   run CMD on exit (last registered runs first)
+#   start_nbdkit -P PIDFILE ...  start nbdkit in the background, wait for
+#                              the pidfile, kill it on exit; the server's
+#                              stderr goes to $nbdkit_log (appended)
+#   stop_nbdkit PIDFILE        kill that server and wait until it is gone
+#   run_nbdkit ...             run nbdkit in the foreground (sanitizer env)
+#   $tmpdir                    a private temporary directory (removed on exit)
+#   $top, $PLUGIN, $PY (python3 with the nbd module), $CHECK (gpuraid-check)
+#
+# Sanitizers: when the plugin is linked against libasan (make SANITIZE=1),
+# nbdkit (not instrumented) is run with the ASan and UBSan runtimes in
+# LD_PRELOAD, only for nbdkit itself, and sanitizer reports are written to
+# $tmpdir/asan.*; any such report fails the test at exit.
+
+set -u
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PLUGIN=$top/nbdkit-plugin/nbdkit-gpuraid-plugin.so
+CHECK=$top/tests/gpuraid-check
+PY=/usr/bin/python3
+export top PLUGIN CHECK PY
+
+# glibc malloc perturbation, as nbdkit's test suite does.
+export MALLOC_CHECK_=1
+export MALLOC_PERTURB_=$(( (RANDOM % 254) + 1 ))
+
+# Test seed: printed and overridable.
+if [ -z "${TEST_SEED:-}" ]; then
+  TEST_SEED=$(( (RANDOM << 15) | RANDOM ))
+fi
+export TEST_SEED
+echo "$0: TEST_SEED=$TEST_SEED"
+
+# ---- cleanup stack ---------------------------------------------------------
+
+_cleanup_fns=()
+_test_failed_by_sanitizer=0
+
+cleanup_fn ()
+{
+  _cleanup_fns+=("$(printf '%q ' "$@")")
+}
+
+_run_cleanup_fns ()
+{
+  local status=$? i
+  set +e
+  for (( i = ${#_cleanup_fns[@]} - 1; i >= 0; i-- )); do
+    eval "${_cleanup_fns[$i]}"
+  done
+  _check_sanitizer_logs
+  if [ "$_test_failed_by_sanitizer" = 1 ] && [ "$status" = 0 -o "$status" = 77 ]; then
+    status=1
+  fi
+  if [ -n "${tmpdir:-}" ] && [ -d "$tmpdir" ]; then
+    if [ "$status" != 0 ] && [ "$status" != 77 ] && [ -n "${KEEP_TMPDIR:-}" ]; then
+      echo "$0: keeping $tmpdir"
+    else
+      rm -rf "$tmpdir"
+    fi
+  fi
+  exit "$status"
+}
+trap _run_cleanup_fns EXIT
+trap 'exit 1' INT QUIT TERM
+
+# ---- temporary directory -------------------------------------------------
+
+# Under /var/tmp rather than /tmp: test members are sparse files that may
+# be larger than a tmpfs should hold.
+tmpdir=$(mktemp -d "${TMPDIR:-/var/tmp}/gpuraid-$(basename "$0" .sh).XXXXXX")
+nbdkit_log=$tmpdir/nbdkit.log
+
+# ---- requires --------------------------------------------------------------
+
+requires ()
+{
+  if ! "$@" >/dev/null 2>&1; then
+    echo "$0: SKIP: '$*' failed or not found, test requires it"
+    exit 77
+  fi
+}
+
+# requires_cmd CMD...: each CMD must be on $PATH (or an absolute path).
+requires_cmd ()
+{
+  local c
+  for c in "$@"; do
+    if ! command -v "$c" >/dev/null 2>&1; then
+      echo "$0: SKIP: $c not found, test requires it"
+      exit 77
+    fi
+  done
+}
+
+requires_plugin ()
+{
+  if [ ! -f "$PLUGIN" ]; then
+    echo "$0: SKIP: $PLUGIN not found (run make first)"
+    exit 77
+  fi
+  requires_cmd nbdkit
+}
+
+requires_check ()
+{
+  if [ ! -x "$CHECK" ]; then
+    echo "$0: SKIP: $CHECK not found (make $CHECK)"
+    exit 77
+  fi
+}
+
+requires_py ()
+{
+  if ! "$PY" -c 'import nbd' >/dev/null 2>&1; then
+    echo "$0: SKIP: $PY with the nbd module (python3-libnbd) not found"
+    exit 77
+  fi
+}
+
+# ---- sanitizers ------------------------------------------------------------
+
+NBDKIT_PRELOAD=
+if [ -f "$PLUGIN" ] && ldd "$PLUGIN" 2>/dev/null | grep -q libasan; then
+  for lib in libasan.so libubsan.so; do
+    p=$(${CC:-gcc} -print-file-name=$lib)
+    if [ -f "$p" ]; then
+      NBDKIT_PRELOAD=${NBDKIT_PRELOAD:+$NBDKIT_PRELOAD:}$p
+    fi
+  done
+  # nbdkit itself is not instrumented and keeps some allocations until
+  # exit, so leak checking is off unless asked for.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}:abort_on_error=1:halt_on_error=1:protect_shadow_gap=0:log_path=$tmpdir/asan"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$tmpdir/asan"
+  echo "$0: plugin built with sanitizers, nbdkit LD_PRELOAD=$NBDKIT_PRELOAD"
+fi
+
+_check_sanitizer_logs ()
+{
+  local f
+  [ -n "${tmpdir:-}" ] || return 0
+  for f in "$tmpdir"/asan.*; do
+    [ -e "$f" ] || continue
+    echo "$0: FAIL: sanitizer report $f:"
+    cat "$f"
+    _test_failed_by_sanitizer=1
+  done
+}
+
+# Run nbdkit in the foreground with the sanitizer environment.  Clients
+# started by --run get LD_PRELOAD too; python and nbdsh cope with that.
+run_nbdkit ()
+{
+  if [ -n "$NBDKIT_PRELOAD" ]; then
+    LD_PRELOAD=$NBDKIT_PRELOAD nbdkit "$@"
+  else
+    nbdkit "$@"
+  fi
+}
+
+# ---- starting and stopping servers -----------------------------------------
+
+# start_nbdkit -P PIDFILE [nbdkit args...]
+# Runs nbdkit -f in the background (stderr appended to $nbdkit_log), waits
+# for the pidfile, registers a cleanup that kills it.  Returns non-zero
+# (after printing the log) if nbdkit exits before writing the pidfile.
+start_nbdkit ()
+{
+  local pidfile= i bgpid
+  if [ "$1" != -P ] || [ $# -lt 2 ]; then
+    echo "$0: start_nbdkit: first argument must be -P pidfile"
+    exit 1
+  fi
+  pidfile=$2
+  rm -f "$pidfile"
+  echo "+ nbdkit -f $*" >>"$nbdkit_log"
+  # A simple command, so that $! is nbdkit's own pid (env execs it).
+  env ${NBDKIT_PRELOAD:+LD_PRELOAD="$NBDKIT_PRELOAD"} \
+    nbdkit -f "$@" </dev/null >>"$nbdkit_log" 2>&1 &
+  bgpid=$!
+  cleanup_fn _kill_pid "$bgpid"
+  for (( i = 0; i < 600; i++ )); do
+    if [ -s "$pidfile" ]; then
+      return 0
+    fi
+    if ! kill -0 "$bgpid" 2>/dev/null; then
+      wait "$bgpid"
+      local rc=$?
+      echo "$0: start_nbdkit: nbdkit exited with status $rc before writing $pidfile; log:"
+      tail -n 20 "$nbdkit_log"
+      return "$(( rc == 0 ? 1 : rc ))"
+    fi
+    sleep 0.1
+  done
+  echo "$0: start_nbdkit: $pidfile not created after 60 s"
+  exit 1
+}
+
+_kill_pid ()
+{
+  local pid=$1 i
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill "$pid" 2>/dev/null
+  for (( i = 0; i < 100; i++ )); do
+    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+    sleep 0.1
+  done
+  echo "$0: pid $pid did not exit on SIGTERM, killing it"
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 0
+}
+
+# stop_nbdkit PIDFILE: stop the server started with that pidfile and wait
+# until it has exited (so members are closed before the next start).
+# Fails the test if the server had already died (a crash).
+stop_nbdkit ()
+{
+  local pidfile=$1 pid
+  pid=$(cat "$pidfile")
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "$0: FAIL: nbdkit (pid $pid) died before stop_nbdkit; log:"
+    tail -n 30 "$nbdkit_log"
+    exit 1
+  fi
+  _kill_pid "$pid"
+  rm -f "$pidfile"
+}
+
+# ---- gpuraid helpers ---------------------------------------------------------
+
+# sock_uri SOCKET
+sock_uri ()
+{
+  echo "nbd+unix:///?socket=$1"
+}
+
+# member_args FILE...: "member=FILE member=FILE ..."
+member_args ()
+{
+  local f
+  for f in "$@"; do
+    printf 'member=%s ' "$f"
+  done
+}
+
+# data_offset CHUNK: the metadata area size for a chunk size (contract:
+# 1 MiB, or the chunk if larger).
+data_offset ()
+{
+  local chunk=$1
+  if [ "$chunk" -gt 1048576 ]; then echo "$chunk"; else echo 1048576; fi
+}
+
+# parse_size 64K -> 65536
+parse_size ()
+{
+  numfmt --from=iec "$1"
+}
+
+# randio ARGS...: the random I/O helper (tests/randio.py) under $PY.
+randio ()
+{
+  "$PY" "$top/tests/randio.py" "$@"
+}
+
+# sums FILE...: sha256 of each file, one line per file
+sums ()
+{
+  sha256sum "$@"
+}
+
+# make_members N SIZE [PREFIX]: create N sparse member files of SIZE in
+# $tmpdir, named PREFIX0.img ... (default "disk"); sets the array members.
+make_members ()
+{
+  local n=$1 size=$2 prefix=${3:-disk} i f
+  members=()
+  for (( i = 0; i < n; i++ )); do
+    f=$tmpdir/$prefix$i.img
+    rm -f "$f"
+    truncate -s "$size" "$f"
+    members+=("$f")
+  done
+}
+
+# check_parity K M CHUNK CODE [gpuraid-check args...] MEMBER...
+# Runs the offline parity checker; fails the test on any mismatch.
+check_parity ()
+{
+  local k=$1 m=$2 chunk=$3 code=$4
+  shift 4
+  echo "+ gpuraid-check -k $k -m $m -c $chunk -t $code -o $(data_offset "$chunk") $*"
+  if ! "$CHECK" -k "$k" -m "$m" -c "$chunk" -t "$code" \
+       -o "$(data_offset "$chunk")" "$@"; then
+    echo "$0: FAIL: gpuraid-check found parity errors (k=$k m=$m chunk=$chunk code=$code)"
+    exit 1
+  fi
+}
+
+# expect_verify URI REF [what]: the export must equal REF.
+expect_verify ()
+{
+  if ! randio verify "$1" "$2"; then
+    echo "$0: FAIL: data mismatch${3:+ ($3)}"
+    exit 1
+  fi
+}
+
+# snapshot_members DIR / restore_members DIR: sparse copies of the members.
+snapshot_members ()
+{
+  local dir=$1 f
+  mkdir -p "$dir"
+  for f in "${members[@]}"; do
+    cp --sparse=always "$f" "$dir/"
+  done
+}
+
+restore_members ()
+{
+  local dir=$1 f
+  for f in "${members[@]}"; do
+    cp --sparse=always "$dir/$(basename "$f")" "$f"
+  done
+}
+
+# expect_refusal LOGFILE REGEX CMD...: CMD (an nbdkit invocation) must
+# exit non-zero and its output must contain a line matching REGEX
+# (extended, case-insensitive) on a line that also says "error".
+expect_refusal ()
+{
+  local log=$1 re=$2 rc
+  shift 2
+  echo "+ $*"
+  "$@" >"$log" 2>&1 </dev/null
+  rc=$?
+  cat "$log"
+  if [ "$rc" = 0 ]; then
+    echo "$0: FAIL: expected nbdkit to refuse to start, but it exited 0"
+    exit 1
+  fi
+  if ! grep -i 'error' "$log" | grep -Eqi -- "$re"; then
+    echo "$0: FAIL: exit status $rc but no error line matching /$re/"
+    exit 1
+  fi
+  echo "  (refused with status $rc, message matches /$re/)"
+}

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Create safety and bad input.  For each bad configuration nbdkit must
+# exit non-zero, print an error line naming the problem, and leave every
+# member file byte-identical (sha256).  Members given in a shuffled order
+# are placed by the index in their superblock (the data verifies), and
+# force=true allows re-creating an existing array.
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_py
+
+sock=$tmpdir/sock
+pid=$tmpdir/nbdkit.pid
+uri=$(sock_uri "$sock")
+ref=$tmpdir/ref.img
+ncase=0
+
+# refuse REGEX FILES -- NBDKIT-PLUGIN-ARGS...: nbdkit must refuse; FILES
+# (space-separated) must not change.
+refuse ()
+{
+  local re=$1 files=$2
+  shift 3
+  ncase=$(( ncase + 1 ))
+  echo "=== case $ncase: $*" | cut -c1-200
+  # shellcheck disable=SC2086
+  sums $files > "$tmpdir/before.sum"
+  expect_refusal "$tmpdir/case$ncase.log" "$re" \
+    run_nbdkit -U - "$PLUGIN" "$@" --run 'exit 0'
+  if ! sha256sum -c --quiet "$tmpdir/before.sum"; then
+    echo "$0: FAIL: case $ncase changed member files"
+    exit 1
+  fi
+}
+
+# Fresh (no superblock) members, 2+1 with 4K chunks.
+make_members 3 2M fresh
+f0=${members[0]} f1=${members[1]} f2=${members[2]}
+fresh="$f0 $f1 $f2"
+ok="member=$f0 member=$f1 member=$f2"
+
+# shellcheck disable=SC2086
+{
+refuse 'foo|unknown|unrecognized|invalid' "$fresh" -- $ok m=1 create=true foo=bar
+refuse '\bm\b|m=|parity' "$fresh" -- $ok m=x create=true
+refuse '\bm\b|m=|parity' "$fresh" -- $ok m=0 create=true
+refuse '\bm\b|m=|parity' "$fresh" -- $ok m=-1 create=true
+refuse '\bm\b|m=|parity|member' "$fresh" -- $ok m=3 create=true
+refuse '\bm\b|m=|parity|member' "$fresh" -- $ok m=4 create=true
+refuse 'chunk|3000' "$fresh" -- $ok m=1 chunk=3000 create=true
+refuse 'chunk|power' "$fresh" -- $ok m=1 chunk=12288 create=true
+refuse 'chunk|4096|small' "$fresh" -- $ok m=1 chunk=2048 create=true
+refuse 'chunk' "$fresh" -- $ok m=1 chunk=64Q create=true
+refuse 'code|foo' "$fresh" -- $ok m=1 code=foo create=true
+refuse 'create|maybe|bool' "$fresh" -- $ok m=1 create=maybe
+refuse 'force|maybe|bool' "$fresh" -- $ok m=1 create=true force=maybe
+refuse 'backend|nosuch' "$fresh" -- $ok m=1 create=true backend=nosuch
+refuse 'member' "$fresh" -- m=1 create=true
+refuse 'superblock|create|not a|member|gpuraid' "$fresh" -- $ok m=1
+# Duplicated members: same path, a hard link, a symlink.
+ln "$f0" "$tmpdir/hardlink.img"
+ln -s "$f0" "$tmpdir/symlink.img"
+refuse 'dup|same|twice|more than once|already' "$fresh" -- \
+  member=$f0 member=$f1 member=$f0 m=1 create=true
+refuse 'dup|same|twice|more than once|already' "$fresh" -- \
+  member=$f0 member=$f1 member=$tmpdir/hardlink.img m=1 create=true
+refuse 'dup|same|twice|more than once|already' "$fresh" -- \
+  member=$f0 member=$tmpdir/symlink.img member=$f2 m=1 create=true
+}
+rm "$tmpdir/hardlink.img" "$tmpdir/symlink.img"
+
+# Unequal sizes; too small.
+truncate -s 3M "$tmpdir/big.img"
+truncate -s 512K "$tmpdir/small0.img" "$tmpdir/small1.img"
+# shellcheck disable=SC2086
+{
+refuse 'size|equal|differ|same' "$fresh $tmpdir/big.img" -- \
+  member=$f0 member=$f1 member=$tmpdir/big.img m=1 create=true
+refuse 'small|size' "$tmpdir/small0.img $tmpdir/small1.img" -- \
+  member=$tmpdir/small0.img member=$tmpdir/small1.img m=1 create=true
+}
+
+# k + m > 256: 257 tiny sparse members (data offset + one chunk each).
+many=()
+for (( i = 0; i < 257; i++ )); do
+  truncate -s $(( 1048576 + 4096 )) "$tmpdir/many$i.img"
+  many+=("member=$tmpdir/many$i.img")
+done
+# shellcheck disable=SC2086
+refuse '256|257|too many|members' "$(echo "$tmpdir"/many*.img)" -- \
+  "${many[@]}" m=1 chunk=4096 create=true
+rm -f "$tmpdir"/many*.img
+
+# Two real arrays, A (2+1) and B (2+1).
+make_members 3 2M a
+a=("${members[@]}")
+# shellcheck disable=SC2046
+start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${a[@]}") \
+  m=1 chunk=4096 create=true || exit 1
+randio zeroref "$uri" "$ref"
+randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 60 --chunk 4096 --k 2 ||
+  { echo "$0: FAIL: random I/O on array A"; exit 1; }
+stop_nbdkit "$pid"
+make_members 3 2M b
+b=("${members[@]}")
+# shellcheck disable=SC2046
+start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${b[@]}") \
+  m=1 chunk=4096 create=true || exit 1
+stop_nbdkit "$pid"
+
+# shellcheck disable=SC2086,SC2046
+{
+refuse 'force|exist|already' "${a[*]}" -- $(member_args "${a[@]}") m=1 create=true
+refuse 'force|exist|already' "${a[*]}" -- $(member_args "${a[@]}") m=1 chunk=4096 create=true
+refuse 'array|uuid|differ|mismatch|belong' "${a[*]} ${b[*]}" -- \
+  member=${a[0]} member=${a[1]} member=${b[2]} m=1
+refuse 'array|uuid|differ|mismatch|belong' "${a[*]} ${b[*]}" -- \
+  member=${b[0]} member=${a[1]} member=${a[2]} m=1
+# Fresh file mixed into an existing array, without create.
+refuse 'superblock|not a|member|gpuraid|create' "${a[*]} $f2" -- \
+  member=${a[0]} member=${a[1]} member=$f2 m=1
+}
+
+# Shuffled order: placed by superblock index.
+for order in "2 0 1" "1 2 0"; do
+  echo "=== shuffled order $order"
+  args=()
+  for i in $order; do args+=("member=${a[$i]}"); done
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=1 ||
+    { echo "$0: FAIL: did not start with members in order $order"; exit 1; }
+  expect_verify "$uri" "$ref" "members in order $order"
+  stop_nbdkit "$pid"
+done
+
+# force=true re-creates (same geometry): it starts, the superblocks are
+# rewritten, and the new array works.
+echo "=== create=true force=true on an existing array"
+sums "${a[@]}" > "$tmpdir/before.sum"
+# shellcheck disable=SC2046
+start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${a[@]}") \
+  m=1 chunk=4096 create=true force=true ||
+  { echo "$0: FAIL: force=true re-create refused"; exit 1; }
+nbdcopy "$uri" "$ref"
+randio write "$uri" "$ref" --seed $(( TEST_SEED + 1 )) --ops 40 --chunk 4096 --k 2 ||
+  { echo "$0: FAIL: random I/O on the re-created array"; exit 1; }
+stop_nbdkit "$pid"
+if sha256sum -c --quiet "$tmpdir/before.sum" 2>/dev/null; then
+  echo "$0: FAIL: force=true re-create left the members unchanged"
+  exit 1
+fi
+if [ -x "$CHECK" ]; then
+  check_parity 2 1 4096 rs "${a[@]}"
+fi
+echo "$0: PASS ($ncase refusal cases)"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The parameters in nbdkit PLUGIN --help (config_help lines "key=...")
+# must be exactly the "=item B<key=>" entries of
+# docs/nbdkit-gpuraid-plugin.pod, and podchecker must pass if installed.
+# In the spirit of nbdkit's test-plugin-docs.sh.
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+
+pod=$top/docs/nbdkit-gpuraid-plugin.pod
+if [ ! -f "$pod" ]; then
+  echo "$0: FAIL: $pod does not exist"
+  exit 1
+fi
+
+run_nbdkit "$PLUGIN" --help > "$tmpdir/help" 2>&1 ||
+  { cat "$tmpdir/help"; echo "$0: FAIL: --help failed"; exit 1; }
+# The plugin's config_help comes after the "plugin: gpuraid" line.
+sed -n '/^plugin: gpuraid/,$p' "$tmpdir/help" > "$tmpdir/phelp"
+if [ ! -s "$tmpdir/phelp" ]; then
+  cat "$tmpdir/help"
+  echo "$0: FAIL: no 'plugin: gpuraid' section in --help"
+  exit 1
+fi
+grep -Eo '^[[:space:]]*\[?[a-z][a-z0-9_-]*=' "$tmpdir/phelp" |
+  tr -d ' \t[=' | sort -u > "$tmpdir/help-keys"
+grep -E '^=item B<[a-z][a-z0-9_-]*=>' "$pod" |
+  sed -E 's/^=item B<([a-z][a-z0-9_-]*)=>.*/\1/' | sort -u > "$tmpdir/pod-keys"
+echo "keys in --help:"; cat "$tmpdir/help-keys"
+echo "keys in the pod:"; cat "$tmpdir/pod-keys"
+if [ ! -s "$tmpdir/help-keys" ]; then
+  echo "$0: FAIL: no key= lines in --help"
+  exit 1
+fi
+if ! diff -u "$tmpdir/help-keys" "$tmpdir/pod-keys"; then
+  echo "$0: FAIL: --help and $pod document different parameters (- help, + pod)"
+  exit 1
+fi
+# The contract's parameters must all be there.
+for key in member m chunk code create force backend accel gpu-device; do
+  grep -qx "$key" "$tmpdir/help-keys" ||
+    { echo "$0: FAIL: parameter $key= missing from --help"; exit 1; }
+done
+if command -v podchecker >/dev/null; then
+  podchecker "$pod" || { echo "$0: FAIL: podchecker $pod"; exit 1; }
+else
+  echo "$0: podchecker not installed, not checking pod syntax"
+fi
+echo "$0: PASS"

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A stale member must not be trusted.  Member 1 of a 2+1 and of a 4+2
+# array is removed, the array is written degraded (covering every chunk,
+# so member 1's old contents are wrong everywhere), then member 1 is put
+# back: the data must still read back correctly (after restarts and more
+# writes), and the offline decode without member 1 must match.  For 2+1,
+# putting the stale member back while removing another one leaves only one
+# trusted member: the server must refuse to start.
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_check
+requires_py
+
+chunk=4096 code=rs
+sock=$tmpdir/sock
+pid=$tmpdir/nbdkit.pid
+uri=$(sock_uri "$sock")
+ref=$tmpdir/ref.img
+seed=$TEST_SEED
+
+start_array ()
+{
+  local i args=()
+  for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m "$@"
+}
+
+for g in 2:1 4:2; do
+  IFS=: read -r k m <<<"$g"
+  n=$(( k + m ))
+  echo "=== $k+$m"
+  make_members "$n" 1536K
+  start_array chunk=$chunk code=$code create=true || exit 1
+  randio zeroref "$uri" "$ref"
+  seed=$(( seed + 1 ))
+  randio write "$uri" "$ref" --seed $seed --ops 60 --chunk $chunk --k $k ||
+    { echo "$0: FAIL: healthy random I/O"; exit 1; }
+  stop_nbdkit "$pid"
+  check_parity $k $m $chunk $code "${members[@]}"
+
+  # Member 1 goes away; overwrite the whole export degraded.
+  mv "${members[1]}" "$tmpdir/stale.img"
+  start_array || { echo "$0: FAIL: degraded start"; exit 1; }
+  size=$(stat -c %s "$ref")
+  head -c "$size" /dev/urandom > "$ref"
+  # Whole-image write through nbdsh, 1 MiB at a time.
+  nbdsh -u "$uri" -c "
+f = open('$ref', 'rb')
+off = 0
+while True:
+    b = f.read(1048576)
+    if not b:
+        break
+    h.pwrite(b, off)
+    off += len(b)
+" || { echo "$0: FAIL: degraded full write"; exit 1; }
+  expect_verify "$uri" "$ref" "degraded after full write"
+  stop_nbdkit "$pid"
+
+  # The stale member comes back.
+  mv "$tmpdir/stale.img" "${members[1]}"
+  start_array || { echo "$0: FAIL: start with the stale member back"; exit 1; }
+  expect_verify "$uri" "$ref" "stale member 1 back"
+  seed=$(( seed + 1 ))
+  randio write "$uri" "$ref" --seed $seed --ops 40 --chunk $chunk --k $k ||
+    { echo "$0: FAIL: random I/O with the stale member present"; exit 1; }
+  stop_nbdkit "$pid"
+  start_array || { echo "$0: FAIL: restart with the stale member"; exit 1; }
+  expect_verify "$uri" "$ref" "restart with stale member 1 present"
+  stop_nbdkit "$pid"
+  check_members=("${members[@]}")
+  check_members[1]=-
+  check_parity $k $m $chunk $code -d "$tmpdir/dump.img" "${check_members[@]}"
+  cmp "$tmpdir/dump.img" "$ref" ||
+    { echo "$0: FAIL: offline decode without the stale member differs"; exit 1; }
+
+  if [ "$m" = 1 ]; then
+    # Stale member 1 + member 0 gone: only member 2 can be trusted.
+    echo "=== $k+$m: stale member 1 present, member 0 removed: must refuse"
+    mv "${members[0]}" "$tmpdir/gone.img"
+    sums "${members[1]}" "${members[2]}" > "$tmpdir/before.sum"
+    args=()
+    for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+    expect_refusal "$tmpdir/refuse.log" 'error' \
+      run_nbdkit -U - "$PLUGIN" "${args[@]}" m=$m --run 'exit 0'
+    sha256sum -c --quiet "$tmpdir/before.sum" ||
+      { echo "$0: FAIL: members changed by the refused start"; exit 1; }
+    mv "$tmpdir/gone.img" "${members[0]}"
+  fi
+done
+echo "$0: PASS"

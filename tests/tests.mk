@@ -1,0 +1,30 @@
+# tests/ - integration tests of the plugin through NBD (see tests/functions.sh).
+#   tests/gpuraid-check    offline parity checker (links the gf/ and raidmap/ libs)
+#   tests/test-concurrent  concurrent libnbd writers (driven by test-concurrent.sh)
+
+tests/gpuraid-check: tests/gpuraid-check.o $(LIBGF) $(LIBMAP)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS)
+
+tests/test-concurrent: tests/test-concurrent.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lnbd
+
+TESTS_PROGS = tests/gpuraid-check tests/test-concurrent
+
+# Cheapest first.  All need the plugin (and skip loudly without it).
+TESTS_SCRIPTS = \
+	tests/test-dump-plugin.sh \
+	tests/test-docs.sh \
+	tests/test-bad-input.sh \
+	tests/test-flush-fua.sh \
+	tests/test-random-io.sh \
+	tests/test-trim-zero.sh \
+	tests/test-stale.sh \
+	tests/test-runtime-failure.sh \
+	tests/test-degraded.sh \
+	tests/test-concurrent.sh \
+	tests/test-backends.sh \
+	tests/test-mount.sh
+
+CHECK_PROGS += $(TESTS_PROGS)
+CHECK_TESTS += $(TESTS_SCRIPTS)
+CLEAN_FILES += $(TESTS_PROGS) tests/logs/*.log
