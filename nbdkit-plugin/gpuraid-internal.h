@@ -1,0 +1,105 @@
+/* gpuraid - nbdkit plugin internals shared by gpuraid.c, array.c, io.c.
+ * Plugin code: errors go through nbdkit_error and return -1. */
+#ifndef GPURAID_INTERNAL_H
+#define GPURAID_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gf/gf.h"
+#include "raidmap/raidmap.h"
+#include "superblock.h"
+
+#define GR_VERSION "0.1"
+#define GR_DEFAULT_CHUNK 65536
+#define GR_MIN_DATA_OFFSET (1024 * 1024)
+#define GR_NLOCKS 1024                  /* stripe lock table size */
+#define GR_MAX_CHUNK (UINT32_C (64) << 20)    /* 64 MiB */
+
+extern int gpuraid_debug_verbose;
+
+#define gr_verbose(fs, ...)                                     \
+  do {                                                          \
+    if (gpuraid_debug_verbose)                                  \
+      nbdkit_debug ("gpuraid: " fs, ##__VA_ARGS__);             \
+  } while (0)
+
+/* Command-line configuration (gpuraid.c). */
+struct gr_config {
+  char *paths[GR_MAX_MEMBERS];  /* absolute paths, command-line order */
+  int npaths;
+  int m;                        /* -1 = not given */
+  uint32_t chunk;               /* 0 = not given */
+  int code;                     /* 0 = not given, else enum gr_code */
+  bool create, force;
+  const char *backend;          /* NULL = best available */
+  enum { GR_ACCEL_AUTO, GR_ACCEL_CPU, GR_ACCEL_GPU } accel;
+  int gpu_device;
+};
+extern struct gr_config gr_cfg;
+
+/* One member slot of the assembled array, indexed by member index. */
+struct gr_member {
+  const char *path;             /* NULL if no path filled this slot */
+  int fd;                       /* -1 if missing */
+  int index;
+  /* Set (atomically) when the member is missing, stale or failed.  A
+   * failed member is never read and never written again. */
+  int failed;
+  char why[128];                /* why it failed, for logs */
+};
+
+/* The one array this plugin serves. */
+struct gr_array {
+  struct gr_geom geom;
+  int n;                        /* k + m */
+  uint32_t lm;                  /* gr_coder_len_multiple */
+  struct gr_member *mem;        /* n slots */
+  int nfailed;                  /* atomic */
+
+  /* In-memory authoritative superblock (index field unused); protected
+   * by sb_lock.  Written to every live member by gr_array_write_sbs. */
+  pthread_mutex_t sb_lock;
+  struct gr_sb sb;
+  int dirty_on_disk;            /* atomic: DIRTY flag persisted */
+
+  struct gr_coder *coder;       /* the chosen backend (maybe "cuda") */
+  struct gr_coder *cpu_coder;   /* CPU coder; == coder when no GPU */
+  int gpu_fallen_back;          /* atomic: coder failed, use cpu_coder */
+  char gpu_name[256];
+
+  pthread_rwlock_t locks[GR_NLOCKS];
+  uint8_t *zero_buf;            /* k * chunk zero bytes */
+};
+extern struct gr_array gr_a;
+
+/* gpuraid.c: create the coders once the geometry is known. */
+int gr_setup_coders (int k, int m, enum gr_code code);
+
+/* array.c */
+int gr_array_open (void);       /* assemble or create; get_ready */
+void gr_array_close (void);     /* clean shutdown; cleanup */
+int gr_array_mark_failed (int member, const char *fmt, ...)
+  __attribute__((format (printf, 2, 3)));
+int gr_array_begin_write (void);
+int gr_array_too_degraded (void);
+int gr_array_sync_member (int member);
+static inline bool
+gr_member_failed (int member)
+{
+  return __atomic_load_n (&gr_a.mem[member].failed, __ATOMIC_ACQUIRE);
+}
+
+/* io.c */
+int gr_io_init (void);
+void gr_io_fini (void);
+int gr_io_pread (void *buf, uint32_t count, uint64_t offset);
+int gr_io_pwrite (const void *buf, uint32_t count, uint64_t offset, bool fua);
+int gr_io_zero (uint32_t count, uint64_t offset, bool may_trim, bool fast,
+                bool fua);
+int gr_io_trim (uint32_t count, uint64_t offset, bool fua);
+int gr_io_flush (void);
+
+#endif /* GPURAID_INTERNAL_H */

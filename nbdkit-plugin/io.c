@@ -1,0 +1,940 @@
+/* gpuraid - the data paths: reads, writes, zero, trim, flush.
+ *
+ * A request is cut into stripes and processed one stripe at a time.
+ * Writes hold that stripe's lock exclusively; reads that reconstruct hold
+ * it shared; healthy reads take no lock (they read data chunks only, and
+ * data chunks are written in place).  Each stripe operation does all its
+ * reads before any write: a read error marks the member failed and the
+ * stripe is redone degraded; a write error marks the member failed and the
+ * other writes go on, so the live members still hold one consistent
+ * codeword in which the failed member's chunk is simply erased. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "gpuraid-internal.h"
+
+#define PARITY_BATCH_BYTES (32 * 1024 * 1024)   /* full-stripe batches */
+#define ZERO_BUF_MAX (4 * 1024 * 1024)
+#define PUNCH_BATCH 64                          /* stripes per fallocate */
+
+static pthread_key_t scratch_key;
+static size_t zero_len;
+
+struct scratch {
+  size_t size;
+  void *p;
+};
+
+static void
+scratch_free (void *v)
+{
+  struct scratch *s = v;
+
+  if (s) {
+    free (s->p);
+    free (s);
+  }
+}
+
+/* A per-thread buffer of at least size bytes, 4096-aligned, reused.
+ * Only one user at a time in a thread. */
+static uint8_t *
+get_scratch (size_t size)
+{
+  struct scratch *s = pthread_getspecific (scratch_key);
+
+  if (s == NULL) {
+    s = calloc (1, sizeof *s);
+    if (s == NULL || pthread_setspecific (scratch_key, s) != 0) {
+      free (s);
+      nbdkit_error ("scratch: %m");
+      return NULL;
+    }
+  }
+  if (s->size < size) {
+    void *p;
+
+    if (posix_memalign (&p, 4096, size) != 0) {
+      nbdkit_error ("posix_memalign: %zu bytes: %m", size);
+      errno = ENOMEM;
+      return NULL;
+    }
+    free (s->p);
+    s->p = p;
+    s->size = size;
+  }
+  return s->p;
+}
+
+int
+gr_io_init (void)
+{
+  uint64_t width = gr_map_stripe_width (&gr_a.geom);
+  int i;
+
+  if (pthread_key_create (&scratch_key, scratch_free) != 0) {
+    nbdkit_error ("pthread_key_create: %m");
+    return -1;
+  }
+  for (i = 0; i < GR_NLOCKS; i++)
+    pthread_rwlock_init (&gr_a.locks[i], NULL);
+  /* A run of whole stripes when the stripe fits, else one piece. */
+  if (width <= ZERO_BUF_MAX)
+    zero_len = (ZERO_BUF_MAX / width) * width;
+  else
+    zero_len = ZERO_BUF_MAX;
+  gr_a.zero_buf = calloc (1, zero_len);
+  if (gr_a.zero_buf == NULL) {
+    nbdkit_error ("calloc: %m");
+    return -1;
+  }
+  return 0;
+}
+
+void
+gr_io_fini (void)
+{
+  free (gr_a.zero_buf);
+  gr_a.zero_buf = NULL;
+}
+
+static pthread_rwlock_t *
+stripe_lock (uint64_t s)
+{
+  return &gr_a.locks[s % GR_NLOCKS];
+}
+
+/* --- coding, with the GPU -> CPU fallback ------------------------------ */
+
+static bool
+gpu_active (void)
+{
+  return gr_a.coder != gr_a.cpu_coder &&
+    !__atomic_load_n (&gr_a.gpu_fallen_back, __ATOMIC_ACQUIRE);
+}
+
+static void
+gpu_failed (const char *op, int r)
+{
+  if (!__atomic_exchange_n (&gr_a.gpu_fallen_back, 1, __ATOMIC_ACQ_REL))
+    nbdkit_error ("GPU %s failed: %s; redoing it and all later coding on "
+                  "the CPU backend %s", op, strerror (-r),
+                  gr_backend_name (gr_coder_backend (gr_a.cpu_coder)));
+}
+
+static int
+coding_error (const char *op, int r)
+{
+  nbdkit_error ("%s: %s", op, strerror (-r));
+  errno = EIO;
+  return -1;
+}
+
+static int
+do_encode (uint8_t *const *blocks, size_t nstripes, size_t len)
+{
+  int r;
+
+  if (gpu_active ()) {
+    r = gr_encode (gr_a.coder, blocks, nstripes, len);
+    if (r == 0)
+      return 0;
+    gpu_failed ("encode", r);
+  }
+  r = gr_encode (gr_a.cpu_coder, blocks, nstripes, len);
+  return r == 0 ? 0 : coding_error ("encode", r);
+}
+
+static int
+do_reconstruct (const int *erased, int nerased, uint8_t *const *blocks,
+                size_t len)
+{
+  int r;
+
+  if (gpu_active ()) {
+    r = gr_reconstruct (gr_a.coder, erased, nerased, blocks, 1, len);
+    if (r == 0)
+      return 0;
+    gpu_failed ("reconstruct", r);
+  }
+  r = gr_reconstruct (gr_a.cpu_coder, erased, nerased, blocks, 1, len);
+  return r == 0 ? 0 : coding_error ("reconstruct", r);
+}
+
+/* parity[j] ^= G[j][i] * delta.  On the GPU the update goes into the
+ * zeroed pdelta buffers first and is XORed in here, so that a GPU failure
+ * half-way cannot leave parity half-updated before the CPU redo. */
+static int
+do_update (int index, const uint8_t *delta, uint8_t *const *parity,
+           uint8_t *const *pdelta, size_t len)
+{
+  int m = gr_a.geom.m, j, r;
+  size_t x;
+
+  if (gpu_active ()) {
+    for (j = 0; j < m; j++)
+      memset (pdelta[j], 0, len);
+    r = gr_update (gr_a.coder, index, &delta, pdelta, 1, len);
+    if (r == 0) {
+      for (j = 0; j < m; j++) {
+        uint64_t *d = (uint64_t *) parity[j];
+        const uint64_t *s = (const uint64_t *) pdelta[j];
+        for (x = 0; x < len / 8; x++)
+          d[x] ^= s[x];
+        for (x = len & ~(size_t) 7; x < len; x++)
+          parity[j][x] ^= pdelta[j][x];
+      }
+      return 0;
+    }
+    gpu_failed ("update", r);
+  }
+  r = gr_update (gr_a.cpu_coder, index, &delta, parity, 1, len);
+  return r == 0 ? 0 : coding_error ("update", r);
+}
+
+/* --- member I/O ---------------------------------------------------------- */
+
+static int
+mem_pread (int member, void *buf, size_t len, uint64_t off)
+{
+  int fd = gr_a.mem[member].fd;
+  uint8_t *p = buf;
+
+  while (len > 0) {
+    ssize_t r = pread (fd, p, len, (off_t) off);
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (r == 0)
+      return -ENODATA;
+    p += r; len -= r; off += r;
+  }
+  return 0;
+}
+
+static int
+mem_pwrite (int member, const void *buf, size_t len, uint64_t off)
+{
+  int fd = gr_a.mem[member].fd;
+  const uint8_t *p = buf;
+
+  while (len > 0) {
+    ssize_t r = pwrite (fd, p, len, (off_t) off);
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (r == 0)
+      return -ENOSPC;
+    p += r; len -= r; off += r;
+  }
+  return 0;
+}
+
+/* Read from a live member; on error mark it failed.  0 or -1. */
+static int
+read_member (int member, void *buf, size_t len, uint64_t off)
+{
+  int r = mem_pread (member, buf, len, off);
+
+  if (r == 0)
+    return 0;
+  gr_array_mark_failed (member, "read of %zu bytes at offset %" PRIu64
+                        ": %s", len, off,
+                        r == -ENODATA ? "short read" : strerror (-r));
+  return -1;
+}
+
+/* Write to a member unless failed; on error mark it failed and go on. */
+static void
+write_member (int member, const void *buf, size_t len, uint64_t off,
+              bool *touched)
+{
+  int r;
+
+  if (gr_member_failed (member))
+    return;
+  r = mem_pwrite (member, buf, len, off);
+  if (r == 0) {
+    touched[member] = true;
+    return;
+  }
+  gr_array_mark_failed (member, "write of %zu bytes at offset %" PRIu64
+                        ": %s", len, off, strerror (-r));
+}
+
+static int
+fail_eio (const char *op, uint64_t offset)
+{
+  nbdkit_error ("%s at offset %" PRIu64 ": too many failed members "
+                "(%d of %d, the array tolerates %d)", op, offset,
+                __atomic_load_n (&gr_a.nfailed, __ATOMIC_ACQUIRE), gr_a.n,
+                gr_a.geom.m);
+  errno = EIO;
+  return -1;
+}
+
+/* --- stripe geometry helpers ------------------------------------------- */
+
+/* The part of a stripe a request touches: data bytes [so, so+len) of
+ * stripe s, i.e. chunks i0..i1; chunk i is touched over [a(i), b(i)). */
+struct piece {
+  uint64_t s;
+  uint32_t so, len;
+  int i0, i1;
+  uint32_t lo, hi;              /* union of the touched ranges, aligned */
+};
+
+static uint32_t
+piece_a (const struct piece *pc, int i)
+{
+  uint64_t start = (uint64_t) i * gr_a.geom.chunk;
+  return pc->so > start ? (uint32_t) (pc->so - start) : 0;
+}
+
+static uint32_t
+piece_b (const struct piece *pc, int i)
+{
+  uint64_t start = (uint64_t) i * gr_a.geom.chunk;
+  uint64_t end = (uint64_t) pc->so + pc->len;
+  uint64_t b = end - start;
+  return b < gr_a.geom.chunk ? (uint32_t) b : gr_a.geom.chunk;
+}
+
+/* Pointer into the request buffer for chunk i at chunk offset a. */
+static size_t
+piece_bufoff (const struct piece *pc, int i, uint32_t a)
+{
+  return (size_t) ((uint64_t) i * gr_a.geom.chunk + a - pc->so);
+}
+
+static void
+piece_init (struct piece *pc, uint64_t s, uint32_t so, uint32_t len)
+{
+  uint32_t C = gr_a.geom.chunk, lm = gr_a.lm;
+  int i;
+
+  pc->s = s;
+  pc->so = so;
+  pc->len = len;
+  pc->i0 = so / C;
+  pc->i1 = (so + len - 1) / C;
+  pc->lo = C;
+  pc->hi = 0;
+  for (i = pc->i0; i <= pc->i1; i++) {
+    if (piece_a (pc, i) < pc->lo)
+      pc->lo = piece_a (pc, i);
+    if (piece_b (pc, i) > pc->hi)
+      pc->hi = piece_b (pc, i);
+  }
+  pc->lo -= pc->lo % lm;
+  pc->hi = (pc->hi + lm - 1) / lm * lm;
+  if (pc->hi > C)
+    pc->hi = C;
+}
+
+static uint64_t
+moff (uint64_t s, uint32_t chunk_off)
+{
+  return gr_map_member_offset (&gr_a.geom, s, chunk_off);
+}
+
+/* --- reads --------------------------------------------------------------- */
+
+/* Read the first k surviving chunks of stripe s over [lo, hi) into blk
+ * and rebuild the erased ones.  Stripe lock held (shared or exclusive).
+ * Returns 0, 1 if a member failed (redo), or -1. */
+static int
+read_and_reconstruct (uint64_t s, uint32_t lo, uint32_t hi,
+                      uint8_t *const *blk, const bool *failed)
+{
+  int k = gr_a.geom.k, n = gr_a.n, i, got = 0, nerased = 0;
+  int erased[GR_MAX_MEMBERS];
+  uint32_t L = hi - lo;
+
+  for (i = 0; i < n; i++) {
+    if (failed[i])
+      erased[nerased++] = i;
+    else if (got < k) {
+      if (read_member (gr_map_member (&gr_a.geom, s, i), blk[i], L,
+                       moff (s, lo)) == -1)
+        return 1;
+      got++;
+    }
+  }
+  if (nerased > gr_a.geom.m)
+    return 1;
+  if (nerased == 0)
+    return 0;
+  return do_reconstruct (erased, nerased, blk, L);
+}
+
+/* Snapshot which code indices of stripe s sit on failed members. */
+static int
+snapshot_failed (uint64_t s, bool *failed)
+{
+  int i, nf = 0;
+
+  for (i = 0; i < gr_a.n; i++) {
+    failed[i] = gr_member_failed (gr_map_member (&gr_a.geom, s, i));
+    nf += failed[i];
+  }
+  return nf;
+}
+
+static int
+read_piece (uint8_t *buf, const struct piece *pc)
+{
+  const struct gr_geom *g = &gr_a.geom;
+  bool failed[GR_MAX_MEMBERS];
+  uint8_t *blk[GR_MAX_MEMBERS];
+  uint8_t *scratch;
+  int i, r;
+  uint32_t L;
+
+ again:
+  if (gr_array_too_degraded ())
+    return fail_eio ("read", pc->s * gr_map_stripe_width (g) + pc->so);
+  snapshot_failed (pc->s, failed);
+  for (i = pc->i0; i <= pc->i1; i++)
+    if (failed[i])
+      break;
+  if (i > pc->i1) {
+    /* Healthy: read straight into the request buffer. */
+    for (i = pc->i0; i <= pc->i1; i++) {
+      uint32_t a = piece_a (pc, i), b = piece_b (pc, i);
+
+      if (read_member (gr_map_member (g, pc->s, i),
+                       buf + piece_bufoff (pc, i, a), b - a,
+                       moff (pc->s, a)) == -1)
+        goto again;
+    }
+    return 0;
+  }
+
+  /* Degraded: rebuild under the shared stripe lock. */
+  L = pc->hi - pc->lo;
+  scratch = get_scratch ((size_t) gr_a.n * L);
+  if (scratch == NULL)
+    return -1;
+  for (i = 0; i < gr_a.n; i++)
+    blk[i] = scratch + (size_t) i * L;
+  pthread_rwlock_rdlock (stripe_lock (pc->s));
+  snapshot_failed (pc->s, failed);
+  r = read_and_reconstruct (pc->s, pc->lo, pc->hi, blk, failed);
+  if (r == 0)
+    for (i = pc->i0; i <= pc->i1; i++) {
+      uint32_t a = piece_a (pc, i), b = piece_b (pc, i);
+      memcpy (buf + piece_bufoff (pc, i, a), blk[i] + (a - pc->lo), b - a);
+    }
+  pthread_rwlock_unlock (stripe_lock (pc->s));
+  if (r == 1)
+    goto again;
+  if (r == 0)
+    gr_verbose ("read: stripe %" PRIu64 " [%" PRIu32 ",+%" PRIu32
+                ") reconstructed", pc->s, pc->so, pc->len);
+  return r;
+}
+
+int
+gr_io_pread (void *buf, uint32_t count, uint64_t offset)
+{
+  uint64_t width = gr_map_stripe_width (&gr_a.geom);
+  uint8_t *p = buf;
+  struct piece pc;
+
+  gr_verbose ("pread count=%" PRIu32 " offset=%" PRIu64, count, offset);
+  while (count > 0) {
+    uint64_t s = offset / width;
+    uint32_t so = (uint32_t) (offset % width);
+    uint32_t len = count < width - so ? count : (uint32_t) (width - so);
+
+    piece_init (&pc, s, so, len);
+    if (read_piece (p, &pc) == -1)
+      return -1;
+    p += len;
+    offset += len;
+    count -= len;
+  }
+  return 0;
+}
+
+/* --- writes -------------------------------------------------------------- */
+
+/* Whole stripes s0 .. s0+ns-1 from buf: parity is encoded straight from
+ * the request buffer in batches, then each stripe is written under its
+ * lock.  No reads are needed, so failed members are simply skipped. */
+static int
+write_full_stripes (uint64_t s0, uint64_t ns, const uint8_t *buf,
+                    bool *touched)
+{
+  int k = gr_a.geom.k, m = gr_a.geom.m, n = gr_a.n, i, j;
+  uint32_t C = gr_a.geom.chunk;
+  uint64_t width = gr_map_stripe_width (&gr_a.geom);
+  uint64_t batch = PARITY_BATCH_BYTES / ((uint64_t) m * C), st;
+  uint8_t **blocks;
+  uint8_t *parity;
+
+  if (batch < 1)
+    batch = 1;
+  if (batch > ns)
+    batch = ns;
+  blocks = malloc (batch * n * sizeof *blocks);
+  parity = get_scratch ((size_t) batch * m * C);
+  if (blocks == NULL || parity == NULL) {
+    free (blocks);
+    nbdkit_error ("write: out of memory");
+    errno = ENOMEM;
+    return -1;
+  }
+  while (ns > 0) {
+    uint64_t nb = ns < batch ? ns : batch;
+
+    for (st = 0; st < nb; st++) {
+      for (i = 0; i < k; i++)
+        blocks[st * n + i] = (uint8_t *) buf + st * width + (size_t) i * C;
+      for (j = 0; j < m; j++)
+        blocks[st * n + k + j] = parity + (st * m + j) * C;
+    }
+    if (do_encode (blocks, nb, C) == -1) {
+      free (blocks);
+      return -1;
+    }
+    for (st = 0; st < nb; st++) {
+      uint64_t s = s0 + st;
+
+      pthread_rwlock_wrlock (stripe_lock (s));
+      for (i = 0; i < n; i++)
+        write_member (gr_map_member (&gr_a.geom, s, i), blocks[st * n + i],
+                      C, moff (s, 0), touched);
+      pthread_rwlock_unlock (stripe_lock (s));
+      if (gr_array_too_degraded ()) {
+        free (blocks);
+        return fail_eio ("write", s * width);
+      }
+    }
+    s0 += nb;
+    ns -= nb;
+    buf += nb * width;
+  }
+  free (blocks);
+  return 0;
+}
+
+/* Part of one stripe.  Returns 0, 1 to redo (a read failed), or -1. */
+static int
+write_piece_locked (const uint8_t *buf, const struct piece *pc,
+                    bool *touched)
+{
+  const struct gr_geom *g = &gr_a.geom;
+  int k = g->k, m = g->m, n = gr_a.n, i, j, r;
+  uint32_t lo = pc->lo, hi = pc->hi, L = hi - lo;
+  bool failed[GR_MAX_MEMBERS];
+  uint8_t *blk[GR_MAX_MEMBERS], *pdelta[GR_MAX_MEMBERS];
+  uint8_t *scratch;
+  int failed_data = 0, failed_parity = 0, t = pc->i1 - pc->i0 + 1;
+  int rcw_reads = 0, rmw_reads;
+  uint64_t s = pc->s;
+
+  scratch = get_scratch ((size_t) (n + m) * L);
+  if (scratch == NULL)
+    return -1;
+  for (i = 0; i < n; i++)
+    blk[i] = scratch + (size_t) i * L;
+  for (j = 0; j < m; j++)
+    pdelta[j] = scratch + (size_t) (n + j) * L;
+
+  snapshot_failed (s, failed);
+  for (i = 0; i < n; i++)
+    if (failed[i])
+      (i < k ? failed_data++ : failed_parity++);
+  if (failed_data + failed_parity > m)
+    return 1;
+
+  if (failed_data > 0) {
+    /* Degraded: rebuild the old stripe over [lo, hi), overlay the new
+     * data, re-encode every parity, write the live members. */
+    r = read_and_reconstruct (s, lo, hi, blk, failed);
+    if (r != 0)
+      return r;
+    for (i = pc->i0; i <= pc->i1; i++) {
+      uint32_t a = piece_a (pc, i), b = piece_b (pc, i);
+      memcpy (blk[i] + (a - lo), buf + piece_bufoff (pc, i, a), b - a);
+    }
+    if (do_encode (blk, 1, L) == -1)
+      return -1;
+    goto write_out;
+  }
+
+  /* All data chunks live: read-modify-write or reconstruct-write,
+   * whichever reads fewer chunks (like md). */
+  for (i = 0; i < k; i++) {
+    bool covers = i >= pc->i0 && i <= pc->i1 &&
+      piece_a (pc, i) <= lo && piece_b (pc, i) >= hi;
+    if (!covers)
+      rcw_reads++;
+  }
+  rmw_reads = t + (m - failed_parity);
+
+  if (rmw_reads < rcw_reads) {
+    /* Read-modify-write: delta = old ^ new over the touched bytes only
+     * (zero elsewhere in [lo, hi)), parity ^= G * delta. */
+    for (j = k; j < n; j++)
+      if (!failed[j]) {
+        if (read_member (gr_map_member (g, s, j), blk[j], L,
+                         moff (s, lo)) == -1)
+          return 1;
+      }
+      else
+        memset (blk[j], 0, L);
+    for (i = pc->i0; i <= pc->i1; i++) {
+      uint32_t a = piece_a (pc, i), b = piece_b (pc, i), x;
+      const uint8_t *nw = buf + piece_bufoff (pc, i, a);
+      uint8_t *d = blk[i];
+
+      memset (d, 0, a - lo);
+      memset (d + (b - lo), 0, hi - b);
+      if (read_member (gr_map_member (g, s, i), d + (a - lo), b - a,
+                       moff (s, a)) == -1)
+        return 1;
+      for (x = 0; x < b - a; x++)
+        d[a - lo + x] ^= nw[x];
+    }
+    for (i = pc->i0; i <= pc->i1; i++)
+      if (do_update (i, blk[i], &blk[k], pdelta, L) == -1)
+        return -1;
+    gr_verbose ("write: stripe %" PRIu64 " rmw [%" PRIu32 ",%" PRIu32 ")",
+                s, lo, hi);
+  }
+  else {
+    /* Reconstruct-write: read the data not overwritten, encode. */
+    for (i = 0; i < k; i++) {
+      bool tch = i >= pc->i0 && i <= pc->i1;
+      uint32_t a = tch ? piece_a (pc, i) : 0, b = tch ? piece_b (pc, i) : 0;
+
+      if (tch && a <= lo && b >= hi) {
+        blk[i] = (uint8_t *) buf + piece_bufoff (pc, i, lo);
+        continue;
+      }
+      if (read_member (gr_map_member (g, s, i), blk[i], L,
+                       moff (s, lo)) == -1)
+        return 1;
+      if (tch)
+        memcpy (blk[i] + (a - lo), buf + piece_bufoff (pc, i, a), b - a);
+    }
+    if (do_encode (blk, 1, L) == -1)
+      return -1;
+    gr_verbose ("write: stripe %" PRIu64 " rcw [%" PRIu32 ",%" PRIu32 ")",
+                s, lo, hi);
+  }
+
+ write_out:
+  for (i = pc->i0; i <= pc->i1; i++) {
+    uint32_t a = piece_a (pc, i), b = piece_b (pc, i);
+    write_member (gr_map_member (g, s, i), buf + piece_bufoff (pc, i, a),
+                  b - a, moff (s, a), touched);
+  }
+  for (j = k; j < n; j++)
+    write_member (gr_map_member (g, s, j), blk[j], L, moff (s, lo), touched);
+  return 0;
+}
+
+static int
+write_piece (const uint8_t *buf, const struct piece *pc, bool *touched)
+{
+  int r;
+
+  for (;;) {
+    if (gr_array_too_degraded ())
+      return fail_eio ("write",
+                       pc->s * gr_map_stripe_width (&gr_a.geom) + pc->so);
+    pthread_rwlock_wrlock (stripe_lock (pc->s));
+    r = write_piece_locked (buf, pc, touched);
+    pthread_rwlock_unlock (stripe_lock (pc->s));
+    if (r != 1)
+      break;
+  }
+  if (r == 0 && gr_array_too_degraded ())
+    return fail_eio ("write",
+                     pc->s * gr_map_stripe_width (&gr_a.geom) + pc->so);
+  return r;
+}
+
+/* fdatasync the members in touched (FUA). */
+static int
+sync_touched (const bool *touched)
+{
+  int i;
+
+  for (i = 0; i < gr_a.n; i++)
+    if (touched[i] && gr_array_sync_member (i) == -1)
+      return -1;
+  return 0;
+}
+
+static int
+write_range (const uint8_t *p, uint32_t count, uint64_t offset,
+             bool *touched)
+{
+  uint64_t width = gr_map_stripe_width (&gr_a.geom);
+  struct piece pc;
+
+  while (count > 0) {
+    uint64_t s = offset / width;
+    uint32_t so = (uint32_t) (offset % width);
+    uint32_t len = count < width - so ? count : (uint32_t) (width - so);
+
+    if (so == 0 && count >= width) {
+      uint64_t ns = count / width;
+      if (write_full_stripes (s, ns, p, touched) == -1)
+        return -1;
+      len = (uint32_t) (ns * width);
+    }
+    else {
+      piece_init (&pc, s, so, len);
+      if (write_piece (p, &pc, touched) == -1)
+        return -1;
+    }
+    p += len;
+    offset += len;
+    count -= len;
+  }
+  return 0;
+}
+
+int
+gr_io_pwrite (const void *buf, uint32_t count, uint64_t offset, bool fua)
+{
+  bool touched[GR_MAX_MEMBERS] = { false };
+
+  gr_verbose ("pwrite count=%" PRIu32 " offset=%" PRIu64 "%s", count,
+              offset, fua ? " fua" : "");
+  if (gr_array_begin_write () == -1)
+    return -1;
+  if (write_range (buf, count, offset, touched) == -1)
+    return -1;
+  return fua ? sync_touched (touched) : 0;
+}
+
+/* --- zero, trim, flush --------------------------------------------------- */
+
+/* Write zeros through the normal write path. */
+static int
+write_zeros (uint64_t count, uint64_t offset, bool *touched)
+{
+  while (count > 0) {
+    uint32_t n = count < zero_len ? (uint32_t) count : (uint32_t) zero_len;
+    if (write_range (gr_a.zero_buf, n, offset, touched) == -1)
+      return -1;
+    count -= n;
+    offset += n;
+  }
+  return 0;
+}
+
+static int
+cmp_int (const void *a, const void *b)
+{
+  return *(const int *) a - *(const int *) b;
+}
+
+/* fallocate modes that a member refused (EOPNOTSUPP): bit 0 punch,
+ * bit 1 zero-range.  Atomic. */
+static int falloc_unsupported;
+#define FA_PUNCH 1
+#define FA_ZERO 2
+
+static int
+fa_mode (int which)
+{
+  return which == FA_PUNCH ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+    : FALLOC_FL_ZERO_RANGE;
+}
+
+/* Deallocate (punch) or zero whole stripes [s0, s0+ns) on every live
+ * member with fallocate.  The chunk of stripe s is at the same offset on
+ * every member, so zeroing the same range everywhere leaves data and
+ * parity zero and consistent.  Returns 0, -1 on error, or -2 if a member
+ * does not support this mode: then stripes [s0, s0+*done) are done and
+ * the others may be partly zeroed, so the caller must zero them again
+ * another way. */
+static int
+fallocate_stripes (uint64_t s0, uint64_t ns, int which, bool *touched,
+                   uint64_t *done)
+{
+  uint64_t width = gr_map_stripe_width (&gr_a.geom);
+  uint32_t C = gr_a.geom.chunk;
+  int lk[PUNCH_BATCH], nl, i, unsupported = 0;
+
+  *done = 0;
+  if (__atomic_load_n (&falloc_unsupported, __ATOMIC_ACQUIRE) & which)
+    return -2;
+  while (ns > 0) {
+    uint64_t nb = ns < PUNCH_BATCH ? ns : PUNCH_BATCH, st;
+
+    /* Lock the batch in lock-table order: other paths hold one stripe
+     * lock at a time, so this cannot deadlock. */
+    for (st = 0, nl = 0; st < nb; st++)
+      lk[nl++] = (int) ((s0 + st) % GR_NLOCKS);
+    qsort (lk, nl, sizeof lk[0], cmp_int);
+    for (i = 0; i < nl; i++)
+      pthread_rwlock_wrlock (&gr_a.locks[lk[i]]);
+    for (i = 0; i < gr_a.n && !unsupported; i++) {
+      if (gr_member_failed (i))
+        continue;
+      if (fallocate (gr_a.mem[i].fd, fa_mode (which), (off_t) moff (s0, 0),
+                     (off_t) (nb * C)) == 0) {
+        touched[i] = true;
+        continue;
+      }
+      if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL ||
+          errno == ENODEV)
+        unsupported = 1;
+      else
+        gr_array_mark_failed (i, "fallocate at offset %" PRIu64 ": %m",
+                              moff (s0, 0));
+    }
+    for (i = nl - 1; i >= 0; i--)
+      pthread_rwlock_unlock (&gr_a.locks[lk[i]]);
+    if (unsupported) {
+      __atomic_or_fetch (&falloc_unsupported, which, __ATOMIC_ACQ_REL);
+      nbdkit_debug ("gpuraid: fallocate %s not supported on a member",
+                    which == FA_PUNCH ? "punch-hole" : "zero-range");
+      return -2;
+    }
+    if (gr_array_too_degraded ())
+      return fail_eio ("zero", s0 * width);
+    s0 += nb;
+    ns -= nb;
+    *done += nb;
+  }
+  return 0;
+}
+
+/* Zero whole stripes: fallocate in the preferred mode, then the other,
+ * then by writing zeros. */
+static int
+zero_stripes (uint64_t s0, uint64_t ns, bool may_trim, bool *touched)
+{
+  uint64_t width = gr_map_stripe_width (&gr_a.geom), done;
+  int first = may_trim ? FA_PUNCH : FA_ZERO;
+  int second = may_trim ? FA_ZERO : FA_PUNCH;
+  int r;
+
+  r = fallocate_stripes (s0, ns, first, touched, &done);
+  if (r == -2) {
+    s0 += done;
+    ns -= done;
+    r = fallocate_stripes (s0, ns, second, touched, &done);
+  }
+  if (r == -2) {
+    s0 += done;
+    ns -= done;
+    return write_zeros (ns * width, s0 * width, touched);
+  }
+  return r;
+}
+
+/* Split [offset, offset+count) into a partial head, whole stripes and a
+ * partial tail. */
+static void
+split_stripes (uint32_t count, uint64_t offset, uint32_t *head,
+               uint64_t *s0, uint64_t *ns, uint32_t *tail)
+{
+  uint64_t width = gr_map_stripe_width (&gr_a.geom);
+  uint64_t end = offset + count;
+  uint64_t first = (offset + width - 1) / width, last = end / width;
+
+  if (first >= last) {
+    *head = count; *s0 = 0; *ns = 0; *tail = 0;
+    return;
+  }
+  *head = (uint32_t) (first * width - offset);
+  *s0 = first;
+  *ns = last - first;
+  *tail = (uint32_t) (end - last * width);
+}
+
+int
+gr_io_zero (uint32_t count, uint64_t offset, bool may_trim, bool fast,
+            bool fua)
+{
+  bool touched[GR_MAX_MEMBERS] = { false };
+  uint32_t head, tail;
+  uint64_t s0, ns;
+
+  gr_verbose ("zero count=%" PRIu32 " offset=%" PRIu64 "%s%s%s", count,
+              offset, may_trim ? " may_trim" : "", fast ? " fast" : "",
+              fua ? " fua" : "");
+  split_stripes (count, offset, &head, &s0, &ns, &tail);
+  /* Only whole stripes can be zeroed faster than by writing; refuse a
+   * fast zero before changing anything. */
+  if (fast && (head || tail || ns == 0 ||
+               __atomic_load_n (&falloc_unsupported, __ATOMIC_ACQUIRE)
+               == (FA_PUNCH | FA_ZERO))) {
+    errno = ENOTSUP;
+    return -1;
+  }
+  if (gr_array_begin_write () == -1)
+    return -1;
+  if (head && write_zeros (head, offset, touched) == -1)
+    return -1;
+  if (ns && zero_stripes (s0, ns, may_trim, touched) == -1)
+    return -1;
+  if (tail && write_zeros (tail, offset + count - tail, touched) == -1)
+    return -1;
+  return fua ? sync_touched (touched) : 0;
+}
+
+int
+gr_io_trim (uint32_t count, uint64_t offset, bool fua)
+{
+  bool touched[GR_MAX_MEMBERS] = { false };
+  uint32_t head, tail;
+  uint64_t s0, ns, done;
+  int r;
+
+  gr_verbose ("trim count=%" PRIu32 " offset=%" PRIu64 "%s", count, offset,
+              fua ? " fua" : "");
+  /* Partial stripes: trim is advisory, nothing is done. */
+  split_stripes (count, offset, &head, &s0, &ns, &tail);
+  if (ns == 0 ||
+      __atomic_load_n (&falloc_unsupported, __ATOMIC_ACQUIRE) & FA_PUNCH)
+    return 0;
+  if (gr_array_begin_write () == -1)
+    return -1;
+  r = fallocate_stripes (s0, ns, FA_PUNCH, touched, &done);
+  if (r == -1)
+    return -1;
+  if (r == -2) {
+    /* The stripes after the done ones may be partly punched: zero them
+     * properly so that parity stays consistent. */
+    if (zero_stripes (s0 + done, ns - done, true, touched) == -1)
+      return -1;
+  }
+  return fua ? sync_touched (touched) : 0;
+}
+
+int
+gr_io_flush (void)
+{
+  int i;
+
+  gr_verbose ("flush");
+  for (i = 0; i < gr_a.n; i++)
+    if (gr_array_sync_member (i) == -1)
+      return -1;
+  if (gr_array_too_degraded ())
+    return fail_eio ("flush", 0);
+  return 0;
+}

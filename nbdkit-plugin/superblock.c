@@ -1,0 +1,174 @@
+/* gpuraid - member superblock encode/decode.  See superblock.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "superblock.h"
+
+static uint32_t crc_table[256];
+static int crc_table_ready;
+
+static void
+crc_init (void)
+{
+  uint32_t i, j, c;
+
+  for (i = 0; i < 256; i++) {
+    c = i;
+    for (j = 0; j < 8; j++)
+      c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    crc_table[i] = c;
+  }
+  __atomic_store_n (&crc_table_ready, 1, __ATOMIC_RELEASE);
+}
+
+uint32_t
+gr_crc32c (uint32_t crc, const void *buf, size_t len)
+{
+  const uint8_t *p = buf;
+
+  /* Racing initialisations compute the same table, so this is benign. */
+  if (!__atomic_load_n (&crc_table_ready, __ATOMIC_ACQUIRE))
+    crc_init ();
+  crc = ~crc;
+  while (len--)
+    crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+static void
+put32 (uint8_t *p, uint32_t v)
+{
+  p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24;
+}
+
+static void
+put64 (uint8_t *p, uint64_t v)
+{
+  put32 (p, (uint32_t) v);
+  put32 (p + 4, (uint32_t) (v >> 32));
+}
+
+static uint32_t
+get32 (const uint8_t *p)
+{
+  return p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
+    | (uint32_t) p[3] << 24;
+}
+
+static uint64_t
+get64 (const uint8_t *p)
+{
+  return get32 (p) | (uint64_t) get32 (p + 4) << 32;
+}
+
+int
+gr_sb_validate (const struct gr_sb *sb)
+{
+  uint32_t n;
+  int i;
+
+  if (sb->version != GR_SB_VERSION)
+    return -EPROTONOSUPPORT;
+  if (sb->k < 1 || sb->m < 1 || sb->k + sb->m > GR_SB_MAX_MEMBERS)
+    return -EINVAL;
+  n = sb->k + sb->m;
+  if (sb->code != 1 && sb->code != 2)
+    return -EINVAL;
+  if (sb->chunk < 4096 || (sb->chunk & (sb->chunk - 1)) != 0)
+    return -EINVAL;
+  if (sb->index >= n)
+    return -EINVAL;
+  if (sb->flags & ~GR_SB_FLAGS_KNOWN)
+    return -EINVAL;
+  if (sb->data_offset < GR_SB_SIZE || sb->data_offset % 4096 != 0
+      || sb->data_offset % sb->chunk != 0)
+    return -EINVAL;
+  if (sb->data_size == 0 || sb->data_size % sb->chunk != 0)
+    return -EINVAL;
+  if (sb->data_offset > (UINT64_C (1) << 62)
+      || sb->data_size > (UINT64_C (1) << 62) - sb->data_offset)
+    return -EINVAL;
+  for (i = n; i < GR_SB_MAX_MEMBERS; i++)
+    if (gr_sb_failed_test (sb, i))
+      return -EINVAL;
+  return 0;
+}
+
+void
+gr_sb_encode (const struct gr_sb *sb, uint8_t *buf)
+{
+  memset (buf, 0, GR_SB_SIZE);
+  memcpy (buf, GR_SB_MAGIC, 8);
+  put32 (buf + 8, sb->version);
+  put32 (buf + 12, GR_SB_SIZE);
+  memcpy (buf + 16, sb->uuid, 16);
+  put32 (buf + 32, sb->k);
+  put32 (buf + 36, sb->m);
+  put32 (buf + 40, sb->code);
+  put32 (buf + 44, sb->chunk);
+  put32 (buf + 48, sb->index);
+  put32 (buf + 52, sb->flags);
+  put64 (buf + 56, sb->data_offset);
+  put64 (buf + 64, sb->data_size);
+  put64 (buf + 72, sb->event);
+  put64 (buf + 80, sb->ctime);
+  memcpy (buf + 88, sb->failed, 32);
+  put32 (buf + GR_SB_CRC_OFFSET, gr_crc32c (0, buf, GR_SB_CRC_OFFSET));
+}
+
+int
+gr_sb_decode (const uint8_t *buf, struct gr_sb *sb)
+{
+  size_t i;
+
+  if (memcmp (buf, GR_SB_MAGIC, 8) != 0)
+    return -ENOENT;
+  if (get32 (buf + GR_SB_CRC_OFFSET) != gr_crc32c (0, buf, GR_SB_CRC_OFFSET))
+    return -EBADMSG;
+  memset (sb, 0, sizeof *sb);
+  sb->version = get32 (buf + 8);
+  if (sb->version != GR_SB_VERSION)
+    return -EPROTONOSUPPORT;
+  if (get32 (buf + 12) != GR_SB_SIZE)
+    return -EINVAL;
+  memcpy (sb->uuid, buf + 16, 16);
+  sb->k = get32 (buf + 32);
+  sb->m = get32 (buf + 36);
+  sb->code = get32 (buf + 40);
+  sb->chunk = get32 (buf + 44);
+  sb->index = get32 (buf + 48);
+  sb->flags = get32 (buf + 52);
+  sb->data_offset = get64 (buf + 56);
+  sb->data_size = get64 (buf + 64);
+  sb->event = get64 (buf + 72);
+  sb->ctime = get64 (buf + 80);
+  memcpy (sb->failed, buf + 88, 32);
+  for (i = GR_SB_RESERVED_OFFSET; i < GR_SB_CRC_OFFSET; i++)
+    if (buf[i] != 0)
+      return -EINVAL;
+  return gr_sb_validate (sb);
+}
+
+const char *
+gr_sb_strerror (int err)
+{
+  switch (err) {
+  case 0: return "valid superblock";
+  case -ENOENT: return "no gpuraid superblock";
+  case -EBADMSG: return "superblock checksum mismatch";
+  case -EPROTONOSUPPORT: return "unsupported superblock format version";
+  case -EINVAL: return "invalid superblock field";
+  default: return "unreadable superblock";
+  }
+}
+
+void
+gr_sb_uuid_str (const uint8_t *u, char *out)
+{
+  snprintf (out, 37,
+            "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+            "%02x%02x%02x%02x%02x%02x",
+            u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
+            u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}

@@ -1,0 +1,100 @@
+/* gpuraid - member superblock: encode, decode, validate (pure functions).
+ *
+ * The superblock is the first GR_SB_SIZE bytes of every member.  All
+ * integers are little-endian.  See docs/format.md for the layout:
+ *
+ *   off  size  field
+ *     0     8  magic "GPURAID\0"
+ *     8     4  format version (1)
+ *    12     4  superblock size (4096)
+ *    16    16  array UUID
+ *    32     4  k (data chunks per stripe)
+ *    36     4  m (parity chunks per stripe)
+ *    40     4  code (1 = RS, 2 = CRS)
+ *    44     4  chunk size in bytes
+ *    48     4  member index of this member (0 .. k+m-1)
+ *    52     4  state flags (bit 0: dirty)
+ *    56     8  data offset (bytes)
+ *    64     8  data size per member (bytes)
+ *    72     8  event counter
+ *    80     8  creation time (seconds since the epoch, UTC)
+ *    88    32  failed-member bitmap (bit i of byte i/8 = member index i)
+ *   120  3972  reserved, zero
+ *  4092     4  crc32c of bytes 0..4091
+ *
+ * Nothing here does I/O, prints or allocates.
+ */
+#ifndef GPURAID_SUPERBLOCK_H
+#define GPURAID_SUPERBLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GR_SB_SIZE 4096
+#define GR_SB_VERSION 1
+#define GR_SB_MAGIC "GPURAID\0"         /* 8 bytes, NUL included */
+#define GR_SB_FLAG_DIRTY 0x1u
+#define GR_SB_FLAGS_KNOWN GR_SB_FLAG_DIRTY
+#define GR_SB_MAX_MEMBERS 256
+#define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
+#define GR_SB_RESERVED_OFFSET 120
+
+struct gr_sb {
+  uint32_t version;
+  uint8_t uuid[16];
+  uint32_t k, m;
+  uint32_t code;                /* enum gr_code: 1 RS, 2 CRS */
+  uint32_t chunk;
+  uint32_t index;               /* this member's index */
+  uint32_t flags;               /* GR_SB_FLAG_* */
+  uint64_t data_offset;
+  uint64_t data_size;           /* per member, a multiple of chunk */
+  uint64_t event;
+  uint64_t ctime;
+  uint8_t failed[GR_SB_MAX_MEMBERS / 8];
+};
+
+/* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the iSCSI CRC.
+ * Start with crc = 0; chain by passing the previous result.
+ * gr_crc32c (0, "123456789", 9) == 0xE3069283. */
+uint32_t gr_crc32c (uint32_t crc, const void *buf, size_t len);
+
+/* Check the fields of sb: 0 or -EINVAL (k < 1, m < 1, k+m > 256, unknown
+ * code, chunk not a power of two >= 4096, index >= k+m, unknown flags,
+ * data offset below GR_SB_SIZE or not a multiple of 4096 and of chunk,
+ * data size zero or not a multiple of chunk, failed bits set beyond
+ * k+m).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
+int gr_sb_validate (const struct gr_sb *sb);
+
+/* Write sb into buf (GR_SB_SIZE bytes), reserved bytes zero, crc last.
+ * Does not validate. */
+void gr_sb_encode (const struct gr_sb *sb, uint8_t *buf);
+
+/* Parse buf (GR_SB_SIZE bytes) into sb.  Returns 0, or
+ *   -ENOENT           no gpuraid magic (not a member)
+ *   -EBADMSG          crc32c mismatch (corrupt superblock)
+ *   -EPROTONOSUPPORT  unsupported format version
+ *   -EINVAL           invalid field or non-zero reserved bytes
+ * sb is only meaningful when 0 is returned. */
+int gr_sb_decode (const uint8_t *buf, struct gr_sb *sb);
+
+/* A short text for a gr_sb_decode error. */
+const char *gr_sb_strerror (int err);
+
+/* Format a UUID as 8-4-4-4-12 hex; out must hold 37 bytes. */
+void gr_sb_uuid_str (const uint8_t *uuid, char *out);
+
+static inline bool
+gr_sb_failed_test (const struct gr_sb *sb, int i)
+{
+  return (sb->failed[i / 8] >> (i % 8)) & 1;
+}
+
+static inline void
+gr_sb_failed_set (struct gr_sb *sb, int i)
+{
+  sb->failed[i / 8] |= (uint8_t) (1u << (i % 8));
+}
+
+#endif /* GPURAID_SUPERBLOCK_H */

@@ -1,0 +1,163 @@
+/* gpuraid - unit test for superblock.c: crc32c known vector, encode /
+ * decode round trip, and rejection of corrupt or invalid superblocks. */
+#undef NDEBUG
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "superblock.h"
+
+static int failures;
+
+#define CHECK(cond)                                                     \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf (stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                       \
+    }                                                                   \
+  } while (0)
+
+static void
+sample (struct gr_sb *sb)
+{
+  int i;
+
+  memset (sb, 0, sizeof *sb);
+  sb->version = GR_SB_VERSION;
+  for (i = 0; i < 16; i++)
+    sb->uuid[i] = (uint8_t) (0xa0 + i);
+  sb->k = 4;
+  sb->m = 2;
+  sb->code = 2;
+  sb->chunk = 65536;
+  sb->index = 5;
+  sb->flags = GR_SB_FLAG_DIRTY;
+  sb->data_offset = 1048576;
+  sb->data_size = 65536 * 100;
+  sb->event = UINT64_C (0x0123456789abcdef);
+  sb->ctime = 1700000000;
+  gr_sb_failed_set (sb, 1);
+  gr_sb_failed_set (sb, 5);
+}
+
+/* Re-encode after changing a field through a raw byte edit, fixing the
+ * crc, so that only the field check can reject it. */
+static int
+decode_with_patch (const struct gr_sb *sb, size_t off, uint8_t val)
+{
+  uint8_t buf[GR_SB_SIZE];
+  struct gr_sb out;
+  uint32_t crc;
+
+  gr_sb_encode (sb, buf);
+  buf[off] = val;
+  crc = gr_crc32c (0, buf, GR_SB_CRC_OFFSET);
+  buf[GR_SB_CRC_OFFSET] = crc;
+  buf[GR_SB_CRC_OFFSET + 1] = crc >> 8;
+  buf[GR_SB_CRC_OFFSET + 2] = crc >> 16;
+  buf[GR_SB_CRC_OFFSET + 3] = crc >> 24;
+  return gr_sb_decode (buf, &out);
+}
+
+int
+main (void)
+{
+  struct gr_sb sb, out, bad;
+  uint8_t buf[GR_SB_SIZE], buf2[GR_SB_SIZE];
+  char uuid[37];
+  size_t i;
+
+  /* crc32c known vectors. */
+  CHECK (gr_crc32c (0, "123456789", 9) == 0xE3069283u);
+  CHECK (gr_crc32c (0, "", 0) == 0);
+  /* Chaining gives the same result as one call. */
+  CHECK (gr_crc32c (gr_crc32c (0, "1234", 4), "56789", 5) == 0xE3069283u);
+  memset (buf, 0, 32);
+  CHECK (gr_crc32c (0, buf, 32) == 0x8A9136AAu); /* RFC 3720 B.4 */
+
+  /* Round trip. */
+  sample (&sb);
+  CHECK (gr_sb_validate (&sb) == 0);
+  gr_sb_encode (&sb, buf);
+  CHECK (memcmp (buf, "GPURAID\0", 8) == 0);
+  CHECK (buf[32] == 4 && buf[36] == 2 && buf[40] == 2);
+  CHECK (buf[72] == 0xef && buf[79] == 0x01);   /* little-endian event */
+  CHECK (gr_sb_decode (buf, &out) == 0);
+  CHECK (out.version == sb.version);
+  CHECK (memcmp (out.uuid, sb.uuid, 16) == 0);
+  CHECK (out.k == 4 && out.m == 2 && out.code == 2);
+  CHECK (out.chunk == 65536 && out.index == 5);
+  CHECK (out.flags == GR_SB_FLAG_DIRTY);
+  CHECK (out.data_offset == 1048576 && out.data_size == 65536 * 100);
+  CHECK (out.event == sb.event && out.ctime == sb.ctime);
+  CHECK (memcmp (out.failed, sb.failed, 32) == 0);
+  CHECK (gr_sb_failed_test (&out, 1) && gr_sb_failed_test (&out, 5));
+  CHECK (!gr_sb_failed_test (&out, 0) && !gr_sb_failed_test (&out, 2));
+  gr_sb_encode (&out, buf2);
+  CHECK (memcmp (buf, buf2, GR_SB_SIZE) == 0);
+
+  /* Every single corrupted byte is rejected. */
+  for (i = 0; i < GR_SB_SIZE; i++) {
+    memcpy (buf2, buf, GR_SB_SIZE);
+    buf2[i] ^= 0x10;
+    if (i < 8)
+      CHECK (gr_sb_decode (buf2, &out) == -ENOENT);
+    else
+      CHECK (gr_sb_decode (buf2, &out) == -EBADMSG);
+  }
+
+  /* All zeroes: not a member. */
+  memset (buf2, 0, GR_SB_SIZE);
+  CHECK (gr_sb_decode (buf2, &out) == -ENOENT);
+
+  /* Bad version, with a correct crc. */
+  CHECK (decode_with_patch (&sb, 8, 2) == -EPROTONOSUPPORT);
+  CHECK (decode_with_patch (&sb, 8, 0) == -EPROTONOSUPPORT);
+  /* Wrong superblock size field. */
+  CHECK (decode_with_patch (&sb, 13, 0x20) == -EINVAL);
+  /* Non-zero reserved byte. */
+  CHECK (decode_with_patch (&sb, GR_SB_RESERVED_OFFSET, 1) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 4000, 1) == -EINVAL);
+  /* k = 0, m = 0, code 3, chunk not a power of two, index >= n,
+   * unknown flag, failed bit beyond n. */
+  CHECK (decode_with_patch (&sb, 32, 0) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 36, 0) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 40, 3) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 44, 1) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 48, 6) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 52, 2) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 88, 0x40) == -EINVAL);
+  /* A valid edit passes: clear the dirty flag. */
+  CHECK (decode_with_patch (&sb, 52, 0) == 0);
+
+  /* validate() on its own. */
+  bad = sb; bad.k = 200; bad.m = 57;            /* k + m = 257 */
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad = sb; bad.k = 200; bad.m = 56; bad.index = 255;
+  CHECK (gr_sb_validate (&bad) == 0);
+  bad = sb; bad.chunk = 2048;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad = sb; bad.data_offset = 65536 + 4096;     /* not chunk aligned */
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad = sb; bad.data_offset = 0;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad = sb; bad.data_size = 0;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad = sb; bad.data_size = 65536 + 1;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad = sb; bad.version = 7;
+  CHECK (gr_sb_validate (&bad) == -EPROTONOSUPPORT);
+
+  gr_sb_uuid_str (sb.uuid, uuid);
+  CHECK (strcmp (uuid, "a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf") == 0);
+  CHECK (strcmp (gr_sb_strerror (-EBADMSG), "superblock checksum mismatch")
+         == 0);
+
+  if (failures) {
+    printf ("test-superblock: %d checks FAILED\n", failures);
+    return 1;
+  }
+  printf ("test-superblock: PASS\n");
+  return 0;
+}
