@@ -11,8 +11,10 @@
 
 static const struct gr_backend *backends[GR_MAX_BACKENDS] = {
   &gr_backend_ref,
+  &gr_backend_gfc,
+  &gr_backend_isal,
 };
-static int nbackends = 1;
+static int nbackends = 3;
 
 const struct gr_backend *
 gr_backend_find (const char *name)

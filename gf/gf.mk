@@ -3,7 +3,7 @@
 #   GF_LDLIBS  what a program linking LIBGF must also link
 LIBGF = gf/libgrgf.a
 GF_LDLIBS = -lisal -lgf_complete
-GF_OBJS = gf/field.o gf/coder.o gf/backend.o gf/ref.o
+GF_OBJS = gf/field.o gf/coder.o gf/backend.o gf/ref.o gf/crs.o gf/isal.o gf/gfc.o
 
 $(LIBGF): $(GF_OBJS)
 	rm -f $@
