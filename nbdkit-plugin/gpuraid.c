@@ -78,6 +78,24 @@ parse_nonneg_int (const char *key, const char *value, int *out)
   return 0;
 }
 
+/* Check the syntax first, so that the error names the key: digits and
+ * an optional unit letter (as nbdkit_parse_size takes). */
+static bool
+size_syntax_ok (const char *v)
+{
+  size_t i = 0;
+
+  while (v[i] >= '0' && v[i] <= '9')
+    i++;
+  if (i == 0)
+    return false;
+  if (v[i] == '\0')
+    return true;
+  if (strchr ("bBkKmMgGtTpPeE", v[i]) == NULL)
+    return false;
+  return v[i + 1] == '\0';
+}
+
 static int
 gpuraid_config (const char *key, const char *value)
 {
@@ -122,6 +140,11 @@ gpuraid_config (const char *key, const char *value)
     int64_t c;
 
     ONCE (seen_chunk);
+    if (!size_syntax_ok (value)) {
+      nbdkit_error ("chunk=%s: not a size (a number with an optional "
+                    "k, M or G suffix)", value);
+      return -1;
+    }
     c = nbdkit_parse_size (value);
     if (c == -1)
       return -1;
