@@ -29,6 +29,13 @@ int gr_gpu_select (int device);
 /* The "cuda" backend table, to pass to gr_backend_register(). */
 const struct gr_backend *gr_gpu_backend (void);
 
+/* Page-locked host memory (cudaHostAlloc) of size bytes, or NULL (the
+ * reason in gr_gpu_last_error()).  Batches whose blocks all lie in such
+ * memory, at least 64 KiB each, are copied straight to and from the GPU
+ * without the engine's staging copy.  Free with gr_gpu_host_free. */
+void *gr_gpu_host_alloc (size_t size);
+void gr_gpu_host_free (void *p);
+
 /* Message of the last CUDA failure in this process ("" if none). */
 const char *gr_gpu_last_error (void);
 

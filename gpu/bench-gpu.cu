@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - bench-gpu: GPU coding throughput, with the references that
+ * bound it measured in the same run.
+ *
+ *  (a) kernel throughput, data resident on the device (>= 1 GiB of data,
+ *      far beyond the 60 MB L2), encode and decode with m blocks lost, in
+ *      data bytes/s, against roofline = copy_bw * k/(k+m), copy_bw being a
+ *      device-to-device cudaMemcpy (bytes read + written);
+ *  (b) host-to-host through the "cuda" backend (gr_encode) from
+ *      page-locked buffers, batch 1..256 MiB, against pinned host-to-device
+ *      bandwidth; and from ordinary (pageable) buffers; latency of one
+ *      full-stripe batch;
+ *  (c) ISA-L ec_encode_data on all host cores (one thread per core, each
+ *      on its own stripes);
+ *  (d) a performance model (G-CRS section 4 style): kernel time =
+ *      max(bytes moved / copy_bw, instruction lanes / issue rate),
+ *      predicted vs measured.
+ *
+ * QUICK=1: fewer geometries and repetitions.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <isa-l/erasure_code.h>
+
+#include "../gf/gf.h"
+#include "gpu.h"
+#include "gpu-internal.h"
+
+#define MiB ((size_t) 1 << 20)
+#define GiB ((size_t) 1 << 30)
+
+#define CK(x)                                                           \
+  do {                                                                  \
+    cudaError_t e_ = (x);                                               \
+    if (e_ != cudaSuccess) {                                            \
+      fprintf (stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,       \
+               cudaGetErrorString (e_));                                \
+      exit (1);                                                         \
+    }                                                                   \
+  } while (0)
+
+static int quick;
+static double copy_bw, h2d_bw, d2h_bw;
+static int nsm, clock_khz;
+
+static double
+now (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static __global__ void
+fill_kernel (uint64_t *p, size_t n, uint64_t seed)
+{
+  for (size_t i = blockIdx.x * (size_t) blockDim.x + threadIdx.x; i < n;
+       i += (size_t) gridDim.x * blockDim.x) {
+    uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    p[i] = x;
+  }
+}
+
+/* Median of reps timings (seconds) of fn on the device, by events. */
+template <typename F> static double
+time_dev (int reps, F fn)
+{
+  cudaEvent_t a, b;
+  double t[32];
+  float ms;
+
+  CK (cudaEventCreate (&a));
+  CK (cudaEventCreate (&b));
+  fn ();                        /* warm-up */
+  CK (cudaDeviceSynchronize ());
+  for (int i = 0; i < reps; i++) {
+    CK (cudaEventRecord (a));
+    fn ();
+    CK (cudaEventRecord (b));
+    CK (cudaEventSynchronize (b));
+    CK (cudaEventElapsedTime (&ms, a, b));
+    t[i] = ms * 1e-3;
+  }
+  qsort (t, reps, sizeof t[0], cmp_double);
+  CK (cudaEventDestroy (a));
+  CK (cudaEventDestroy (b));
+  return t[reps / 2];
+}
+
+static void
+references (void)
+{
+  const size_t sz = GiB, hsz = 256 * MiB;
+  void *d0, *d1, *h;
+  double t;
+
+  CK (cudaMalloc (&d0, sz));
+  CK (cudaMalloc (&d1, sz));
+  fill_kernel<<<1024, 256>>> ((uint64_t *) d0, sz / 8, 1);
+  CK (cudaGetLastError ());
+  t = time_dev (7, [&] { CK (cudaMemcpy (d1, d0, sz, cudaMemcpyDeviceToDevice)); });
+  copy_bw = 2.0 * sz / t;
+  printf ("copy_bw (device-to-device cudaMemcpy of 1 GiB, read + written): "
+          "%.0f GB/s\n", copy_bw / 1e9);
+  CK (cudaHostAlloc (&h, hsz, cudaHostAllocDefault));
+  memset (h, 1, hsz);
+  t = time_dev (5, [&] { CK (cudaMemcpy (d0, h, hsz, cudaMemcpyHostToDevice)); });
+  h2d_bw = hsz / t;
+  t = time_dev (5, [&] { CK (cudaMemcpy (h, d0, hsz, cudaMemcpyDeviceToHost)); });
+  d2h_bw = hsz / t;
+  printf ("pinned host-to-device (256 MiB): %.1f GB/s; device-to-host: "
+          "%.1f GB/s\n", h2d_bw / 1e9, d2h_bw / 1e9);
+  CK (cudaFreeHost (h));
+  CK (cudaFree (d0));
+  CK (cudaFree (d1));
+}
+
+/* ---- (a) + (d) --------------------------------------------------------- */
+
+/* Instruction lanes per data byte of a variant (ALU pipe, FMA pipe, LDS),
+ * counted from the kernel's inner loops; npasses re-reads ignored. */
+static void
+ops_per_byte (int variant, int k, int m, double *alu, double *fma,
+              double *lds)
+{
+  (void) k;
+  *alu = *fma = *lds = 0;
+  switch (variant) {
+  case GR_GPU_RS_IMAD:          /* per 4-byte word and input: 15 ALU for
+                                 * planes; per output: 8 IMAD + 4 LOP3 */
+    *alu = (15.0 + 4.0 * m) / 4;
+    *fma = 8.0 * m / 4;
+    break;
+  case GR_GPU_RS_LOGEXP:        /* per byte: 1 log LDS; per output: 1 exp
+                                 * LDS, add, shift/or, xor */
+    *lds = 1.0 + m;
+    *alu = 3.0 * m;
+    break;
+  case GR_GPU_CRS_MASK:         /* per 4-byte word of input packet and
+                                 * output row: 1 LOP3; 8m rows per 8 words
+                                 * of one input (32 bytes) */
+    *alu = 8.0 * m * 8 / 32;
+    break;
+  case GR_GPU_CRS_MIX:          /* per row and word: 2 masked LOP3, 6 IMAD,
+                                 * 3 LOP3 for the XORs */
+    *alu = 8.0 * m * 5 / 32;
+    *fma = 8.0 * m * 6 / 32;
+    break;
+  }
+}
+
+static double
+model_time (int variant, int k, int m, size_t data)
+{
+  double alu, fma, lds, lanes_per_s, t_ops, t_mem;
+
+  ops_per_byte (variant, k, m, &alu, &fma, &lds);
+  lanes_per_s = (double) nsm * clock_khz * 1e3;
+  /* Per SM and clock: 64 ALU lanes, 64 IMAD lanes, 128 issued lanes,
+   * 32 shared-memory lanes. */
+  t_ops = fmax (fmax (alu / 64, fma / 64),
+                fmax ((alu + fma + lds) / 128, lds / 32)) * data / lanes_per_s;
+  t_mem = (double) data * (k + m) / k / copy_bw;
+  return fmax (t_ops, t_mem);
+}
+
+/* Decode matrix (m x k) for the loss of data blocks 0..m-1 (m <= k). */
+static void
+decode_matrix (const uint8_t *gen, int k, int m, uint8_t *dm)
+{
+  uint8_t *s = (uint8_t *) malloc ((size_t) k * k);
+  uint8_t *inv = (uint8_t *) malloc ((size_t) k * k);
+  int row = 0;
+
+  for (int i = m; i < k + m && row < k; i++, row++)
+    memcpy (s + (size_t) row * k, gen + (size_t) i * k, k);
+  if (gr_gf_invert_matrix (s, inv, k) < 0) {
+    fprintf (stderr, "singular survivor matrix\n");
+    exit (1);
+  }
+  memcpy (dm, inv, (size_t) m * k);     /* rows 0..m-1: the lost data */
+  free (s);
+  free (inv);
+}
+
+static void
+bench_kernels (void)
+{
+  static const int pairs[][2] = {
+    { 4, 2 }, { 6, 3 }, { 8, 2 }, { 10, 4 }, { 12, 4 }, { 16, 4 },
+    { 8, 8 }, { 16, 16 },
+  };
+  const size_t len = MiB;
+  const int npairs = quick ? 4 : 8;
+  void *din, *dout;
+  double err_sum = 0;
+  int err_n = 0;
+
+  CK (cudaMalloc (&din, GiB + 16 * MiB));
+  CK (cudaMalloc (&dout, GiB + 16 * MiB));
+  fill_kernel<<<1024, 256>>> ((uint64_t *) din, (GiB + 16 * MiB) / 8, 7);
+  CK (cudaGetLastError ());
+  CK (cudaDeviceSynchronize ());
+
+  printf ("\n(a) kernel throughput, device-resident, blocks of 1 MiB, "
+          ">= 1 GiB of data per launch (median of %d)\n", quick ? 3 : 7);
+  printf ("%-6s %-4s %-10s %-6s %9s %9s %7s %9s %7s\n", "k+m", "code",
+          "variant", "op", "GB/s", "roofline", "%roof", "model", "err");
+  for (int pi = 0; pi < (quick ? 4 : npairs); pi++) {
+    const int k = pairs[pi][0], m = pairs[pi][1];
+    const size_t ns = GiB / ((size_t) k * len) + (GiB % ((size_t) k * len) != 0);
+    const size_t data = ns * k * len;
+    uint8_t *gen = (uint8_t *) malloc ((size_t) (k + m) * k);
+    uint8_t *dm = (uint8_t *) malloc ((size_t) m * k);
+    char km[16];
+
+    if ((ns * m * len) > GiB + 16 * MiB || data > GiB + 16 * MiB) {
+      fprintf (stderr, "buffer too small\n");
+      exit (1);
+    }
+    gr_gf_gen_matrix (k, m, gen);
+    decode_matrix (gen, k, m, dm);
+    snprintf (km, sizeof km, "%d+%d", k, m);
+    for (int v = 0; v < GR_GPU_NVARIANTS; v++) {
+      const enum gr_code code = v <= GR_GPU_RS_LOGEXP ? GR_CODE_RS : GR_CODE_CRS;
+
+      for (int op = 0; op < 2; op++) {
+        struct gr_gpu_tab t;
+        double secs, bw, roof, pred;
+        int r;
+
+        r = gr_gpu_tab_make (code, v, op == 0 ? gen + (size_t) k * k : dm,
+                             m, k, &t);
+        if (r < 0) {
+          fprintf (stderr, "tab_make: %d %s\n", r, gr_gpu_last_error ());
+          exit (1);
+        }
+        secs = time_dev (quick ? 3 : 7, [&] {
+            CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
+          });
+        gr_gpu_tab_free (&t);
+        bw = data / secs;
+        roof = copy_bw * k / (k + m);
+        pred = model_time (v, k, m, data);
+        printf ("%-6s %-4s %-10s %-6s %9.1f %9.1f %6.1f%% %9.1f %+6.0f%%\n",
+                km, code == GR_CODE_RS ? "RS" : "CRS",
+                gr_gpu_variant_names[v], op == 0 ? "encode" : "decode",
+                bw / 1e9, roof / 1e9, 100 * bw / roof, data / pred / 1e9,
+                100 * (pred - secs) / secs);
+        fflush (stdout);
+        err_sum += fabs (pred - secs) / secs;
+        err_n++;
+      }
+    }
+    free (gen);
+    free (dm);
+  }
+  printf ("(d) model: predicted GB/s = data / max(data*(k+m)/k / copy_bw, "
+          "instruction lanes / (SMs x %d MHz x pipe width)); mean |error| "
+          "%.0f%%\n", clock_khz / 1000, 100 * err_sum / err_n);
+  CK (cudaFree (din));
+  CK (cudaFree (dout));
+}
+
+/* ---- (b) --------------------------------------------------------------- */
+
+static void
+set_blocks (uint8_t **blk, uint8_t *base, int n, size_t ns, size_t len)
+{
+  for (size_t s = 0; s < ns; s++)
+    for (int i = 0; i < n; i++)
+      blk[s * n + i] = base + (s * n + i) * len;
+}
+
+/* Seconds per gr_encode of ns stripes x len (median). */
+static double
+time_encode (struct gr_coder *c, uint8_t **blk, size_t ns, size_t len,
+             int reps)
+{
+  double t[64];
+  int r;
+
+  r = gr_encode (c, blk, ns, len);     /* warm-up */
+  if (r < 0) {
+    fprintf (stderr, "gr_encode: %d %s\n", r, gr_gpu_last_error ());
+    exit (1);
+  }
+  for (int i = 0; i < reps; i++) {
+    double t0 = now ();
+    r = gr_encode (c, blk, ns, len);
+    t[i] = now () - t0;
+    if (r < 0) {
+      fprintf (stderr, "gr_encode: %d %s\n", r, gr_gpu_last_error ());
+      exit (1);
+    }
+  }
+  qsort (t, reps, sizeof t[0], cmp_double);
+  return t[reps / 2];
+}
+
+static void
+bench_host (enum gr_code code)
+{
+  const int k = 10, m = 4, n = k + m;
+  const size_t maxdata = 256 * MiB;
+  const size_t unit = code == GR_CODE_RS ? 16 : GR_CRS_GROUP;
+  const char *cn = code == GR_CODE_RS ? "RS" : "CRS";
+  struct gr_coder *c;
+  uint8_t *pin, *pg, **blk;
+  double at50 = 0, at90 = 0;
+  int r;
+
+  r = gr_coder_new (&c, k, m, code, gr_backend_find ("cuda"));
+  if (r < 0) {
+    fprintf (stderr, "coder: %d %s\n", r, gr_gpu_last_error ());
+    exit (1);
+  }
+  pin = (uint8_t *) gr_gpu_host_alloc (maxdata / k * n + MiB);
+  pg = (uint8_t *) malloc (maxdata / k * n + MiB);
+  blk = (uint8_t **) malloc (sizeof *blk * n * (maxdata / (k * unit) + 1));
+  if (pin == NULL || pg == NULL || blk == NULL) {
+    fprintf (stderr, "out of memory: %s\n", gr_gpu_last_error ());
+    exit (1);
+  }
+  memset (pin, 3, maxdata / k * n + MiB);
+  memset (pg, 3, maxdata / k * n + MiB);
+
+  printf ("\n(b) host-to-host gr_encode, %d+%d %s, \"cuda\" backend; "
+          "pinned H2D = %.1f GB/s\n", k, m, cn, h2d_bw / 1e9);
+  printf ("%10s %8s %10s %10s %8s %12s\n", "batch", "stripes", "block",
+          "pinned", "%H2D", "pageable");
+  for (size_t b = MiB; b <= maxdata; b *= 2) {
+    size_t len = b / k < MiB ? b / k : MiB;
+    size_t ns, data;
+    double tp, tq = 0, bwp;
+
+    len = len / unit * unit;
+    ns = b / (k * len);
+    data = ns * k * len;
+    set_blocks (blk, pin, n, ns, len);
+    tp = time_encode (c, blk, ns, len, quick ? 3 : 9);
+    bwp = data / tp;
+    if (b == 64 * MiB || b == maxdata) {
+      set_blocks (blk, pg, n, ns, len);
+      tq = time_encode (c, blk, ns, len, 3);
+    }
+    printf ("%7zu MiB %8zu %7zu KiB %6.1f GB/s %6.0f%% ", b / MiB, ns,
+            len >> 10, bwp / 1e9, 100 * bwp / h2d_bw);
+    if (tq > 0)
+      printf ("%6.1f GB/s", data / tq / 1e9);
+    printf ("\n");
+    fflush (stdout);
+    if (at50 == 0 && bwp >= 0.5 * h2d_bw)
+      at50 = b;
+    if (at90 == 0 && bwp >= 0.9 * h2d_bw)
+      at90 = b;
+  }
+  if (at50 > 0)
+    printf ("50%% of pinned H2D reached at %.0f MiB; ", at50 / MiB);
+  else
+    printf ("50%% of pinned H2D not reached; ");
+  if (at90 > 0)
+    printf ("90%% at %.0f MiB\n", at90 / MiB);
+  else
+    printf ("90%% not reached\n");
+
+  /* Latency of one full stripe. */
+  for (size_t len = 64 << 10; len <= MiB; len *= 4) {
+    double t;
+    set_blocks (blk, pin, n, 1, len);
+    t = time_encode (c, blk, 1, len, 21);
+    printf ("latency, one %d+%d stripe of %zu KiB blocks (%zu KiB data), "
+            "pinned: %.0f us (median of 21)\n", k, m, len >> 10,
+            k * len >> 10, t * 1e6);
+  }
+  gr_coder_free (c);
+  gr_gpu_host_free (pin);
+  free (pg);
+  free (blk);
+}
+
+/* ---- (c) --------------------------------------------------------------- */
+
+struct isal_arg {
+  int k, m;
+  size_t len, ns;
+  uint8_t *tbls;
+  pthread_barrier_t *bar;
+  double secs;
+  size_t bytes;
+};
+
+static void *
+isal_thread (void *p)
+{
+  struct isal_arg *a = (struct isal_arg *) p;
+  const int n = a->k + a->m;
+  uint8_t *buf = (uint8_t *) aligned_alloc (64, a->ns * n * a->len);
+  uint8_t **blk = (uint8_t **) malloc (sizeof *blk * n * a->ns);
+  double t0;
+  size_t iters = 0;
+
+  memset (buf, 5, a->ns * n * a->len);
+  for (size_t i = 0; i < a->ns * n; i++)
+    blk[i] = buf + i * a->len;
+  pthread_barrier_wait (a->bar);
+  t0 = now ();
+  do {
+    for (size_t s = 0; s < a->ns; s++)
+      ec_encode_data ((int) a->len, a->k, a->m, a->tbls, blk + s * n,
+                      blk + s * n + a->k);
+    iters++;
+  } while (now () - t0 < (quick ? 0.3 : 1.0));
+  a->secs = now () - t0;
+  a->bytes = iters * a->ns * a->k * a->len;
+  free (blk);
+  free (buf);
+  return NULL;
+}
+
+static void
+bench_isal (int k, int m)
+{
+  const int nthr = (int) sysconf (_SC_NPROCESSORS_ONLN);
+  uint8_t *gen = (uint8_t *) malloc ((size_t) (k + m) * k);
+  uint8_t *tbls = (uint8_t *) malloc ((size_t) 32 * k * m);
+  pthread_t th[256];
+  struct isal_arg a[256];
+  pthread_barrier_t bar;
+  double bw = 0;
+  int nt = nthr < 256 ? nthr : 256;
+
+  gr_gf_gen_matrix (k, m, gen);
+  ec_init_tables (k, m, gen + (size_t) k * k, tbls);
+  pthread_barrier_init (&bar, NULL, nt);
+  for (int i = 0; i < nt; i++) {
+    a[i].k = k;
+    a[i].m = m;
+    a[i].len = MiB;
+    a[i].ns = 4;
+    a[i].tbls = tbls;
+    a[i].bar = &bar;
+    pthread_create (&th[i], NULL, isal_thread, &a[i]);
+  }
+  for (int i = 0; i < nt; i++) {
+    pthread_join (th[i], NULL);
+    bw += a[i].bytes / a[i].secs;
+  }
+  pthread_barrier_destroy (&bar);
+  printf ("(c) ISA-L ec_encode_data %d+%d RS, %d threads (all cores), "
+          "1 MiB blocks: %.1f GB/s of data\n", k, m, nt, bw / 1e9);
+  free (gen);
+  free (tbls);
+}
+
+int
+main (void)
+{
+  struct cudaDeviceProp p;
+  const char *e = getenv ("QUICK");
+  char name[256];
+  int r;
+
+  setvbuf (stdout, NULL, _IOLBF, 0);
+  quick = e && *e && strcmp (e, "0") != 0;
+  if (gr_gpu_probe_device (0, name, sizeof name) < 0) {
+    printf ("SKIP: no usable CUDA device (%s)\n", name);
+    return 77;
+  }
+  CK (cudaGetDeviceProperties (&p, 0));
+  CK (cudaDeviceGetAttribute (&clock_khz, cudaDevAttrClockRate, 0));
+  nsm = p.multiProcessorCount;
+  printf ("device: %s, %d SMs, %d MHz, L2 %d MiB, %.0f GiB; host: %ld cores\n",
+          p.name, nsm, clock_khz / 1000, p.l2CacheSize >> 20,
+          p.totalGlobalMem / (double) GiB, sysconf (_SC_NPROCESSORS_ONLN));
+  r = gr_backend_register (gr_gpu_backend ());
+  if (r < 0 && r != -EEXIST) {
+    fprintf (stderr, "register: %d\n", r);
+    return 1;
+  }
+  printf ("engine kernels: RS %s, CRS %s\n",
+          gr_gpu_variant_names[gr_gpu_rs_variant],
+          gr_gpu_variant_names[gr_gpu_crs_variant]);
+  references ();
+  bench_kernels ();
+  bench_host (GR_CODE_RS);
+  bench_host (GR_CODE_CRS);
+  printf ("\n");
+  bench_isal (10, 4);
+  bench_isal (8, 8);
+  return 0;
+}

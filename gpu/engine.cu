@@ -1,0 +1,724 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - the "cuda" coding backend: host engine.
+ *
+ * A batch (blocks[s * n + i]) is cut into chunks of whole stripes, or of
+ * byte ranges of one stripe when a stripe is larger than a chunk (columns
+ * are independent in RS and CRS alike).  Each chunk goes through a slot:
+ * a CUDA stream with a page-locked staging buffer and a device buffer of
+ * SLOT_BYTES each.  Per chunk: gather the caller's input blocks into the
+ * staging buffer (CPU memcpy), copy it up, run the kernel, copy the
+ * outputs down, and, when the slot is next needed or at the end, scatter
+ * them into the caller's output blocks.  A call uses up to NSLOTS slots
+ * round-robin, so the gather of one chunk, the upload of the next, the
+ * kernel and the download of another overlap (both copy engines).
+ *
+ * When every block of the call is itself page-locked (cudaHostAlloc or
+ * cudaHostRegister) and chunks are at least DIRECT_MIN bytes per block,
+ * the staging copy is skipped: blocks are copied straight between the
+ * caller's memory and the device.
+ *
+ * The slots are a fixed pool (NSLOTS x SLOT_BYTES pinned + the same on the
+ * device, allocated on first use and kept): concurrent callers wait on a
+ * condition variable for a free slot rather than grow it.  Coding tables
+ * are uploaded once per coder (coder_init) and per decode plan
+ * (plan_init), so a call uploads only data.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../gf/gf-backend.h"
+#include "gpu.h"
+#include "gpu-internal.h"
+
+#define NSLOTS 4
+#define SLOT_BYTES ((size_t) 64 << 20)
+#define CHUNK_MIN ((size_t) 4 << 20)
+#define DIRECT_MIN ((size_t) 64 << 10)
+
+int gr_gpu_rs_variant = GR_GPU_RS_IMAD;
+int gr_gpu_crs_variant = GR_GPU_CRS_MIX;
+
+/* Test hook: variants for coders made from now on (negative: unchanged).
+ * Returns the previous pair as rs * 16 + crs. */
+extern "C" int
+gr_gpu_set_variants (int rs, int crs)
+{
+  const int old = gr_gpu_rs_variant * 16 + gr_gpu_crs_variant;
+
+  if (rs == GR_GPU_RS_IMAD || rs == GR_GPU_RS_LOGEXP)
+    gr_gpu_rs_variant = rs;
+  if (crs == GR_GPU_CRS_MASK || crs == GR_GPU_CRS_MIX)
+    gr_gpu_crs_variant = crs;
+  return old;
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
+static char err_msg[512];
+static __thread char err_copy[512];
+
+void
+gr_gpu_set_error (const char *fmt, ...)
+{
+  va_list ap;
+
+  pthread_mutex_lock (&err_lock);
+  va_start (ap, fmt);
+  vsnprintf (err_msg, sizeof err_msg, fmt, ap);
+  va_end (ap);
+  pthread_mutex_unlock (&err_lock);
+}
+
+int
+gr_gpu_fail (cudaError_t e, const char *what)
+{
+  gr_gpu_set_error ("%s: %s (%s)", what, cudaGetErrorString (e),
+                    cudaGetErrorName (e));
+  switch (e) {
+  case cudaErrorMemoryAllocation:
+    return -ENOMEM;
+  case cudaErrorNoDevice:
+  case cudaErrorInsufficientDriver:
+  case cudaErrorInvalidDevice:
+  case cudaErrorNoKernelImageForDevice:
+  case cudaErrorDevicesUnavailable:
+  case cudaErrorSystemDriverMismatch:
+    return -ENODEV;
+  default:
+    return -EIO;
+  }
+}
+
+const char *
+gr_gpu_last_error (void)
+{
+  pthread_mutex_lock (&err_lock);
+  memcpy (err_copy, err_msg, sizeof err_copy);
+  pthread_mutex_unlock (&err_lock);
+  return err_copy;
+}
+
+/* ---- device ------------------------------------------------------------ */
+
+static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t eng_cond = PTHREAD_COND_INITIALIZER;
+static int gpu_dev;
+static int probed_dev = -1, probed_result;
+
+struct slot {
+  cudaStream_t st;
+  uint8_t *h, *d;
+  int busy, ready;
+};
+static struct slot slots[NSLOTS];
+
+int
+gr_gpu_probe_device (int device, char *name, size_t namelen)
+{
+  struct cudaDeviceProp p;
+  cudaError_t e;
+  char why[400];
+  int n = 0;
+
+  e = cudaGetDeviceCount (&n);
+  if (e != cudaSuccess) {
+    snprintf (why, sizeof why, "cudaGetDeviceCount: %s",
+              cudaGetErrorString (e));
+    goto nodev;
+  }
+  if (device < 0 || device >= n) {
+    snprintf (why, sizeof why, "no CUDA device %d (%d found)", device, n);
+    goto nodev;
+  }
+  e = cudaGetDeviceProperties (&p, device);
+  if (e != cudaSuccess) {
+    snprintf (why, sizeof why, "cudaGetDeviceProperties: %s",
+              cudaGetErrorString (e));
+    goto nodev;
+  }
+  if (p.major < 9) {
+    snprintf (why, sizeof why,
+              "%s has compute capability %d.%d; kernels are built for 9.0+",
+              p.name, p.major, p.minor);
+    goto nodev;
+  }
+  e = cudaSetDevice (device);
+  if (e == cudaSuccess)
+    e = cudaFree (0);
+  if (e == cudaSuccess)
+    e = gr_gpu_kernels_loadable ();
+  if (e != cudaSuccess) {
+    snprintf (why, sizeof why, "%s: %s", p.name, cudaGetErrorString (e));
+    goto nodev;
+  }
+  if (name && namelen)
+    snprintf (name, namelen, "%s", p.name);
+  return 0;
+
+ nodev:
+  gr_gpu_set_error ("%s", why);
+  if (name && namelen)
+    snprintf (name, namelen, "%s", why);
+  return -ENODEV;
+}
+
+int
+gr_gpu_select (int device)
+{
+  int r, i;
+
+  r = gr_gpu_probe_device (device, NULL, 0);
+  if (r < 0)
+    return r;
+  pthread_mutex_lock (&eng_lock);
+  for (i = 0; i < NSLOTS; i++)
+    if (slots[i].ready && device != gpu_dev) {
+      pthread_mutex_unlock (&eng_lock);
+      gr_gpu_set_error ("gr_gpu_select: engine already running on device %d",
+                        gpu_dev);
+      return -EBUSY;
+    }
+  gpu_dev = device;
+  probed_dev = device;
+  probed_result = 0;
+  pthread_mutex_unlock (&eng_lock);
+  return 0;
+}
+
+static int
+set_device (void)
+{
+  cudaError_t e = cudaSetDevice (gpu_dev);
+
+  return e == cudaSuccess ? 0 : gr_gpu_fail (e, "cudaSetDevice");
+}
+
+static int
+cuda_probe (void)
+{
+  int r, dev;
+
+  pthread_mutex_lock (&eng_lock);
+  dev = gpu_dev;
+  if (probed_dev == dev) {
+    r = probed_result;
+    pthread_mutex_unlock (&eng_lock);
+    return r;
+  }
+  pthread_mutex_unlock (&eng_lock);
+  r = gr_gpu_probe_device (dev, NULL, 0) == 0 ? 0 : -ENOTSUP;
+  pthread_mutex_lock (&eng_lock);
+  probed_dev = dev;
+  probed_result = r;
+  pthread_mutex_unlock (&eng_lock);
+  return r;
+}
+
+void *
+gr_gpu_host_alloc (size_t size)
+{
+  void *p = NULL;
+  cudaError_t e;
+
+  if (set_device () < 0)
+    return NULL;
+  e = cudaHostAlloc (&p, size, cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    gr_gpu_fail (e, "cudaHostAlloc");
+    return NULL;
+  }
+  return p;
+}
+
+void
+gr_gpu_host_free (void *p)
+{
+  if (p != NULL)
+    cudaFreeHost (p);
+}
+
+/* ---- slots ------------------------------------------------------------- */
+
+static void
+release_slots (struct slot **got, int n)
+{
+  pthread_mutex_lock (&eng_lock);
+  for (int i = 0; i < n; i++)
+    got[i]->busy = 0;
+  pthread_cond_broadcast (&eng_cond);
+  pthread_mutex_unlock (&eng_lock);
+}
+
+static int
+slot_setup (struct slot *s)
+{
+  cudaError_t e;
+
+  if (s->ready)
+    return 0;
+  e = cudaStreamCreateWithFlags (&s->st, cudaStreamNonBlocking);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaStreamCreate");
+  e = cudaHostAlloc ((void **) &s->h, SLOT_BYTES, cudaHostAllocDefault);
+  if (e != cudaSuccess) {
+    cudaStreamDestroy (s->st);
+    return gr_gpu_fail (e, "cudaHostAlloc (staging)");
+  }
+  e = cudaMalloc ((void **) &s->d, SLOT_BYTES);
+  if (e != cudaSuccess) {
+    cudaFreeHost (s->h);
+    cudaStreamDestroy (s->st);
+    return gr_gpu_fail (e, "cudaMalloc (staging)");
+  }
+  s->ready = 1;
+  return 0;
+}
+
+/* Take between 1 and want free slots, waiting for the first.  Slots are
+ * set up (allocated) on first use.  Returns the number taken or a
+ * negative errno. */
+static int
+acquire_slots (struct slot **got, int want)
+{
+  int n = 0, r;
+
+  pthread_mutex_lock (&eng_lock);
+  for (;;) {
+    for (int i = 0; i < NSLOTS && n < want; i++)
+      if (!slots[i].busy) {
+        slots[i].busy = 1;
+        got[n++] = &slots[i];
+      }
+    if (n > 0)
+      break;
+    pthread_cond_wait (&eng_cond, &eng_lock);
+  }
+  pthread_mutex_unlock (&eng_lock);
+  for (int i = 0; i < n; i++) {
+    r = slot_setup (got[i]);
+    if (r < 0) {
+      release_slots (got, n);
+      return r;
+    }
+  }
+  return n;
+}
+
+/* ---- jobs -------------------------------------------------------------- */
+
+struct job {
+  const struct gr_gpu_tab *tab;
+  int col0, ncols, nrows, acc, direct;
+  const uint8_t *const *in;     /* nstripes * ncols */
+  uint8_t *const *out;          /* nstripes * nrows */
+  size_t nstripes, len;
+};
+
+struct chunk {
+  size_t s0, ns, o0, w, wp;
+};
+
+static int
+is_pinned (const void *p)
+{
+  struct cudaPointerAttributes a;
+
+  if (cudaPointerGetAttributes (&a, p) != cudaSuccess) {
+    (void) cudaGetLastError ();
+    return 0;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+static int
+chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
+{
+  const size_t in_bytes = ch->ns * j->ncols * ch->wp;
+  const size_t out_bytes = ch->ns * j->nrows * ch->wp;
+  uint8_t *h_in = sl->h, *h_out = sl->h + in_bytes;
+  uint8_t *d_in = sl->d, *d_out = sl->d + in_bytes;
+  const size_t pad = ch->wp - ch->w;
+  cudaError_t e = cudaSuccess;
+  size_t s;
+  int c;
+
+  if (!j->direct) {
+    for (s = 0; s < ch->ns; s++)
+      for (c = 0; c < j->ncols; c++) {
+        uint8_t *dst = h_in + (s * j->ncols + c) * ch->wp;
+        memcpy (dst, j->in[(ch->s0 + s) * j->ncols + c] + ch->o0, ch->w);
+        if (pad)
+          memset (dst + ch->w, 0, pad);
+      }
+    if (j->acc)
+      for (s = 0; s < ch->ns; s++)
+        for (c = 0; c < j->nrows; c++) {
+          uint8_t *dst = h_out + (s * j->nrows + c) * ch->wp;
+          memcpy (dst, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0, ch->w);
+          if (pad)
+            memset (dst + ch->w, 0, pad);
+        }
+    e = cudaMemcpyAsync (d_in, h_in, in_bytes + (j->acc ? out_bytes : 0),
+                         cudaMemcpyHostToDevice, sl->st);
+    if (e != cudaSuccess)
+      return gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
+  }
+  else {
+    for (s = 0; s < ch->ns && e == cudaSuccess; s++)
+      for (c = 0; c < j->ncols && e == cudaSuccess; c++)
+        e = cudaMemcpyAsync (d_in + (s * j->ncols + c) * ch->wp,
+                             j->in[(ch->s0 + s) * j->ncols + c] + ch->o0,
+                             ch->w, cudaMemcpyHostToDevice, sl->st);
+    if (j->acc)
+      for (s = 0; s < ch->ns && e == cudaSuccess; s++)
+        for (c = 0; c < j->nrows && e == cudaSuccess; c++)
+          e = cudaMemcpyAsync (d_out + (s * j->nrows + c) * ch->wp,
+                               j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
+                               ch->w, cudaMemcpyHostToDevice, sl->st);
+    if (e != cudaSuccess)
+      return gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
+  }
+
+  e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
+                     ch->ns, ch->wp, sl->st);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "kernel launch");
+
+  if (!j->direct) {
+    e = cudaMemcpyAsync (h_out, d_out, out_bytes, cudaMemcpyDeviceToHost,
+                         sl->st);
+  }
+  else {
+    for (s = 0; s < ch->ns && e == cudaSuccess; s++)
+      for (c = 0; c < j->nrows && e == cudaSuccess; c++)
+        e = cudaMemcpyAsync (j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
+                             d_out + (s * j->nrows + c) * ch->wp,
+                             ch->w, cudaMemcpyDeviceToHost, sl->st);
+  }
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaMemcpyAsync (download)");
+  return 0;
+}
+
+static int
+chunk_finish (const struct job *j, struct slot *sl, const struct chunk *ch)
+{
+  const size_t in_bytes = ch->ns * j->ncols * ch->wp;
+  const uint8_t *h_out = sl->h + in_bytes;
+  cudaError_t e;
+
+  e = cudaStreamSynchronize (sl->st);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaStreamSynchronize (copy or kernel)");
+  if (!j->direct)
+    for (size_t s = 0; s < ch->ns; s++)
+      for (int c = 0; c < j->nrows; c++)
+        memcpy (j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
+                h_out + (s * j->nrows + c) * ch->wp, ch->w);
+  return 0;
+}
+
+static int
+run_job (struct job *j)
+{
+  const enum gr_code code = j->tab->code;
+  const size_t unit = code == GR_CODE_RS ? 16 : GR_CRS_GROUP;
+  const size_t lp = gr_gpu_padlen (code, j->len);
+  const size_t per_stripe = (size_t) (j->ncols + j->nrows) * lp;
+  struct slot *got[NSLOTS];
+  struct chunk pend[NSLOTS];
+  int has[NSLOTS] = { 0 };
+  size_t target, cs, w, nchunks, ci = 0;
+  int nslots, r = 0;
+
+  if (j->nstripes == 0 || j->len == 0)
+    return 0;
+  r = set_device ();
+  if (r < 0)
+    return r;
+
+  /* At least four chunks when the batch is large enough, for overlap. */
+  target = j->nstripes * per_stripe / NSLOTS;
+  if (target < CHUNK_MIN)
+    target = CHUNK_MIN;
+  if (target > SLOT_BYTES)
+    target = SLOT_BYTES;
+  if (per_stripe <= target) {
+    cs = target / per_stripe;
+    w = j->len;
+  }
+  else {
+    cs = 1;
+    w = target / ((size_t) (j->ncols + j->nrows) * unit) * unit;
+    if (w == 0)
+      w = unit;
+  }
+  nchunks = (j->nstripes + cs - 1) / cs * ((j->len + w - 1) / w);
+
+  j->direct = 0;
+  if (w >= DIRECT_MIN) {
+    size_t i;
+    j->direct = 1;
+    for (i = 0; i < j->nstripes * j->ncols && j->direct; i++)
+      j->direct = is_pinned (j->in[i]);
+    for (i = 0; i < j->nstripes * j->nrows && j->direct; i++)
+      j->direct = is_pinned (j->out[i]);
+  }
+
+  nslots = acquire_slots (got, nchunks < NSLOTS ? (int) nchunks : NSLOTS);
+  if (nslots < 0)
+    return nslots;
+
+  for (size_t s0 = 0; s0 < j->nstripes && r == 0; s0 += cs)
+    for (size_t o0 = 0; o0 < j->len && r == 0; o0 += w) {
+      const int k = (int) (ci++ % nslots);
+      struct chunk ch;
+
+      ch.s0 = s0;
+      ch.ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
+      ch.o0 = o0;
+      ch.w = j->len - o0 < w ? j->len - o0 : w;
+      ch.wp = gr_gpu_padlen (code, ch.w);
+      if (has[k]) {
+        has[k] = 0;
+        r = chunk_finish (j, got[k], &pend[k]);
+        if (r < 0)
+          break;
+      }
+      r = chunk_start (j, got[k], &ch);
+      pend[k] = ch;
+      has[k] = 1;
+    }
+  for (int k = 0; k < nslots; k++)
+    if (has[k]) {
+      if (r == 0)
+        r = chunk_finish (j, got[k], &pend[k]);
+      else
+        (void) cudaStreamSynchronize (got[k]->st);
+    }
+  release_slots (got, nslots);
+  return r;
+}
+
+/* ---- backend ----------------------------------------------------------- */
+
+struct cpriv {
+  struct gr_gpu_tab enc;
+};
+
+struct dpriv {
+  struct gr_gpu_tab dec;
+};
+
+static int
+variant_of (enum gr_code code)
+{
+  return code == GR_CODE_RS ? gr_gpu_rs_variant : gr_gpu_crs_variant;
+}
+
+static int
+cuda_coder_init (struct gr_coder *c, void **priv)
+{
+  struct cpriv *p;
+  int r;
+
+  r = set_device ();
+  if (r < 0)
+    return r;
+  p = (struct cpriv *) calloc (1, sizeof *p);
+  if (p == NULL)
+    return -ENOMEM;
+  r = gr_gpu_tab_make (gr_coder_code (c), variant_of (gr_coder_code (c)),
+                       gr_coder_parity_matrix (c), gr_coder_m (c),
+                       gr_coder_k (c), &p->enc);
+  if (r < 0) {
+    free (p);
+    return r;
+  }
+  *priv = p;
+  return 0;
+}
+
+static void
+cuda_coder_fini (struct gr_coder *c, void *priv)
+{
+  struct cpriv *p = (struct cpriv *) priv;
+
+  (void) c;
+  if (p == NULL)
+    return;
+  if (set_device () == 0)
+    gr_gpu_tab_free (&p->enc);
+  free (p);
+}
+
+static int
+cuda_plan_init (struct gr_coder *c, struct gr_decode *d)
+{
+  struct dpriv *p;
+  int r;
+
+  d->priv = NULL;
+  r = set_device ();
+  if (r < 0)
+    return r;
+  p = (struct dpriv *) calloc (1, sizeof *p);
+  if (p == NULL)
+    return -ENOMEM;
+  r = gr_gpu_tab_make (gr_coder_code (c), variant_of (gr_coder_code (c)),
+                       d->matrix, d->nerased, gr_coder_k (c), &p->dec);
+  if (r < 0) {
+    free (p);
+    return r;
+  }
+  d->priv = p;
+  return 0;
+}
+
+static void
+cuda_plan_fini (struct gr_coder *c, struct gr_decode *d)
+{
+  struct dpriv *p = (struct dpriv *) d->priv;
+
+  (void) c;
+  if (p == NULL)
+    return;
+  if (set_device () == 0)
+    gr_gpu_tab_free (&p->dec);
+  free (p);
+  d->priv = NULL;
+}
+
+static int
+cuda_encode (struct gr_coder *c, uint8_t *const *blocks,
+             size_t nstripes, size_t len)
+{
+  struct cpriv *p = (struct cpriv *) gr_coder_priv (c);
+  const int k = gr_coder_k (c), m = gr_coder_m (c), n = k + m;
+  const uint8_t **in;
+  uint8_t **out;
+  struct job j;
+  int r;
+
+  if (p == NULL)
+    return -EINVAL;
+  in = (const uint8_t **) malloc (nstripes * n * sizeof *in);
+  if (in == NULL)
+    return -ENOMEM;
+  out = (uint8_t **) (in + nstripes * k);
+  for (size_t s = 0; s < nstripes; s++) {
+    for (int i = 0; i < k; i++)
+      in[s * k + i] = blocks[s * n + i];
+    for (int i = 0; i < m; i++)
+      out[s * m + i] = blocks[s * n + k + i];
+  }
+  memset (&j, 0, sizeof j);
+  j.tab = &p->enc;
+  j.ncols = k;
+  j.nrows = m;
+  j.in = in;
+  j.out = out;
+  j.nstripes = nstripes;
+  j.len = len;
+  r = run_job (&j);
+  free (in);
+  return r;
+}
+
+static int
+cuda_reconstruct (struct gr_coder *c, const struct gr_decode *d,
+                  uint8_t *const *blocks, size_t nstripes, size_t len)
+{
+  const struct dpriv *p = (const struct dpriv *) d->priv;
+  const int k = gr_coder_k (c), n = k + gr_coder_m (c), ne = d->nerased;
+  struct gr_gpu_tab tmp;
+  const uint8_t **in;
+  uint8_t **out;
+  struct job j;
+  int r;
+
+  if (p == NULL) {              /* no plan_init: build the table now */
+    r = set_device ();
+    if (r < 0)
+      return r;
+    r = gr_gpu_tab_make (gr_coder_code (c), variant_of (gr_coder_code (c)),
+                         d->matrix, ne, k, &tmp);
+    if (r < 0)
+      return r;
+  }
+  in = (const uint8_t **) malloc (nstripes * (k + ne) * sizeof *in);
+  if (in == NULL) {
+    r = -ENOMEM;
+    goto out;
+  }
+  out = (uint8_t **) (in + nstripes * k);
+  for (size_t s = 0; s < nstripes; s++) {
+    for (int i = 0; i < k; i++)
+      in[s * k + i] = blocks[s * n + d->survivors[i]];
+    for (int i = 0; i < ne; i++)
+      out[s * ne + i] = blocks[s * n + d->erased[i]];
+  }
+  memset (&j, 0, sizeof j);
+  j.tab = p ? &p->dec : &tmp;
+  j.ncols = k;
+  j.nrows = ne;
+  j.in = in;
+  j.out = out;
+  j.nstripes = nstripes;
+  j.len = len;
+  r = run_job (&j);
+  free (in);
+ out:
+  if (p == NULL)
+    gr_gpu_tab_free (&tmp);
+  return r;
+}
+
+static int
+cuda_update (struct gr_coder *c, int data_index,
+             const uint8_t *const *delta, uint8_t *const *parity,
+             size_t nstripes, size_t len)
+{
+  struct cpriv *p = (struct cpriv *) gr_coder_priv (c);
+  struct job j;
+
+  if (p == NULL)
+    return -EINVAL;
+  memset (&j, 0, sizeof j);
+  j.tab = &p->enc;
+  j.col0 = data_index;
+  j.ncols = 1;
+  j.nrows = gr_coder_m (c);
+  j.acc = 1;
+  j.in = delta;
+  j.out = parity;
+  j.nstripes = nstripes;
+  j.len = len;
+  return run_job (&j);
+}
+
+/* Below the isal backend (and gfc), above ref: gr_backend_best() prefers
+ * the CPU; the plugin asks for "cuda" by name when it wants the GPU. */
+static const struct gr_backend cuda_backend = {
+  "cuda",
+  15,
+  cuda_probe,
+  cuda_coder_init,
+  cuda_coder_fini,
+  cuda_plan_init,
+  cuda_plan_fini,
+  cuda_encode,
+  cuda_reconstruct,
+  cuda_update,
+};
+
+const struct gr_backend *
+gr_gpu_backend (void)
+{
+  return &cuda_backend;
+}

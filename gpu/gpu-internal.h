@@ -1,0 +1,81 @@
+/* gpuraid - gpu/ internals shared by the engine, the kernels and the
+ * benchmark.  CUDA C++ only: nothing outside gpu/ includes this.
+ *
+ * Device layout of a batch (the kernels' only layout): nstripes stripes,
+ * each of ncols input blocks then (in a separate buffer) nrows output
+ * blocks, every block lp bytes long and contiguous:
+ *   in  + (s * ncols + c) * lp        input c of stripe s
+ *   out + (s * nrows + r) * lp        output r of stripe s
+ * RS needs lp % 16 == 0 (the engine pads), CRS lp % GR_CRS_GROUP == 0.
+ *
+ * A "table" is one coding matrix (nrows x ncols over GF(2^8)) expanded
+ * for one kernel variant and uploaded to the device.  Its rows are padded
+ * to npad (a multiple of the kernel's rows-per-pass mb) with zeros, and
+ * laid out input-major so that the table of input column c alone (for a
+ * parity update) starts at d + c * npad * per_row words.
+ */
+#ifndef GPURAID_GPU_INTERNAL_H
+#define GPURAID_GPU_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime.h>
+
+#include "../gf/gf.h"
+
+/* Kernel variants (measured by bench-gpu; the engine uses the defaults). */
+enum gr_gpu_variant {
+  GR_GPU_RS_IMAD = 0,   /* RS: bit planes x per-bit products, IMAD + LOP3 */
+  GR_GPU_RS_LOGEXP = 1, /* RS: log/exp tables in shared memory */
+  GR_GPU_CRS_MASK = 2,  /* CRS: packet XOR with 0/~0 masks, LOP3 only */
+  GR_GPU_CRS_MIX = 3,   /* CRS: 2 of 8 terms by mask, 6 by IMAD with 0/1 */
+  GR_GPU_NVARIANTS
+};
+
+extern const char *const gr_gpu_variant_names[GR_GPU_NVARIANTS];
+
+struct gr_gpu_tab {
+  enum gr_code code;
+  int variant;
+  int nrows, ncols;
+  int mb;               /* output rows per pass */
+  int npad;             /* nrows rounded up to a multiple of mb */
+  size_t per_row;       /* 32-bit words per (input, row) */
+  uint32_t *d;          /* device memory */
+};
+
+/* Variant used by the engine for each code (set before creating coders). */
+extern int gr_gpu_rs_variant;
+extern int gr_gpu_crs_variant;
+
+/* Build the table of mat (nrows x ncols, row-major) for variant and
+ * upload it.  0 or negative errno (message kept). */
+int gr_gpu_tab_make (enum gr_code code, int variant, const uint8_t *mat,
+                     int nrows, int ncols, struct gr_gpu_tab *t);
+void gr_gpu_tab_free (struct gr_gpu_tab *t);
+
+/* Launch the kernel of t on stream st over a device-resident batch:
+ * out[s][r] (^= if acc) sum_c t[r][col0 + c] * in[s][c], c < ncols.
+ * ncols is t->ncols for a full matrix or 1 for an update (col0 = the data
+ * index).  Returns the launch's cudaError_t (cudaGetLastError). */
+cudaError_t gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols,
+                           int acc, const void *din, void *dout,
+                           size_t nstripes, size_t lp, cudaStream_t st);
+
+/* cudaSuccess if the kernels' machine code loads on the current device. */
+cudaError_t gr_gpu_kernels_loadable (void);
+
+/* Padded block length the kernels need for len bytes of code. */
+static inline size_t
+gr_gpu_padlen (enum gr_code code, size_t len)
+{
+  return code == GR_CODE_RS ? (len + 15) & ~(size_t) 15 : len;
+}
+
+/* Record a failure: "what: CUDA message"; returns the errno to hand back
+ * (-ENOMEM, -ENODEV or -EIO). */
+int gr_gpu_fail (cudaError_t e, const char *what);
+void gr_gpu_set_error (const char *fmt, ...)
+  __attribute__ ((format (printf, 1, 2)));
+
+#endif /* GPURAID_GPU_INTERNAL_H */

@@ -1,0 +1,60 @@
+# gpu/ - the CUDA coding engine (backend "cuda").
+#   LIBGPU         gpu/libgrgpu.a, empty without CUDA
+#   GPU_LDLIBS     what a program linking LIBGPU must also link
+#   GPU_CPPFLAGS   -DGR_HAVE_CUDA when the engine is built
+# Targets: check-gpu (gpu/test-gpu), check-gpu-sanitize (compute-sanitizer
+# memcheck + racecheck on a QUICK=1 run), bench-gpu (gpu/bench-gpu).
+
+ifeq ($(HAVE_CUDA),1)
+LIBGPU = gpu/libgrgpu.a
+GPU_CPPFLAGS = -DGR_HAVE_CUDA
+GPU_LDLIBS = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++
+GPU_ARCH = -gencode arch=compute_90,code=sm_90 \
+           -gencode arch=compute_90,code=compute_90
+NVCCFLAGS = -O3 -std=c++17 -lineinfo $(GPU_ARCH) -Werror all-warnings \
+            -Xcompiler -fPIC,-pthread,-Wall,-Wextra,-Werror,-Wshadow,-Wvla
+GPU_OBJS = gpu/engine.o gpu/kernels.o
+COMPUTE_SANITIZER ?= $(CUDA_HOME)/bin/compute-sanitizer
+
+gpu/%.o: gpu/%.cu $(HEADERS)
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+$(LIBGPU): $(GPU_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+gpu/test-gpu: gpu/test-gpu.o $(LIBGPU) $(LIBGF)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS) $(GPU_LDLIBS)
+
+gpu/bench-gpu: gpu/bench-gpu.o $(LIBGPU) $(LIBGF)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS) $(GPU_LDLIBS) -lm
+
+bench-gpu: gpu/bench-gpu
+	gpu/bench-gpu
+
+check-gpu-sanitize: gpu/test-gpu
+	QUICK=1 $(COMPUTE_SANITIZER) --tool memcheck --leak-check full \
+	  --error-exitcode 1 gpu/test-gpu
+	QUICK=1 $(COMPUTE_SANITIZER) --tool racecheck --error-exitcode 1 \
+	  gpu/test-gpu
+else
+LIBGPU =
+GPU_CPPFLAGS =
+GPU_LDLIBS =
+
+# Without CUDA, test-gpu is built all the same and skips.
+gpu/test-gpu: gpu/test-gpu.o $(LIBGF)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS)
+
+bench-gpu check-gpu-sanitize:
+	@echo "$@: built without CUDA (no nvcc, or NOCUDA=1)"; exit 1
+endif
+
+gpu/test-gpu.o: CFLAGS += $(GPU_CPPFLAGS)
+
+GPU_TESTS += gpu/test-gpu
+CHECK_TESTS += gpu/test-gpu
+CHECK_PROGS += gpu/test-gpu
+CLEAN_FILES += gpu/test-gpu gpu/bench-gpu
+
+.PHONY: check-gpu-sanitize

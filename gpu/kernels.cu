@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - GF(2^8) coding kernels and their tables.
+ *
+ * All kernels compute out[s][r] (^)= sum_c M[r][c] * in[s][c] over a
+ * device-resident batch (layout in gpu-internal.h).  Each thread owns one
+ * column (RS: 16 bytes of every block; CRS: 8 bytes of every packet of one
+ * group) and reads each input once per pass, producing up to mb output
+ * rows per pass; more rows take more passes (inputs re-read, mostly from
+ * L2).  The coefficients come from a small device table read with
+ * warp-uniform addresses (one L1 broadcast per load).
+ *
+ * RS, IMAD variant: for a 32-bit word x of four data bytes, bit plane
+ * q_b = (x >> b) & 0x01010101 holds bit b of each byte as 0 or 1, so
+ * c * x = XOR_b q_b * (c * 2^b): one integer multiply per plane and
+ * coefficient (no carries: each byte of q_b is 0 or 1), XORed with LOP3.
+ * The planes are shared by all outputs of the pass.
+ *
+ * RS, log/exp variant: classic tables in shared memory, log(0) mapped to
+ * a sentinel (512) that indexes zeros, so there are no branches.
+ *
+ * CRS: group g of a block is 8 packets of 512 bytes; output packet r of
+ * row j = XOR of input packets (c, b) whose bitmatrix bit (j*8+r, c*8+b) is
+ * set (gf/ref.c).  Masks are 0 or ~0 words (x & mask); the MIX variant
+ * takes 6 of every 8 terms as x * bit with bit 0 or 1, moving work from
+ * the integer ALU pipe to the multiply pipe.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu-internal.h"
+
+const char *const gr_gpu_variant_names[GR_GPU_NVARIANTS] = {
+  "rs-imad", "rs-logexp", "crs-mask", "crs-mix",
+};
+
+#define THREADS 256
+
+/* ---- RS, IMAD ---------------------------------------------------------- */
+
+#define RS_IMAD_MBMAX 16
+
+template <int MB>
+static __device__ __forceinline__ void
+rs_imad_term (uint32_t (&acc)[MB][4], const uint4 x,
+              const uint32_t *__restrict__ t)
+{
+  const uint32_t w[4] = { x.x, x.y, x.z, x.w };
+  uint32_t q[8][4];
+
+#pragma unroll
+  for (int v = 0; v < 4; v++) {
+#pragma unroll
+    for (int b = 0; b < 8; b++)
+      q[b][v] = (w[v] >> b) & 0x01010101u;
+  }
+#pragma unroll
+  for (int j = 0; j < MB; j++) {
+    const uint4 ka = __ldg ((const uint4 *) (t + j * 8));
+    const uint4 kb = __ldg ((const uint4 *) (t + j * 8 + 4));
+#pragma unroll
+    for (int v = 0; v < 4; v++)
+      acc[j][v] ^= (q[0][v] * ka.x) ^ (q[1][v] * ka.y)
+        ^ (q[2][v] * ka.z) ^ (q[3][v] * ka.w)
+        ^ (q[4][v] * kb.x) ^ (q[5][v] * kb.y)
+        ^ (q[6][v] * kb.z) ^ (q[7][v] * kb.w);
+  }
+}
+
+template <int MB, bool ACC>
+static __global__ void __launch_bounds__ (THREADS)
+rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
+                const uint32_t *__restrict__ tab, int ncols, int nrows,
+                int npad, size_t vlen, size_t nitems)
+{
+  const size_t stride = (size_t) gridDim.x * blockDim.x;
+
+  for (size_t t = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
+       t < nitems; t += stride) {
+    const size_t s = t / vlen, col = t - s * vlen;
+    const uint4 *ip = in + s * ncols * vlen + col;
+    uint4 *op = out + s * nrows * vlen + col;
+
+    for (int j0 = 0; j0 < nrows; j0 += MB) {
+      uint32_t acc[MB][4];
+      int i = 0;
+
+#pragma unroll
+      for (int j = 0; j < MB; j++)
+#pragma unroll
+        for (int v = 0; v < 4; v++)
+          acc[j][v] = 0;
+      /* Four inputs' loads in flight at a time. */
+      for (; i + 4 <= ncols; i += 4) {
+        uint4 x[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+          x[u] = __ldg (ip + (size_t) (i + u) * vlen);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+          rs_imad_term<MB> (acc, x[u],
+                            tab + ((size_t) (i + u) * npad + j0) * 8);
+      }
+      for (; i < ncols; i++)
+        rs_imad_term<MB> (acc, __ldg (ip + (size_t) i * vlen),
+                          tab + ((size_t) i * npad + j0) * 8);
+#pragma unroll
+      for (int j = 0; j < MB; j++) {
+        if (j0 + j < nrows) {
+          uint4 o = make_uint4 (acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+          uint4 *p = op + (size_t) (j0 + j) * vlen;
+          if (ACC) {
+            const uint4 old = *p;
+            o.x ^= old.x; o.y ^= old.y; o.z ^= old.z; o.w ^= old.w;
+          }
+          *p = o;
+        }
+      }
+    }
+  }
+}
+
+/* ---- RS, log/exp ------------------------------------------------------- */
+
+#define RS_LOGEXP_MBMAX 8
+#define LOG_ZERO 512
+#define EXP_SIZE 1040           /* >= 2 * LOG_ZERO + 1, zeros from 509 */
+
+/* Field tables for the log/exp kernel: log (uint16, log 0 = LOG_ZERO) then
+ * exp (uint8).  Built once on the host. */
+static uint16_t *d_logexp;
+
+template <int MB, bool ACC>
+static __global__ void __launch_bounds__ (THREADS)
+rs_logexp_kernel (const uint32_t *__restrict__ in, uint32_t *__restrict__ out,
+                  const uint32_t *__restrict__ tab,
+                  const uint16_t *__restrict__ fld, int ncols, int nrows,
+                  int npad, size_t vlen, size_t nitems)
+{
+  __shared__ uint16_t slog[256];
+  __shared__ uint8_t sexp[EXP_SIZE];
+  const size_t stride = (size_t) gridDim.x * blockDim.x;
+
+  for (int i = threadIdx.x; i < 256; i += blockDim.x)
+    slog[i] = fld[i];
+  for (int i = threadIdx.x; i < EXP_SIZE; i += blockDim.x)
+    sexp[i] = (uint8_t) fld[256 + i];
+  __syncthreads ();
+
+  for (size_t t = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
+       t < nitems; t += stride) {
+    const size_t s = t / vlen, col = t - s * vlen;
+    const uint32_t *ip = in + s * ncols * vlen + col;
+    uint32_t *op = out + s * nrows * vlen + col;
+
+    for (int j0 = 0; j0 < nrows; j0 += MB) {
+      uint32_t acc[MB];
+
+#pragma unroll
+      for (int j = 0; j < MB; j++)
+        acc[j] = 0;
+      for (int i = 0; i < ncols; i++) {
+        const uint32_t x = __ldg (ip + (size_t) i * vlen);
+        const uint32_t *tp = tab + (size_t) i * npad + j0;
+        int lx[4];
+
+#pragma unroll
+        for (int v = 0; v < 4; v++)
+          lx[v] = slog[(x >> (8 * v)) & 0xff];
+#pragma unroll
+        for (int j = 0; j < MB; j++) {
+          const int lc = (int) __ldg (tp + j);
+          acc[j] ^= (uint32_t) sexp[lx[0] + lc]
+            | (uint32_t) sexp[lx[1] + lc] << 8
+            | (uint32_t) sexp[lx[2] + lc] << 16
+            | (uint32_t) sexp[lx[3] + lc] << 24;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < MB; j++) {
+        if (j0 + j < nrows) {
+          uint32_t *p = op + (size_t) (j0 + j) * vlen;
+          *p = ACC ? *p ^ acc[j] : acc[j];
+        }
+      }
+    }
+  }
+}
+
+/* ---- CRS --------------------------------------------------------------- */
+
+#define CRS_MBMAX 4
+#define PKT2 (GR_CRS_PACKET / 8)        /* uint2 per packet: 64 */
+
+template <int MB, bool ACC, bool MIX>
+static __global__ void __launch_bounds__ (THREADS)
+crs_kernel (const uint2 *__restrict__ in, uint2 *__restrict__ out,
+            const uint32_t *__restrict__ tab, int ncols, int nrows,
+            int npad, size_t vlen, size_t nitems)
+{
+  const size_t stride = (size_t) gridDim.x * blockDim.x;
+  const size_t ipb = vlen / 8;  /* items per block: 64 per 4 KiB group */
+
+  for (size_t t = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
+       t < nitems; t += stride) {
+    const size_t s = t / ipb, rem = t - s * ipb;
+    const size_t base = (rem / PKT2) * (8 * PKT2) + rem % PKT2;
+    const uint2 *ip = in + s * ncols * vlen + base;
+    uint2 *op = out + s * nrows * vlen + base;
+
+    for (int j0 = 0; j0 < nrows; j0 += MB) {
+      uint32_t acc[MB][8][2];
+
+#pragma unroll
+      for (int j = 0; j < MB; j++)
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+          acc[j][r][0] = acc[j][r][1] = 0;
+      for (int i = 0; i < ncols; i++) {
+        const uint2 *xp = ip + (size_t) i * vlen;
+        const uint32_t *tp = tab + ((size_t) i * npad + j0) * 64;
+        uint32_t p[8][2];
+
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+          const uint2 x = __ldg (xp + c * PKT2);
+          p[c][0] = x.x;
+          p[c][1] = x.y;
+        }
+#pragma unroll
+        for (int j = 0; j < MB; j++) {
+#pragma unroll
+          for (int r = 0; r < 8; r++) {
+            const uint4 ma = __ldg ((const uint4 *) (tp + (j * 8 + r) * 8));
+            const uint4 mb = __ldg ((const uint4 *) (tp + (j * 8 + r) * 8 + 4));
+#pragma unroll
+            for (int v = 0; v < 2; v++) {
+              if (MIX)
+                acc[j][r][v] ^= (p[0][v] & ma.x) ^ (p[1][v] & ma.y)
+                  ^ (p[2][v] * ma.z) ^ (p[3][v] * ma.w)
+                  ^ (p[4][v] * mb.x) ^ (p[5][v] * mb.y)
+                  ^ (p[6][v] * mb.z) ^ (p[7][v] * mb.w);
+              else
+                acc[j][r][v] ^= (p[0][v] & ma.x) ^ (p[1][v] & ma.y)
+                  ^ (p[2][v] & ma.z) ^ (p[3][v] & ma.w)
+                  ^ (p[4][v] & mb.x) ^ (p[5][v] & mb.y)
+                  ^ (p[6][v] & mb.z) ^ (p[7][v] & mb.w);
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < MB; j++) {
+        if (j0 + j < nrows) {
+#pragma unroll
+          for (int r = 0; r < 8; r++) {
+            uint2 *q = op + (size_t) (j0 + j) * vlen + r * PKT2;
+            uint2 o = make_uint2 (acc[j][r][0], acc[j][r][1]);
+            if (ACC) {
+              const uint2 old = *q;
+              o.x ^= old.x;
+              o.y ^= old.y;
+            }
+            *q = o;
+          }
+        }
+      }
+    }
+  }
+}
+
+/* ---- tables ------------------------------------------------------------ */
+
+static int
+mbmax_of (int variant)
+{
+  switch (variant) {
+  case GR_GPU_RS_IMAD: return RS_IMAD_MBMAX;
+  case GR_GPU_RS_LOGEXP: return RS_LOGEXP_MBMAX;
+  default: return CRS_MBMAX;
+  }
+}
+
+static uint8_t gf_log[256];
+static uint8_t gf_exp[256];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void
+field_tables_init (void)
+{
+  uint8_t x = 1;
+
+  for (int i = 0; i < 255; i++) {
+    gf_exp[i] = x;
+    gf_log[x] = (uint8_t) i;
+    x = gr_gf_mul (x, 2);
+  }
+}
+
+static void
+field_tables (void)
+{
+  pthread_once (&tables_once, field_tables_init);
+}
+
+static int
+logexp_upload (void)
+{
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  uint16_t h[256 + EXP_SIZE];
+  cudaError_t e = cudaSuccess;
+  int r = 0;
+
+  pthread_mutex_lock (&lock);
+  if (d_logexp != NULL)
+    goto out;
+  field_tables ();
+  h[0] = LOG_ZERO;
+  for (int i = 1; i < 256; i++)
+    h[i] = gf_log[i];
+  for (int i = 0; i < EXP_SIZE; i++)
+    h[256 + i] = i < 509 ? gf_exp[i % 255] : 0;
+  e = cudaMalloc ((void **) &d_logexp, sizeof h);
+  if (e != cudaSuccess) {
+    d_logexp = NULL;
+    r = gr_gpu_fail (e, "cudaMalloc (log/exp tables)");
+    goto out;
+  }
+  e = cudaMemcpy (d_logexp, h, sizeof h, cudaMemcpyHostToDevice);
+  if (e != cudaSuccess) {
+    cudaFree (d_logexp);
+    d_logexp = NULL;
+    r = gr_gpu_fail (e, "cudaMemcpy (log/exp tables)");
+  }
+ out:
+  pthread_mutex_unlock (&lock);
+  return r;
+}
+
+int
+gr_gpu_tab_make (enum gr_code code, int variant, const uint8_t *mat,
+                 int nrows, int ncols, struct gr_gpu_tab *t)
+{
+  uint32_t *h = NULL;
+  uint8_t *bits = NULL;
+  size_t nwords;
+  cudaError_t e;
+  int npasses, r = 0;
+
+  memset (t, 0, sizeof *t);
+  if (nrows < 1 || ncols < 1 ||
+      (code == GR_CODE_RS) != (variant == GR_GPU_RS_IMAD ||
+                               variant == GR_GPU_RS_LOGEXP))
+    return -EINVAL;
+  field_tables ();
+  t->code = code;
+  t->variant = variant;
+  t->nrows = nrows;
+  t->ncols = ncols;
+  npasses = (nrows + mbmax_of (variant) - 1) / mbmax_of (variant);
+  t->mb = (nrows + npasses - 1) / npasses;
+  t->npad = npasses * t->mb;
+  t->per_row = variant == GR_GPU_RS_IMAD ? 8
+    : variant == GR_GPU_RS_LOGEXP ? 1 : 64;
+  nwords = (size_t) ncols * t->npad * t->per_row;
+  h = (uint32_t *) calloc (nwords, sizeof *h);
+  if (h == NULL)
+    return -ENOMEM;
+  if (code == GR_CODE_CRS) {
+    bits = (uint8_t *) malloc ((size_t) nrows * 8 * ncols * 8);
+    if (bits == NULL) {
+      r = -ENOMEM;
+      goto out;
+    }
+    gr_gf_bitmatrix (mat, nrows, ncols, bits);
+  }
+  for (int c = 0; c < ncols; c++)
+    for (int j = 0; j < nrows; j++) {
+      uint32_t *w = h + ((size_t) c * t->npad + j) * t->per_row;
+      const uint8_t coef = mat[(size_t) j * ncols + c];
+
+      switch (variant) {
+      case GR_GPU_RS_IMAD:
+        for (int b = 0; b < 8; b++)
+          w[b] = gr_gf_mul (coef, (uint8_t) (1u << b));
+        break;
+      case GR_GPU_RS_LOGEXP:
+        w[0] = coef == 0 ? LOG_ZERO : gf_log[coef];
+        break;
+      default:
+        for (int rr = 0; rr < 8; rr++)
+          for (int b = 0; b < 8; b++) {
+            const int bit = bits[((size_t) j * 8 + rr) * ncols * 8
+                                 + (size_t) c * 8 + b];
+            const int by_mask = variant == GR_GPU_CRS_MASK || b < 2;
+            w[rr * 8 + b] = by_mask ? (bit ? 0xffffffffu : 0) : (uint32_t) bit;
+          }
+        break;
+      }
+    }
+  if (variant == GR_GPU_RS_LOGEXP) {
+    r = logexp_upload ();
+    if (r < 0)
+      goto out;
+  }
+  e = cudaMalloc ((void **) &t->d, nwords * sizeof *h);
+  if (e != cudaSuccess) {
+    t->d = NULL;
+    r = gr_gpu_fail (e, "cudaMalloc (coding table)");
+    goto out;
+  }
+  e = cudaMemcpy (t->d, h, nwords * sizeof *h, cudaMemcpyHostToDevice);
+  if (e != cudaSuccess) {
+    r = gr_gpu_fail (e, "cudaMemcpy (coding table)");
+    cudaFree (t->d);
+    t->d = NULL;
+  }
+ out:
+  free (bits);
+  free (h);
+  return r;
+}
+
+void
+gr_gpu_tab_free (struct gr_gpu_tab *t)
+{
+  if (t->d != NULL)
+    cudaFree (t->d);
+  t->d = NULL;
+}
+
+cudaError_t
+gr_gpu_kernels_loadable (void)
+{
+  struct cudaFuncAttributes a;
+
+  return cudaFuncGetAttributes (&a, rs_imad_kernel<1, false>);
+}
+
+/* ---- launch ------------------------------------------------------------ */
+
+static unsigned
+grid_for (size_t nitems)
+{
+  static int nsm;
+  size_t blocks = (nitems + THREADS - 1) / THREADS;
+
+  if (nsm == 0) {
+    int dev = 0, v = 0;
+    if (cudaGetDevice (&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute (&v, cudaDevAttrMultiProcessorCount, dev)
+        == cudaSuccess && v > 0)
+      nsm = v;
+    else
+      nsm = 132;
+  }
+  if (blocks > (size_t) nsm * 16)
+    blocks = (size_t) nsm * 16;
+  return blocks ? (unsigned) blocks : 1;
+}
+
+#define CASE_MB(N, CALL) case N: CALL (N); break;
+#define SWITCH_MB16(mb, CALL)                                           \
+  switch (mb) {                                                         \
+    CASE_MB (1, CALL) CASE_MB (2, CALL) CASE_MB (3, CALL)               \
+    CASE_MB (4, CALL) CASE_MB (5, CALL) CASE_MB (6, CALL)               \
+    CASE_MB (7, CALL) CASE_MB (8, CALL) CASE_MB (9, CALL)               \
+    CASE_MB (10, CALL) CASE_MB (11, CALL) CASE_MB (12, CALL)            \
+    CASE_MB (13, CALL) CASE_MB (14, CALL) CASE_MB (15, CALL)            \
+    CASE_MB (16, CALL)                                                  \
+  default: return cudaErrorInvalidValue;                                \
+  }
+#define SWITCH_MB8(mb, CALL)                                            \
+  switch (mb) {                                                         \
+    CASE_MB (1, CALL) CASE_MB (2, CALL) CASE_MB (3, CALL)               \
+    CASE_MB (4, CALL) CASE_MB (5, CALL) CASE_MB (6, CALL)               \
+    CASE_MB (7, CALL) CASE_MB (8, CALL)                                 \
+  default: return cudaErrorInvalidValue;                                \
+  }
+#define SWITCH_MB4(mb, CALL)                                            \
+  switch (mb) {                                                         \
+    CASE_MB (1, CALL) CASE_MB (2, CALL) CASE_MB (3, CALL)               \
+    CASE_MB (4, CALL)                                                   \
+  default: return cudaErrorInvalidValue;                                \
+  }
+
+cudaError_t
+gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
+               const void *din, void *dout, size_t nstripes, size_t lp,
+               cudaStream_t st)
+{
+  const uint32_t *tab = t->d + (size_t) col0 * t->npad * t->per_row;
+  const int nrows = t->nrows, npad = t->npad;
+  size_t vlen, nitems;
+  unsigned grid;
+
+  if (nstripes == 0 || lp == 0)
+    return cudaSuccess;
+  switch (t->variant) {
+  case GR_GPU_RS_IMAD:
+    if (lp % 16)
+      return cudaErrorInvalidValue;
+    vlen = lp / 16;
+    nitems = nstripes * vlen;
+    grid = grid_for (nitems);
+#define L_RS_IMAD(N)                                                    \
+    if (acc)                                                            \
+      rs_imad_kernel<N, true><<<grid, THREADS, 0, st>>>                 \
+        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
+         vlen, nitems);                                                 \
+    else                                                                \
+      rs_imad_kernel<N, false><<<grid, THREADS, 0, st>>>                \
+        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
+         vlen, nitems)
+    SWITCH_MB16 (t->mb, L_RS_IMAD);
+    break;
+  case GR_GPU_RS_LOGEXP:
+    if (lp % 16 || d_logexp == NULL)
+      return cudaErrorInvalidValue;
+    vlen = lp / 4;
+    nitems = nstripes * vlen;
+    grid = grid_for (nitems);
+#define L_RS_LOGEXP(N)                                                  \
+    if (acc)                                                            \
+      rs_logexp_kernel<N, true><<<grid, THREADS, 0, st>>>               \
+        ((const uint32_t *) din, (uint32_t *) dout, tab, d_logexp,      \
+         ncols, nrows, npad, vlen, nitems);                             \
+    else                                                                \
+      rs_logexp_kernel<N, false><<<grid, THREADS, 0, st>>>              \
+        ((const uint32_t *) din, (uint32_t *) dout, tab, d_logexp,      \
+         ncols, nrows, npad, vlen, nitems)
+    SWITCH_MB8 (t->mb, L_RS_LOGEXP);
+    break;
+  case GR_GPU_CRS_MASK:
+  case GR_GPU_CRS_MIX:
+    if (lp % GR_CRS_GROUP)
+      return cudaErrorInvalidValue;
+    vlen = lp / 8;
+    nitems = nstripes * (vlen / 8);
+    grid = grid_for (nitems);
+#define L_CRS(N)                                                        \
+    if (t->variant == GR_GPU_CRS_MIX) {                                 \
+      if (acc)                                                          \
+        crs_kernel<N, true, true><<<grid, THREADS, 0, st>>>             \
+          ((const uint2 *) din, (uint2 *) dout, tab, ncols, nrows,      \
+           npad, vlen, nitems);                                         \
+      else                                                              \
+        crs_kernel<N, false, true><<<grid, THREADS, 0, st>>>            \
+          ((const uint2 *) din, (uint2 *) dout, tab, ncols, nrows,      \
+           npad, vlen, nitems);                                         \
+    } else {                                                            \
+      if (acc)                                                          \
+        crs_kernel<N, true, false><<<grid, THREADS, 0, st>>>            \
+          ((const uint2 *) din, (uint2 *) dout, tab, ncols, nrows,      \
+           npad, vlen, nitems);                                         \
+      else                                                              \
+        crs_kernel<N, false, false><<<grid, THREADS, 0, st>>>           \
+          ((const uint2 *) din, (uint2 *) dout, tab, ncols, nrows,      \
+           npad, vlen, nitems);                                         \
+    }
+    SWITCH_MB4 (t->mb, L_CRS);
+    break;
+  default:
+    return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError ();
+}

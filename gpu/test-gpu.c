@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - test-gpu: the "cuda" backend against the "ref" backend, byte
+ * for byte.
+ *
+ * For (k, m) in 1+1 2+1 4+2 6+3 10+4 16+4 8+8 20+12 200+55, RS and CRS:
+ * encode (parity compared with ref's), parity update (compared with ref's
+ * encode of the new data), reconstruct (every erasure set of size <= m
+ * when k + m <= 12, random sets beyond; rebuilt blocks compared with the
+ * originals); batches of 1, 3 and 17 stripes; RS lengths 1, 13, 4101 and
+ * 1 MiB, CRS lengths 4096, 8192 and 1 MiB; host blocks at random offsets
+ * 0..16 from their allocation (misaligned, and at the very end); blocks in
+ * page-locked memory (the engine's direct path); four threads sharing one
+ * coder.  Cases whose reference computation would be slow are left out
+ * (printed).  QUICK=1 runs a reduced set (for compute-sanitizer).
+ * TEST_SEED sets the random seed (printed).
+ *
+ * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../gf/gf.h"
+
+#ifndef GR_HAVE_CUDA
+
+int
+main (void)
+{
+  printf ("SKIP: no usable CUDA device (built without CUDA: no nvcc, "
+          "or NOCUDA=1)\n");
+  return 77;
+}
+
+#else /* GR_HAVE_CUDA */
+
+#include "gpu.h"
+
+#define MiB ((size_t) 1 << 20)
+
+static uint64_t rng;
+static int quick;
+static int failures;
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define FAIL(...)                                       \
+  do {                                                  \
+    pthread_mutex_lock (&fail_lock);                    \
+    fprintf (stderr, "FAIL: " __VA_ARGS__);             \
+    fprintf (stderr, " [gpu: %s]\n", gr_gpu_last_error ());     \
+    failures++;                                         \
+    pthread_mutex_unlock (&fail_lock);                  \
+  } while (0)
+
+static uint64_t
+rnd_r (uint64_t *s)
+{
+  uint64_t x = *s;
+
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x;
+}
+
+static uint64_t
+rnd (void)
+{
+  return rnd_r (&rng);
+}
+
+static void
+fill_r (uint64_t *s, uint8_t *p, size_t n)
+{
+  size_t i = 0;
+
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v = rnd_r (s);
+    memcpy (p + i, &v, 8);
+  }
+  for (; i < n; i++)
+    p[i] = (uint8_t) rnd_r (s);
+}
+
+/* A batch of nstripes x n blocks of len bytes, each block at an offset of
+ * 0..16 bytes into its own allocation of len + 16 bytes (offset 16: the
+ * block ends exactly at the end of its allocation). */
+struct batch {
+  size_t ns, len;
+  int n, pinned;
+  uint8_t **mem, **blk;
+};
+
+static int
+batch_new (struct batch *b, size_t ns, int n, size_t len, int misalign,
+           int pinned, uint64_t *s)
+{
+  size_t i;
+
+  b->ns = ns;
+  b->n = n;
+  b->len = len;
+  b->pinned = pinned;
+  b->mem = calloc (ns * n, sizeof *b->mem);
+  b->blk = calloc (ns * n, sizeof *b->blk);
+  if (b->mem == NULL || b->blk == NULL)
+    return -1;
+  for (i = 0; i < ns * n; i++) {
+    size_t off = misalign ? rnd_r (s) % 17 : 0;
+
+    b->mem[i] = pinned ? gr_gpu_host_alloc (len + 16) : malloc (len + 16);
+    if (b->mem[i] == NULL)
+      return -1;
+    b->blk[i] = b->mem[i] + off;
+    fill_r (s, b->blk[i], len);
+  }
+  return 0;
+}
+
+static void
+batch_free (struct batch *b)
+{
+  for (size_t i = 0; b->mem && i < b->ns * b->n; i++) {
+    if (b->pinned)
+      gr_gpu_host_free (b->mem[i]);
+    else
+      free (b->mem[i]);
+  }
+  free (b->mem);
+  free (b->blk);
+}
+
+/* Copy every block of src into dst (same shape). */
+static void
+batch_copy (struct batch *dst, const struct batch *src)
+{
+  for (size_t i = 0; i < src->ns * src->n; i++)
+    memcpy (dst->blk[i], src->blk[i], src->len);
+}
+
+/* Compare blocks with index in [i0, i1) of every stripe. */
+static int
+batch_cmp (const struct batch *a, const struct batch *b, int i0, int i1,
+           const char *what, int k, int m, const char *code)
+{
+  for (size_t s = 0; s < a->ns; s++)
+    for (int i = i0; i < i1; i++) {
+      const uint8_t *x = a->blk[s * a->n + i], *y = b->blk[s * b->n + i];
+
+      if (memcmp (x, y, a->len) != 0) {
+        size_t p = 0;
+        while (x[p] == y[p])
+          p++;
+        FAIL ("%s %d+%d %s: %zu stripes len %zu: stripe %zu block %d "
+              "differs at byte %zu (%02x, expected %02x)", what, k, m, code,
+              a->ns, a->len, s, i, p, y[p], x[p]);
+        return -1;
+      }
+    }
+  return 0;
+}
+
+static const char *
+code_name (enum gr_code code)
+{
+  return code == GR_CODE_RS ? "RS" : "CRS";
+}
+
+/* Reconstruct erasure set er[0..ne-1] on a copy of good; compare. */
+static void
+check_erasures (struct gr_coder *cg, const struct batch *good,
+                struct batch *work, const int *er, int ne, uint64_t *s)
+{
+  const int k = gr_coder_k (cg), m = gr_coder_m (cg);
+  int r;
+
+  batch_copy (work, good);
+  for (size_t st = 0; st < good->ns; st++)
+    for (int e = 0; e < ne; e++)
+      fill_r (s, work->blk[st * good->n + er[e]], good->len);
+  r = gr_reconstruct (cg, er, ne, work->blk, good->ns, good->len);
+  if (r < 0) {
+    FAIL ("reconstruct %d+%d %s: %d erasures: error %d", k, m,
+          code_name (gr_coder_code (cg)), ne, r);
+    return;
+  }
+  if (batch_cmp (good, work, 0, good->n, "reconstruct", k, m,
+                 code_name (gr_coder_code (cg))) < 0) {
+    fprintf (stderr, "  erasures:");
+    for (int e = 0; e < ne; e++)
+      fprintf (stderr, " %d", er[e]);
+    fprintf (stderr, "\n");
+  }
+}
+
+/* Random erasure set of size ne. */
+static void
+random_erasures (int n, int ne, int *er, uint64_t *s)
+{
+  int perm[GR_MAX_MEMBERS];
+
+  for (int i = 0; i < n; i++)
+    perm[i] = i;
+  for (int i = 0; i < ne; i++) {
+    int j = i + (int) (rnd_r (s) % (uint64_t) (n - i));
+    int t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+    er[i] = perm[i];
+  }
+}
+
+/* One case: encode, update, nrand random erasure sets (all sets of size
+ * <= m when all_sets). */
+static void
+test_case (struct gr_coder *cr, struct gr_coder *cg, size_t ns, size_t len,
+           int misalign, int pinned, int all_sets, int nrand)
+{
+  const int k = gr_coder_k (cg), m = gr_coder_m (cg), n = k + m;
+  const char *code = code_name (gr_coder_code (cg));
+  struct batch a = { 0 }, b = { 0 }, w = { 0 };
+  uint8_t **delta = NULL, **dmem = NULL, **par = NULL;
+  int r, di, er[GR_MAX_MEMBERS], nsets = 0;
+
+  printf ("  %d+%d %s: %zu stripes x %zu bytes%s%s\n", k, m, code, ns, len,
+          misalign ? ", misaligned" : "", pinned ? ", page-locked" : "");
+  fflush (stdout);
+  if (batch_new (&a, ns, n, len, misalign, 0, &rng) < 0 ||
+      batch_new (&b, ns, n, len, misalign, pinned, &rng) < 0 ||
+      batch_new (&w, ns, n, len, misalign, pinned, &rng) < 0) {
+    FAIL ("out of memory");
+    goto out;
+  }
+  /* Same data in a and b; b's parity blocks keep their random bytes. */
+  for (size_t s = 0; s < ns; s++)
+    for (int i = 0; i < k; i++)
+      memcpy (b.blk[s * n + i], a.blk[s * n + i], len);
+
+  /* Encode. */
+  r = gr_encode (cr, a.blk, ns, len);
+  if (r < 0) {
+    FAIL ("ref encode: %d", r);
+    goto out;
+  }
+  r = gr_encode (cg, b.blk, ns, len);
+  if (r < 0) {
+    FAIL ("encode %d+%d %s: error %d", k, m, code, r);
+    goto out;
+  }
+  if (batch_cmp (&a, &b, k, n, "encode", k, m, code) < 0)
+    goto out;
+
+  /* Update: data block di ^= delta, on the GPU's parity; then compare
+   * with ref's encode of the new data. */
+  di = (int) (rnd () % (uint64_t) k);
+  delta = calloc (ns, sizeof *delta);
+  dmem = calloc (ns, sizeof *dmem);
+  par = calloc (ns * m, sizeof *par);
+  if (delta == NULL || dmem == NULL || par == NULL) {
+    FAIL ("out of memory");
+    goto out;
+  }
+  for (size_t s = 0; s < ns; s++) {
+    size_t off = misalign ? rnd () % 17 : 0;
+
+    dmem[s] = malloc (len + 16);
+    if (dmem[s] == NULL) {
+      FAIL ("out of memory");
+      goto out;
+    }
+    delta[s] = dmem[s] + off;
+    fill_r (&rng, delta[s], len);
+    for (size_t p = 0; p < len; p++)
+      a.blk[s * n + di][p] ^= delta[s][p];
+    memcpy (b.blk[s * n + di], a.blk[s * n + di], len);
+    for (int j = 0; j < m; j++)
+      par[s * m + j] = b.blk[s * n + k + j];
+  }
+  r = gr_encode (cr, a.blk, ns, len);
+  if (r < 0) {
+    FAIL ("ref encode: %d", r);
+    goto out;
+  }
+  r = gr_update (cg, di, (const uint8_t *const *) delta, par, ns, len);
+  if (r < 0) {
+    FAIL ("update %d+%d %s: error %d", k, m, code, r);
+    goto out;
+  }
+  if (batch_cmp (&a, &b, k, n, "update", k, m, code) < 0)
+    goto out;
+
+  /* Reconstruct from a (now consistent). */
+  if (all_sets) {
+    for (uint32_t set = 1; set < (1u << n); set++) {
+      int ne = __builtin_popcount (set);
+
+      if (ne > m)
+        continue;
+      ne = 0;
+      for (int i = 0; i < n; i++)
+        if (set & (1u << i))
+          er[ne++] = i;
+      /* Every order is allowed; present some reversed. */
+      if (set & 1)
+        for (int i = 0; i < ne / 2; i++) {
+          int t = er[i];
+          er[i] = er[ne - 1 - i];
+          er[ne - 1 - i] = t;
+        }
+      check_erasures (cg, &a, &w, er, ne, &rng);
+      nsets++;
+    }
+  }
+  for (int t = 0; t < nrand; t++) {
+    int ne = t == 0 ? m : 1 + (int) (rnd () % (uint64_t) m);
+
+    random_erasures (n, ne, er, &rng);
+    check_erasures (cg, &a, &w, er, ne, &rng);
+    nsets++;
+  }
+  if (nsets > 1)
+    printf ("    %d erasure sets\n", nsets);
+
+ out:
+  for (size_t s = 0; dmem && s < ns; s++)
+    free (dmem[s]);
+  free (dmem);
+  free (delta);
+  free (par);
+  batch_free (&a);
+  batch_free (&b);
+  batch_free (&w);
+}
+
+/* ---- threads ----------------------------------------------------------- */
+
+struct thr {
+  struct gr_coder *cr, *cg;
+  uint64_t seed;
+  int id;
+};
+
+static void *
+thr_main (void *arg)
+{
+  struct thr *t = arg;
+  const int k = gr_coder_k (t->cg), m = gr_coder_m (t->cg), n = k + m;
+  const size_t len = gr_coder_code (t->cg) == GR_CODE_RS ? 65536 + 5 : 65536;
+  const char *code = code_name (gr_coder_code (t->cg));
+  struct batch a = { 0 }, b = { 0 };
+  uint64_t s = t->seed;
+  int er[GR_MAX_MEMBERS];
+
+  for (int round = 0; round < (quick ? 2 : 6); round++) {
+    const size_t ns = 1 + rnd_r (&s) % 9;
+
+    if (batch_new (&a, ns, n, len, 1, 0, &s) < 0 ||
+        batch_new (&b, ns, n, len, 1, 0, &s) < 0) {
+      FAIL ("out of memory");
+      break;
+    }
+    for (size_t i = 0; i < ns * n; i++)
+      memcpy (b.blk[i], a.blk[i], len);
+    if (gr_encode (t->cr, a.blk, ns, len) < 0 ||
+        gr_encode (t->cg, b.blk, ns, len) < 0)
+      FAIL ("thread %d: encode failed", t->id);
+    else if (batch_cmp (&a, &b, k, n, "threaded encode", k, m, code) == 0) {
+      random_erasures (n, 1 + (int) (rnd_r (&s) % (uint64_t) m), er, &s);
+      for (size_t st = 0; st < ns; st++)
+        fill_r (&s, b.blk[st * n + er[0]], len);
+      if (gr_reconstruct (t->cg, er, 1, b.blk, ns, len) < 0)
+        FAIL ("thread %d: reconstruct failed", t->id);
+      else
+        batch_cmp (&a, &b, 0, n, "threaded reconstruct", k, m, code);
+    }
+    batch_free (&a);
+    batch_free (&b);
+    memset (&a, 0, sizeof a);
+    memset (&b, 0, sizeof b);
+  }
+  return NULL;
+}
+
+static void
+test_threads (struct gr_coder *cr, struct gr_coder *cg)
+{
+  pthread_t th[4];
+  struct thr t[4];
+
+  printf ("  %d+%d %s: 4 threads sharing one coder\n", gr_coder_k (cg),
+          gr_coder_m (cg), code_name (gr_coder_code (cg)));
+  for (int i = 0; i < 4; i++) {
+    t[i].cr = cr;
+    t[i].cg = cg;
+    t[i].seed = rnd () | 1;
+    t[i].id = i;
+    if (pthread_create (&th[i], NULL, thr_main, &t[i]) != 0) {
+      FAIL ("pthread_create");
+      return;
+    }
+  }
+  for (int i = 0; i < 4; i++)
+    pthread_join (th[i], NULL);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+/* The whole suite with the engine's current kernel variants. */
+static void
+run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  static const int pairs[][2] = {
+    { 1, 1 }, { 2, 1 }, { 4, 2 }, { 6, 3 }, { 10, 4 }, { 16, 4 },
+    { 8, 8 }, { 20, 12 }, { 200, 55 },
+  };
+  static const int quick_pairs[][2] = {
+    { 1, 1 }, { 4, 2 }, { 10, 4 }, { 8, 8 }, { 20, 12 },
+  };
+  static const size_t rs_lens[] = { 1, 13, 4096 + 5, MiB };
+  static const size_t crs_lens[] = { 4096, 8192, MiB };
+  static const size_t nss[] = { 1, 3, 17 };
+  int r, npairs;
+
+  npairs = quick ? (int) (sizeof quick_pairs / sizeof quick_pairs[0])
+    : (int) (sizeof pairs / sizeof pairs[0]);
+  for (int pi = 0; pi < npairs; pi++) {
+    const int k = quick ? quick_pairs[pi][0] : pairs[pi][0];
+    const int m = quick ? quick_pairs[pi][1] : pairs[pi][1];
+
+    for (int ci = 0; ci < 2; ci++) {
+      const enum gr_code code = ci == 0 ? GR_CODE_RS : GR_CODE_CRS;
+      const size_t *lens = ci == 0 ? rs_lens : crs_lens;
+      const int nlens = ci == 0 ? 4 : 3;
+      /* Reference cost per output byte, to keep the run short. */
+      const double ref_cost = ci == 0 ? k : 64.0 * k;
+      const double budget = quick ? 2e7 : 4e8;
+      struct gr_coder *cr = NULL, *cg = NULL;
+      int first = 1, all;
+
+      r = gr_coder_new (&cr, k, m, code, ref);
+      if (r == 0)
+        r = gr_coder_new (&cg, k, m, code, gpu);
+      if (r < 0) {
+        FAIL ("coder %d+%d %s: %d", k, m, code_name (code), r);
+        gr_coder_free (cr);
+        continue;
+      }
+      for (int li = 0; li < nlens; li++)
+        for (int si = 0; si < 3; si++) {
+          const size_t len = lens[li], ns = nss[si];
+          const double cost = (double) ns * m * len * ref_cost;
+          const int misalign = (li + si) % 2 == 0;
+
+          if (quick && (ns > 3 || len >= MiB))
+            continue;
+          if (!first && cost > budget) {
+            printf ("  %d+%d %s: %zu stripes x %zu bytes: left out "
+                    "(reference too slow)\n", k, m, code_name (code), ns, len);
+            continue;
+          }
+          /* Every erasure set on one mid-sized case when k + m <= 12. */
+          all = k + m <= 12 && si == 1 && li == (ci == 0 ? 2 : 0)
+            && (!quick || k + m <= 9);
+          test_case (cr, cg, ns, len, misalign, 0, all,
+                     all ? 0 : quick ? 2 : 6);
+          first = 0;
+        }
+      if (k == 4 && m == 2) {   /* page-locked blocks: the direct path */
+        const size_t pl = quick ? 256 << 10 : MiB;
+        test_case (cr, cg, quick ? 2 : 3, ci == 0 ? pl + 3 : pl, 1, 1, 0, 3);
+      }
+      if (k == 10 && m == 4)
+        test_threads (cr, cg);
+      gr_coder_free (cg);
+      gr_coder_free (cr);
+    }
+  }
+  /* 8+4 (k + m = 12): every erasure set. */
+  if (!quick)
+    for (int ci = 0; ci < 2; ci++) {
+      const enum gr_code code = ci == 0 ? GR_CODE_RS : GR_CODE_CRS;
+      struct gr_coder *cr = NULL, *cg = NULL;
+
+      if (gr_coder_new (&cr, 8, 4, code, ref) < 0 ||
+          gr_coder_new (&cg, 8, 4, code, gpu) < 0)
+        FAIL ("coder 8+4");
+      else
+        test_case (cr, cg, 2, ci == 0 ? 4096 + 5 : 4096, 1, 0, 1, 0);
+      gr_coder_free (cg);
+      gr_coder_free (cr);
+    }
+
+}
+
+/* Internal hook (gpu/engine.cu): kernel variants for coders made after
+ * the call; negative leaves one unchanged.  Returns the previous pair as
+ * rs * 16 + crs. */
+extern int gr_gpu_set_variants (int rs, int crs);
+
+int
+main (void)
+{
+  const struct gr_backend *ref, *gpu;
+  const char *e;
+  char name[256];
+  uint64_t seed;
+  int r;
+
+  e = getenv ("QUICK");
+  quick = e && *e && strcmp (e, "0") != 0;
+  if (gr_gpu_probe_device (0, name, sizeof name) < 0) {
+    printf ("SKIP: no usable CUDA device (%s)\n", name);
+    return 77;
+  }
+  printf ("device 0: %s\n", name);
+  e = getenv ("TEST_SEED");
+  seed = e ? strtoull (e, NULL, 0) : 0;
+  if (seed == 0) {
+    FILE *f = fopen ("/dev/urandom", "r");
+    if (f == NULL || fread (&seed, sizeof seed, 1, f) != 1)
+      seed = 0x9e3779b97f4a7c15ull;
+    if (f)
+      fclose (f);
+    seed |= 1;
+  }
+  printf ("TEST_SEED=%" PRIu64 "%s\n", seed, quick ? " QUICK=1" : "");
+  rng = seed;
+
+  r = gr_backend_register (gr_gpu_backend ());
+  if (r < 0 && r != -EEXIST) {
+    printf ("FAIL: gr_backend_register: %d\n", r);
+    return 1;
+  }
+  ref = gr_backend_find ("ref");
+  gpu = gr_backend_find ("cuda");
+  if (ref == NULL || gpu == NULL || gr_backend_probe (gpu) != 0) {
+    printf ("FAIL: backends ref=%p cuda=%p, cuda probe %d (%s)\n",
+            (void *) ref, (void *) gpu,
+            gpu ? gr_backend_probe (gpu) : -1, gr_gpu_last_error ());
+    return 1;
+  }
+  if (strcmp (gr_gpu_last_error (), "") != 0)
+    printf ("note: last error before tests: %s\n", gr_gpu_last_error ());
+
+  printf ("kernels: default variants\n");
+  run_suite (ref, gpu);
+  /* The other kernel variants (RS log/exp, the other CRS one), reduced. */
+  {
+    const int old = gr_gpu_set_variants (1, -1);
+    const int crs_alt = (old & 15) == 2 ? 3 : 2;
+    const int save = quick;
+
+    gr_gpu_set_variants (1, crs_alt);
+    printf ("kernels: alternative variants (RS log/exp, CRS %s), reduced set\n",
+            crs_alt == 2 ? "mask" : "mix");
+    quick = 1;
+    run_suite (ref, gpu);
+    quick = save;
+    gr_gpu_set_variants (old >> 4, old & 15);
+  }
+
+  if (failures) {
+    printf ("%d failures (TEST_SEED=%" PRIu64 ")\n", failures, seed);
+    return 1;
+  }
+  printf ("all passed (TEST_SEED=%" PRIu64 ")\n", seed);
+  return 0;
+}
+
+#endif /* GR_HAVE_CUDA */
