@@ -21,6 +21,9 @@
 #   PLUGIN=path        the nbdkit plugin (default: the one built in the tree)
 #   VM_SERVER=file     harness self-test: nbdkit's file plugin instead of
 #                      gpuraid (no degraded phase; NOT a test of gpuraid)
+#   VM_BETWEEN_BOOTS=cmd  harness self-test: bash command run between the
+#                      boots, nbdkit stopped, with VM_WORK=the temp folder
+#                      (members are $VM_WORK/member0..5, or $VM_WORK/disk)
 
 set -u -o pipefail
 
@@ -95,8 +98,11 @@ done
 ldd /bin/busybox >/dev/null 2>&1 && skip "/bin/busybox is not static (install busybox-static)"
 qemu-system-x86_64 -version >/dev/null 2>&1 || skip "qemu-system-x86_64 does not run"
 
+checker=$top/tests/gpuraid-check
 if [ "$VM_SERVER" = gpuraid ]; then
   [ -f "$PLUGIN" ] || die "plugin $PLUGIN not built (run make first)"
+  [ -x "$checker" ] || make -C "$top" --no-print-directory tests/gpuraid-check \
+    >/dev/null || die "cannot build tests/gpuraid-check"
 elif [ "$VM_SERVER" != file ]; then
   die "VM_SERVER must be gpuraid or file"
 fi
@@ -301,13 +307,23 @@ n1=$(wc -l < "$work/sums1")
 [ "$n1" = 51 ] || die "boot 1 printed $n1 checksums, expected 51"
 
 if [ "$VM_SERVER" = gpuraid ]; then
+  # Every stripe the kernel wrote (1 MiB writes, TRIM, FLUSH) must have
+  # consistent parity: recomputed offline with the reference backend.
+  "$checker" -k 4 -m 2 -q "${members[@]}" > "$work/check.log" 2>&1 ||
+    { head -20 "$work/check.log" >&2; die "gpuraid-check: parity inconsistent after boot 1"; }
+  msg "gpuraid-check: parity of every stripe consistent after boot 1"
   mv "${members[1]}" "${members[1]}.away" || die "mv"
   mv "${members[4]}" "${members[4]}.away" || die "mv"
   msg "members 1 and 4 renamed away; restarting the array degraded"
 else
   msg "VM_SERVER=file: harness self-test, no degraded phase"
 fi
+if [ -n "${VM_BETWEEN_BOOTS:-}" ]; then
+  msg "running VM_BETWEEN_BOOTS: $VM_BETWEEN_BOOTS"
+  VM_WORK=$work bash -c "$VM_BETWEEN_BOOTS" || die "VM_BETWEEN_BOOTS failed"
+fi
 start_array
+grep -i -E 'missing|degraded' "$nbdlog" | sed 's/^/  nbdkit: /'
 boot 2
 stop_nbdkit
 sums_of 2 > "$work/sums2"

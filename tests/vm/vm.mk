@@ -2,7 +2,7 @@
 # Slow (minutes) and downloads a guest kernel package into tests/vm/cache/,
 # so it is NOT part of `make check`: run `make check-vm`.
 
-check-vm: all
+check-vm: all tests/gpuraid-check
 	tests/vm/run-vm-test.sh
 
 clean-vm-cache:
