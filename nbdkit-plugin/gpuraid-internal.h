@@ -56,6 +56,7 @@ struct gr_array {
   struct gr_geom geom;
   int n;                        /* k + m */
   uint32_t lm;                  /* gr_coder_len_multiple */
+  enum gr_code code;
   struct gr_member *mem;        /* n slots */
   int nfailed;                  /* atomic */
 

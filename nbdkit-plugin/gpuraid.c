@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -220,6 +222,73 @@ gpuraid_config (const char *key, const char *value)
 #undef ONCE
 }
 
+#ifdef GR_HAVE_CUDA
+/* Probe the GPU in a child process.  CUDA does not survive fork(), and
+ * nbdkit forks into the background after get_ready, so the server
+ * process must not initialise CUDA before after_fork.  Returns 0 with
+ * the device name, or -ENODEV with the reason, in name. */
+static int
+probe_gpu_in_child (int device, char *name, size_t namelen)
+{
+  int fds[2], status, r;
+  pid_t pid;
+  ssize_t got;
+  size_t have = 0;
+
+  if (pipe (fds) == -1) {
+    snprintf (name, namelen, "pipe: %s", strerror (errno));
+    return -ENODEV;
+  }
+  pid = fork ();
+  if (pid == -1) {
+    snprintf (name, namelen, "fork: %s", strerror (errno));
+    close (fds[0]);
+    close (fds[1]);
+    return -ENODEV;
+  }
+  if (pid == 0) {
+    char buf[257];
+
+    close (fds[0]);
+    r = gr_gpu_probe_device (device, buf + 1, sizeof buf - 1);
+    if (r == 0 && gr_gpu_select (device) != 0) {
+      r = -ENODEV;
+      snprintf (buf + 1, sizeof buf - 1, "cannot select device %d: %s",
+                device, gr_gpu_last_error ());
+    }
+    if (r == 0 && gr_backend_probe (gr_gpu_backend ()) != 0) {
+      r = -ENODEV;
+      snprintf (buf + 1, sizeof buf - 1, "the cuda backend is not usable: "
+                "%s", gr_gpu_last_error ());
+    }
+    buf[0] = r == 0 ? 'y' : 'n';
+    if (write (fds[1], buf, strlen (buf + 1) + 1) == -1)
+      _exit (1);
+    _exit (0);
+  }
+  close (fds[1]);
+  name[0] = '\0';
+  r = -ENODEV;
+  {
+    char buf[257];
+    while (have < sizeof buf - 1 &&
+           (got = read (fds[0], buf + have, sizeof buf - 1 - have)) > 0)
+      have += got;
+    buf[have] = '\0';
+    if (have > 0) {
+      r = buf[0] == 'y' ? 0 : -ENODEV;
+      snprintf (name, namelen, "%s", buf + 1);
+    }
+    else
+      snprintf (name, namelen, "the GPU probe process failed");
+  }
+  close (fds[0]);
+  while (waitpid (pid, &status, 0) == -1 && errno == EINTR)
+    ;
+  return r;
+}
+#endif
+
 /* Decide CPU or GPU and check the backend, before touching any member. */
 static int
 choose_backend (void)
@@ -273,18 +342,8 @@ choose_backend (void)
 #ifdef GR_HAVE_CUDA
   if (want_cuda || (be == NULL && gr_cfg.accel != GR_ACCEL_CPU)) {
     char name[256] = "";
-    int r = gr_gpu_probe_device (gr_cfg.gpu_device, name, sizeof name);
+    int r = probe_gpu_in_child (gr_cfg.gpu_device, name, sizeof name);
 
-    if (r == 0 && gr_gpu_select (gr_cfg.gpu_device) != 0) {
-      snprintf (name, sizeof name, "cannot select device %d: %s",
-                gr_cfg.gpu_device, gr_gpu_last_error ());
-      r = -ENODEV;
-    }
-    if (r == 0 && gr_backend_probe (gr_gpu_backend ()) != 0) {
-      snprintf (name, sizeof name, "the cuda backend is not usable: %s",
-                gr_gpu_last_error ());
-      r = -ENODEV;
-    }
     if (r != 0) {
       if (want_cuda || gr_cfg.accel == GR_ACCEL_GPU) {
         nbdkit_error ("%s: GPU %d is not usable: %s",
@@ -352,27 +411,46 @@ gr_setup_coders (int k, int m, enum gr_code code)
     return -1;
   }
   gr_a.coder = gr_a.cpu_coder;
+  gr_a.lm = gr_coder_len_multiple (gr_a.cpu_coder);
+  gr_a.code = code;
+  return 0;
+}
+
+/* In the server process (after nbdkit's fork): the GPU coder, if the
+ * GPU was chosen at config time. */
+static int
+setup_gpu_coder (void)
+{
 #ifdef GR_HAVE_CUDA
+  bool forced = gr_cfg.accel == GR_ACCEL_GPU ||
+    (gr_cfg.backend && strcmp (gr_cfg.backend, "cuda") == 0);
+  char name[256] = "";
+  int r;
+
   if (use_gpu) {
-    r = gr_coder_new (&gr_a.coder, k, m, code, gr_gpu_backend ());
+    r = gr_gpu_probe_device (gr_cfg.gpu_device, name, sizeof name);
+    if (r == 0)
+      r = gr_gpu_select (gr_cfg.gpu_device);
+    if (r == 0)
+      r = gr_coder_new (&gr_a.coder, gr_a.geom.k, gr_a.geom.m, gr_a.code,
+                        gr_gpu_backend ());
     if (r < 0) {
-      if (gr_cfg.accel == GR_ACCEL_GPU ||
-          (gr_cfg.backend && strcmp (gr_cfg.backend, "cuda") == 0)) {
-        nbdkit_error ("cannot create a GPU coder on %s: %s (%s)",
-                      gr_a.gpu_name, strerror (-r), gr_gpu_last_error ());
-        return -1;
-      }
-      nbdkit_debug ("gpuraid: accel=auto: no usable GPU (coder: %s), "
-                    "using CPU backend %s",
-                    gr_gpu_last_error (), gr_backend_name (cpu_best));
       gr_a.coder = gr_a.cpu_coder;
       use_gpu = false;
+      if (forced) {
+        nbdkit_error ("cannot use GPU %d: %s (%s)", gr_cfg.gpu_device,
+                      strerror (-r), name[0] ? name : gr_gpu_last_error ());
+        return -1;
+      }
+      nbdkit_debug ("gpuraid: accel=auto: no usable GPU (%s), "
+                    "using CPU backend %s",
+                    name[0] ? name : gr_gpu_last_error (),
+                    gr_backend_name (cpu_best));
     }
+    else if (gr_coder_len_multiple (gr_a.coder) > gr_a.lm)
+      gr_a.lm = gr_coder_len_multiple (gr_a.coder);
   }
 #endif
-  gr_a.lm = gr_coder_len_multiple (gr_a.cpu_coder);
-  if (use_gpu && gr_coder_len_multiple (gr_a.coder) > gr_a.lm)
-    gr_a.lm = gr_coder_len_multiple (gr_a.coder);
   if (use_gpu)
     nbdkit_debug ("gpuraid: using GPU %d (%s), backend cuda; "
                   "CPU fallback backend %s", gr_cfg.gpu_device,
@@ -389,6 +467,12 @@ gpuraid_get_ready (void)
   if (gr_array_open () == -1)
     return -1;
   return gr_io_init ();
+}
+
+static int
+gpuraid_after_fork (void)
+{
+  return setup_gpu_coder ();
 }
 
 static void
@@ -547,6 +631,7 @@ static struct nbdkit_plugin plugin = {
   .magic_config_key   = "member",
   .dump_plugin        = gpuraid_dump_plugin,
   .get_ready          = gpuraid_get_ready,
+  .after_fork         = gpuraid_after_fork,
   .cleanup            = gpuraid_cleanup,
   .open               = gpuraid_open,
   .get_size           = gpuraid_get_size,
