@@ -11,7 +11,7 @@
 #   stop_nbdkit PIDFILE        kill that server and wait until it is gone
 #   run_nbdkit ...             run nbdkit in the foreground (sanitizer env)
 #   $tmpdir                    a private temporary directory (removed on exit)
-#   $top, $PLUGIN, $PY (python3 with the nbd module), $CHECK (gpuraid-check)
+#   $top, $PLUGIN (override: GPURAID_PLUGIN=path), $PY (python3 with the nbd module), $CHECK (gpuraid-check)
 #
 # Sanitizers: when the plugin is linked against libasan (make SANITIZE=1),
 # nbdkit (not instrumented) is run with the ASan and UBSan runtimes in
@@ -21,7 +21,7 @@
 set -u
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PLUGIN=$top/nbdkit-plugin/nbdkit-gpuraid-plugin.so
+PLUGIN=${GPURAID_PLUGIN:-$top/nbdkit-plugin/nbdkit-gpuraid-plugin.so}
 CHECK=$top/tests/gpuraid-check
 PY=/usr/bin/python3
 export top PLUGIN CHECK PY
@@ -76,6 +76,12 @@ trap 'exit 1' INT QUIT TERM
 # be larger than a tmpfs should hold.
 tmpdir=$(mktemp -d "${TMPDIR:-/var/tmp}/gpuraid-$(basename "$0" .sh).XXXXXX")
 nbdkit_log=$tmpdir/nbdkit.log
+
+# nbdsh runs "python3 -m nbd" from $PATH; make that the python3 which has
+# the nbd module (a pyenv python3 earlier on $PATH may lack it).
+mkdir "$tmpdir/bin"
+ln -s "$PY" "$tmpdir/bin/python3"
+export PATH=$tmpdir/bin:$PATH
 
 # ---- requires --------------------------------------------------------------
 
@@ -179,6 +185,12 @@ start_nbdkit ()
   fi
   pidfile=$2
   rm -f "$pidfile"
+  # nbdkit leaves its Unix socket behind when killed: remove a stale one.
+  local a prev=
+  for a in "$@"; do
+    if [ "$prev" = -U ] && [ "$a" != - ]; then rm -f "$a"; fi
+    prev=$a
+  done
   echo "+ nbdkit -f $*" >>"$nbdkit_log"
   # A simple command, so that $! is nbdkit's own pid (env execs it).
   env ${NBDKIT_PRELOAD:+LD_PRELOAD="$NBDKIT_PRELOAD"} \

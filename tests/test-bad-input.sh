@@ -51,7 +51,7 @@ refuse '\bm\b|m=|parity|member' "$fresh" -- $ok m=4 create=true
 refuse 'chunk|3000' "$fresh" -- $ok m=1 chunk=3000 create=true
 refuse 'chunk|power' "$fresh" -- $ok m=1 chunk=12288 create=true
 refuse 'chunk|4096|small' "$fresh" -- $ok m=1 chunk=2048 create=true
-refuse 'chunk' "$fresh" -- $ok m=1 chunk=64Q create=true
+refuse 'chunk|size' "$fresh" -- $ok m=1 chunk=64Q create=true
 refuse 'code|foo' "$fresh" -- $ok m=1 code=foo create=true
 refuse 'create|maybe|bool' "$fresh" -- $ok m=1 create=maybe
 refuse 'force|maybe|bool' "$fresh" -- $ok m=1 create=true force=maybe
