@@ -17,3 +17,13 @@ gf/test-%: gf/test-%.o $(LIBGF)
 CHECK_PROGS += $(GF_TESTS)
 CHECK_TESTS += $(GF_TESTS)
 CLEAN_FILES += $(GF_TESTS)
+
+# CPU coding benchmark (not part of check).
+gf/bench-gf: gf/bench-gf.o $(LIBGF)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS)
+
+bench-cpu: gf/bench-gf
+	gf/bench-gf
+
+CLEAN_FILES += gf/bench-gf
+.PHONY: bench-cpu

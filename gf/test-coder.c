@@ -19,7 +19,7 @@
 
 #include <isa-l/erasure_code.h>
 
-#include "gf.h"
+#include "gf-backend.h"
 #include "testutil.h"
 
 static int quick;
@@ -707,6 +707,162 @@ test_registry (void)
   }
 }
 
+/* ---- the plan cache: a counting backend wrapped around ref ---- */
+
+static const struct gr_backend *cnt_inner;
+static int cnt_coder_init, cnt_coder_fini, cnt_plan_init, cnt_plan_fini;
+
+static int
+cnt_c_init (struct gr_coder *c, void **priv)
+{
+  cnt_coder_init++;
+  return cnt_inner->coder_init ? cnt_inner->coder_init (c, priv) : 0;
+}
+
+static void
+cnt_c_fini (struct gr_coder *c, void *priv)
+{
+  cnt_coder_fini++;
+  if (cnt_inner->coder_fini)
+    cnt_inner->coder_fini (c, priv);
+}
+
+static int
+cnt_p_init (struct gr_coder *c, struct gr_decode *d)
+{
+  int i, j;
+
+  cnt_plan_init++;
+  /* The plan is what the coder promises: sorted erasures, the first k
+   * other indices as survivors. */
+  for (i = 1; i < d->nerased; i++)
+    CHECK (d->erased[i - 1] < d->erased[i], "plan erased not sorted");
+  for (i = 0, j = 0; i < gr_coder_k (c) + gr_coder_m (c) && j < gr_coder_k (c);
+       i++) {
+    int e, erased = 0;
+    for (e = 0; e < d->nerased; e++)
+      erased |= d->erased[e] == i;
+    if (erased)
+      continue;
+    CHECK (d->survivors[j] == i, "survivor %d is %d, want %d", j,
+           d->survivors[j], i);
+    j++;
+  }
+  return cnt_inner->plan_init ? cnt_inner->plan_init (c, d) : 0;
+}
+
+static void
+cnt_p_fini (struct gr_coder *c, struct gr_decode *d)
+{
+  cnt_plan_fini++;
+  if (cnt_inner->plan_fini)
+    cnt_inner->plan_fini (c, d);
+}
+
+static int
+cnt_encode (struct gr_coder *c, uint8_t *const *blocks, size_t ns, size_t len)
+{
+  return cnt_inner->encode (c, blocks, ns, len);
+}
+
+static int
+cnt_reconstruct (struct gr_coder *c, const struct gr_decode *d,
+                 uint8_t *const *blocks, size_t ns, size_t len)
+{
+  return cnt_inner->reconstruct (c, d, blocks, ns, len);
+}
+
+static int
+cnt_update (struct gr_coder *c, int di, const uint8_t *const *delta,
+            uint8_t *const *parity, size_t ns, size_t len)
+{
+  return cnt_inner->update (c, di, delta, parity, ns, len);
+}
+
+static struct gr_backend cnt_backend = {
+  .name = "test-count",
+  .prefer = -1,
+  .coder_init = cnt_c_init,
+  .coder_fini = cnt_c_fini,
+  .plan_init = cnt_p_init,
+  .plan_fini = cnt_p_fini,
+  .encode = cnt_encode,
+  .reconstruct = cnt_reconstruct,
+  .update = cnt_update,
+};
+
+static void
+test_plan_cache (void)
+{
+  const int k = 10, m = 6, n = k + m;
+  const size_t len = 16;
+  struct gr_coder *c;
+  struct stripes want, s;
+  int e[6], i, a, b, x, r, patterns = 0;
+
+  cnt_inner = gr_backend_find ("isal");
+  if (cnt_inner == NULL)
+    cnt_inner = gr_backend_find ("ref");
+  r = gr_backend_register (&cnt_backend);
+  CHECK (r == 0, "register test backend: %d", r);
+  CHECK (gr_backend_find ("test-count") == &cnt_backend, "find registered");
+  CHECK (gr_backend_register (&cnt_backend) == -EEXIST, "register twice");
+  CHECK (gr_backend_best () != &cnt_backend, "prefer -1 is not best");
+
+  r = gr_coder_new (&c, k, m, GR_CODE_RS, &cnt_backend);
+  CHECK (r == 0, "coder: %d", r);
+  if (r)
+    return;
+  CHECK (cnt_coder_init == 1, "coder_init called %d times", cnt_coder_init);
+  stripes_alloc (&want, n, 1, len, 0);
+  for (i = 0; i < k; i++)
+    test_fill (want.blk[i], len);
+  model_encode (GR_CODE_RS, k, m, want.blk, len);
+  stripes_alloc (&s, n, 1, len, 0);
+  for (i = 0; i < n; i++)
+    memcpy (s.blk[i], want.blk[i], len);
+
+  /* Same set, different orders: one plan. */
+  e[0] = 3; e[1] = 12; e[2] = 0;
+  check_reconstruct (c, &s, &want, e, 3, "cache");
+  e[0] = 12; e[1] = 0; e[2] = 3;
+  check_reconstruct (c, &s, &want, e, 3, "cache");
+  e[0] = 0; e[1] = 3; e[2] = 12;
+  check_reconstruct (c, &s, &want, e, 3, "cache");
+  CHECK (cnt_plan_init == 1, "one pattern, %d plans built", cnt_plan_init);
+  patterns = 1;
+
+  /* Every 4-subset of 16 (1820 > the 1024 cache): eviction. */
+  for (a = 0; a < (1 << n); a++) {
+    if (__builtin_popcount (a) != 4)
+      continue;
+    for (i = 0, x = 0; x < n; x++)
+      if (a & (1 << x))
+        e[i++] = x;
+    if (check_reconstruct (c, &s, &want, e, 4, "cache eviction"))
+      break;
+    patterns++;
+  }
+  CHECK (cnt_plan_init == patterns, "%d plans for %d patterns",
+         cnt_plan_init, patterns);
+  CHECK (cnt_plan_fini == patterns - 1024, "%d plans freed, want %d",
+         cnt_plan_fini, patterns - 1024);
+  /* The most recent pattern is still cached, the very first is not. */
+  b = cnt_plan_init;
+  check_reconstruct (c, &s, &want, e, 4, "cache hit");
+  CHECK (cnt_plan_init == b, "recent pattern rebuilt");
+  e[0] = 0; e[1] = 3; e[2] = 12;
+  check_reconstruct (c, &s, &want, e, 3, "cache miss");
+  CHECK (cnt_plan_init == b + 1, "evicted pattern not rebuilt");
+
+  gr_coder_free (c);
+  CHECK (cnt_coder_fini == 1, "coder_fini called %d times", cnt_coder_fini);
+  CHECK (cnt_plan_fini == cnt_plan_init, "%d plans built, %d freed",
+         cnt_plan_init, cnt_plan_fini);
+  stripes_free (&want);
+  stripes_free (&s);
+}
+
 static void
 phase (const char *name, void (*fn) (void))
 {
@@ -753,6 +909,7 @@ main (void)
   phase ("every erasure set, k+m <= 12", test_exhaustive_small);
   phase ("lengths and alignments", test_lengths);
   phase ("threads and plan cache eviction", test_threads);
+  phase ("plan cache counts (registered backend)", test_plan_cache);
 
   if (test_failures) {
     printf ("test-coder: %d failures\n", test_failures);

@@ -1,6 +1,9 @@
 /* gpuraid - test GF(2^8) field tables, generator, inversion, bitmatrix. */
 #include <errno.h>
 
+#include <gf_complete.h>
+#include <isa-l/erasure_code.h>
+
 #include "gf.h"
 #include "testutil.h"
 
@@ -56,6 +59,24 @@ test_mul_inv (void)
     for (i = 1; i < 256; i++)
       CHECK (seen[i] == 1, "2 not primitive at %d", i);
   }
+}
+
+/* The libraries behind the gfc and isal backends use the same field:
+ * gf-complete's default w=8 polynomial and ISA-L's gf_mul. */
+static void
+test_libraries_agree (void)
+{
+  gf_t gf;
+  int a, b;
+
+  CHECK (gf_init_easy (&gf, 8) == 1, "gf_init_easy (8)");
+  for (a = 0; a < 256; a++)
+    for (b = 0; b < 256; b++) {
+      CHECK (gf.multiply.w32 (&gf, a, b) == clmul (a, b),
+             "gf-complete %d*%d", a, b);
+      CHECK (gf_mul (a, b) == clmul (a, b), "ISA-L gf_mul %d*%d", a, b);
+    }
+  gf_free (&gf, 0);
 }
 
 static void
@@ -148,6 +169,8 @@ test_bitmatrix (void)
         }
         CHECK (got == want, "bitmatrix e=%d x=%d", mat[i * 2 + j], x);
       }
+  for (i = 0; i < (int) sizeof bits; i++)
+    CHECK (bits[i] == 0 || bits[i] == 1, "bitmatrix entry %d is %d", i, bits[i]);
 }
 
 int
@@ -155,6 +178,7 @@ main (void)
 {
   test_seed ("test-field");
   test_mul_inv ();
+  test_libraries_agree ();
   test_gen ();
   test_invert ();
   test_bitmatrix ();
