@@ -5,7 +5,9 @@
 # the same stripes in parallel (several requests in flight per
 # connection).  The final image is deterministic: it is verified, parity
 # is checked offline, and the array is restarted with m members removed
-# and verified again.
+# and verified again.  For m >= 2 the same runs on a degraded array
+# (one member gone), checked with the remaining parity and verified with
+# a second member gone.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -45,5 +47,29 @@ for g in 4:2:16384:rs:3M:6 3:1:4096:crs:3M:4 2:2:8192:rs:2M:4; do
   "$prog" verify "$uri" $seed "$threads" ||
     { echo "$0: FAIL: degraded verify after concurrent writes (seed $seed)"; exit 1; }
   stop_nbdkit "$pid"
+  for (( i = k; i < n; i++ )); do mv "${members[$i]}.gone" "${members[$i]}"; done
+
+  if [ "$m" -ge 2 ]; then
+    # Concurrent writes while degraded (member 1 gone: one parity left
+    # to check), then verify with a different member set missing.
+    snapshot_members "$tmpdir/snap"
+    mv "${members[1]}" "$tmpdir/gone1"
+    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m ||
+      { echo "$0: FAIL: degraded start"; exit 1; }
+    seed=$(( seed + 1 ))
+    "$prog" write "$uri" $seed "$threads" ||
+      { echo "$0: FAIL: degraded concurrent writes (seed $seed)"; exit 1; }
+    stop_nbdkit "$pid"
+    check_members=("${members[@]}")
+    check_members[1]=-
+    check_parity $k $m $chunk $code "${check_members[@]}"
+    mv "${members[0]}" "$tmpdir/gone0"
+    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m ||
+      { echo "$0: FAIL: restart with members 0 and 1 missing"; exit 1; }
+    "$prog" verify "$uri" $seed "$threads" ||
+      { echo "$0: FAIL: verify with members 0,1 missing after degraded concurrent writes"; exit 1; }
+    stop_nbdkit "$pid"
+    mv "$tmpdir/gone0" "${members[0]}"
+  fi
 done
 echo "$0: PASS"

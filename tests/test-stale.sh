@@ -61,6 +61,11 @@ while True:
 
   # The stale member comes back.
   mv "$tmpdir/stale.img" "${members[1]}"
+  # Negative control: the member really is stale (before the array sees it).
+  if "$CHECK" -k $k -m $m -c $chunk -t $code -q "${members[@]}" >/dev/null; then
+    echo "$0: FAIL: member 1 is not stale: the test proves nothing"
+    exit 1
+  fi
   start_array || { echo "$0: FAIL: start with the stale member back"; exit 1; }
   expect_verify "$uri" "$ref" "stale member 1 back"
   seed=$(( seed + 1 ))

@@ -20,6 +20,7 @@ TESTS_SCRIPTS = \
 	tests/test-trim-zero.sh \
 	tests/test-stale.sh \
 	tests/test-runtime-failure.sh \
+	tests/test-member-eio.sh \
 	tests/test-degraded.sh \
 	tests/test-concurrent.sh \
 	tests/test-backends.sh \

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A member whose writes start failing with EIO mid-run.  Member 2 of a
+# 2+1 array is a FUSE file (nbdfuse) over `nbdkit --filter=error memory`;
+# creating error-pwrite-file makes every write to it fail while reads keep
+# working (so a plugin that went on reading it would return stale data).
+# Writes to the array must go on succeeding, the data must read back, the
+# log must say once that member 2 failed, and after a restart with the
+# member working again it must still be treated as failed (its contents
+# are stale): data correct, offline decode without it equals the
+# reference, and including it gives parity mismatches (the test's own
+# negative control).
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_check
+requires_py
+requires_cmd nbdfuse fusermount3
+if [ ! -c /dev/fuse ] || [ ! -w /dev/fuse ]; then
+  echo "$0: SKIP: /dev/fuse missing or not writable"
+  exit 77
+fi
+if [ ! -f "$(nbdkit --dump-config | sed -n 's/^filterdir=//p')/nbdkit-error-filter.so" ]; then
+  echo "$0: SKIP: nbdkit error filter not installed"
+  exit 77
+fi
+
+k=2 m=1 chunk=4096 code=rs
+n=$(( k + m ))
+sock=$tmpdir/sock
+pid=$tmpdir/nbdkit.pid
+uri=$(sock_uri "$sock")
+ref=$tmpdir/ref.img
+inject=$tmpdir/inject
+fmnt=$tmpdir/fuse
+mkdir "$fmnt"
+
+# The faulty member: memory + error filter, exposed as $fmnt/m2.  (Not
+# through start_nbdkit: no sanitizer preload needed for nbdkit's own
+# plugins, and its log is separate.)
+esock=$tmpdir/esock
+epid=$tmpdir/error.pid
+nbdkit -f -P "$epid" -U "$esock" --filter=error memory 2M \
+  error-pwrite=EIO error-pwrite-rate=100% error-pwrite-file="$inject" \
+  error-zero=EIO error-zero-rate=100% error-zero-file="$inject" \
+  error-trim=EIO error-trim-rate=100% error-trim-file="$inject" \
+  </dev/null >"$tmpdir/error.log" 2>&1 &
+cleanup_fn _kill_pid $!
+for (( i = 0; i < 100; i++ )); do [ -s "$epid" ] && break; sleep 0.1; done
+[ -s "$epid" ] || { cat "$tmpdir/error.log"; echo "$0: FAIL: error-filter server did not start"; exit 1; }
+nbdfuse -P "$tmpdir/nbdfuse.pid" "$fmnt/m2" "$(sock_uri "$esock")" \
+  >"$tmpdir/nbdfuse.log" 2>&1 &
+cleanup_fn _kill_pid $!
+for (( i = 0; i < 100; i++ )); do [ -f "$fmnt/m2" ] && break; sleep 0.1; done
+if [ ! -f "$fmnt/m2" ]; then
+  cat "$tmpdir/nbdfuse.log"
+  echo "$0: SKIP: nbdfuse could not expose a file here"
+  exit 77
+fi
+# Unmount before the servers are killed (cleanups run last-first).
+cleanup_fn fusermount3 -u "$fmnt"
+
+truncate -s 2M "$tmpdir/disk0.img" "$tmpdir/disk1.img"
+members=("$tmpdir/disk0.img" "$tmpdir/disk1.img" "$fmnt/m2")
+
+start_array ()
+{
+  # shellcheck disable=SC2046
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
+    m=$m "$@"
+}
+
+start_array chunk=$chunk code=$code create=true || exit 1
+randio zeroref "$uri" "$ref"
+randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 80 --chunk $chunk --k $k ||
+  { echo "$0: FAIL: healthy random I/O"; exit 1; }
+stop_nbdkit "$pid"
+check_parity $k $m $chunk $code "${members[@]}"
+
+nbdkit_log=$tmpdir/run1.log
+start_array || exit 1
+expect_verify "$uri" "$ref" "healthy"
+echo "=== member 2 starts failing writes"
+touch "$inject"
+randio write "$uri" "$ref" --seed $(( TEST_SEED + 1 )) --ops 80 --chunk $chunk --k $k ||
+  { echo "$0: FAIL: writes failed after one member started failing"; exit 1; }
+expect_verify "$uri" "$ref" "after member 2 failed"
+stop_nbdkit "$pid"
+rm -f "$inject"
+echo "--- server log:"; cat "$nbdkit_log"; echo "---"
+lines=$(grep -E 'member[ #\[]*2\b|m2\b' "$nbdkit_log" | grep -Ei 'fail' || true)
+nfail=$(echo "$lines" | grep -Eic 'marked|marking|now failed|has failed|member.*failed|continuing|degraded' || true)
+if [ "$nfail" != 1 ]; then
+  echo "$0: FAIL: expected exactly one 'member 2 failed' message, found $nfail"
+  exit 1
+fi
+if ! grep -q 'injecting EIO error into pwrite' "$tmpdir/error.log"; then
+  echo "$0: FAIL: no write reached the faulty member (test did not inject)"
+  exit 1
+fi
+
+# Negative control: member 2 really is stale.
+if "$CHECK" -k $k -m $m -c $chunk -t $code -q "${members[@]}" >/dev/null; then
+  echo "$0: FAIL: member 2 is not stale: the test injected nothing"
+  exit 1
+fi
+# Member 2 works again but is stale: it must not be trusted.
+nbdkit_log=$tmpdir/run2.log
+start_array || { echo "$0: FAIL: restart after the failure"; exit 1; }
+expect_verify "$uri" "$ref" "restart with member 2 working again (stale)"
+stop_nbdkit "$pid"
+cat "$nbdkit_log"
+check_parity $k $m $chunk $code -d "$tmpdir/dump.img" "${members[0]}" "${members[1]}" -
+cmp "$tmpdir/dump.img" "$ref" ||
+  { echo "$0: FAIL: offline decode without member 2 differs from the reference"; exit 1; }
+echo "$0: PASS"
