@@ -13,12 +13,18 @@
 #include <nbdkit-plugin.h>
 
 #include "gpuraid-internal.h"
+#include "gf/gf-backend.h"
 #ifdef GR_HAVE_CUDA
 #include "gpu/gpu.h"
 #endif
 
 /* -D gpuraid.verbose=1: per-request debug messages. */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_verbose = 0;
+
+/* -D gpuraid.fake_gpu=1 (for tests): when no GPU is used, put a "GPU"
+ * coder in front of the CPU one whose every operation fails, so that the
+ * runtime GPU -> CPU fallback can be tested on machines without a GPU. */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_gpu = 0;
 
 struct gr_config gr_cfg = { .m = -1, .gpu_device = 0 };
 struct gr_array gr_a;
@@ -416,6 +422,47 @@ gr_setup_coders (int k, int m, enum gr_code code)
   return 0;
 }
 
+/* The failing backend behind -D gpuraid.fake_gpu=1. */
+static int
+fake_gpu_probe (void)
+{
+  return 0;
+}
+
+static int
+fake_gpu_encode (struct gr_coder *c, uint8_t *const *blocks,
+                 size_t nstripes, size_t len)
+{
+  return -EIO;
+}
+
+static int
+fake_gpu_reconstruct (struct gr_coder *c, const struct gr_decode *d,
+                      uint8_t *const *blocks, size_t nstripes, size_t len)
+{
+  return -EIO;
+}
+
+static int
+fake_gpu_update (struct gr_coder *c, int data_index,
+                 const uint8_t *const *delta, uint8_t *const *parity,
+                 size_t nstripes, size_t len)
+{
+  /* Scribble on the output first, as a half-done GPU operation might. */
+  if (nstripes > 0 && len > 0)
+    parity[0][0] ^= 0x5a;
+  return -EIO;
+}
+
+static const struct gr_backend fake_gpu_backend = {
+  .name = "fake-gpu",
+  .prefer = -1000,
+  .probe = fake_gpu_probe,
+  .encode = fake_gpu_encode,
+  .reconstruct = fake_gpu_reconstruct,
+  .update = fake_gpu_update,
+};
+
 /* In the server process (after nbdkit's fork): the GPU coder, if the
  * GPU was chosen at config time. */
 static int
@@ -451,6 +498,17 @@ setup_gpu_coder (void)
       gr_a.lm = gr_coder_len_multiple (gr_a.coder);
   }
 #endif
+  if (!use_gpu && gpuraid_debug_fake_gpu) {
+    int fr = gr_coder_new (&gr_a.coder, gr_a.geom.k, gr_a.geom.m,
+                           gr_a.code, &fake_gpu_backend);
+    if (fr < 0) {
+      nbdkit_error ("fake_gpu: %s", strerror (-fr));
+      return -1;
+    }
+    nbdkit_debug ("gpuraid: testing: fake failing GPU coder in front of "
+                  "CPU backend %s", gr_backend_name (cpu_best));
+    return 0;
+  }
   if (use_gpu)
     nbdkit_debug ("gpuraid: using GPU %d (%s), backend cuda; "
                   "CPU fallback backend %s", gr_cfg.gpu_device,
