@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: BSD-3-Clause
 # gpuraid - shell functions shared by the integration tests (source me).
 #
@@ -55,7 +56,7 @@ _run_cleanup_fns ()
     eval "${_cleanup_fns[$i]}"
   done
   _check_sanitizer_logs
-  if [ "$_test_failed_by_sanitizer" = 1 ] && [ "$status" = 0 -o "$status" = 77 ]; then
+  if [ "$_test_failed_by_sanitizer" = 1 ] && { [ "$status" = 0 ] || [ "$status" = 77 ]; }; then
     status=1
   fi
   if [ -n "${tmpdir:-}" ] && [ -d "$tmpdir" ]; then
@@ -178,7 +179,7 @@ run_nbdkit ()
 # (after printing the log) if nbdkit exits before writing the pidfile.
 start_nbdkit ()
 {
-  local pidfile= i bgpid
+  local pidfile i bgpid
   if [ "$1" != -P ] || [ $# -lt 2 ]; then
     echo "$0: start_nbdkit: first argument must be -P pidfile"
     exit 1
@@ -186,7 +187,7 @@ start_nbdkit ()
   pidfile=$2
   rm -f "$pidfile"
   # nbdkit leaves its Unix socket behind when killed: remove a stale one.
-  local a prev=
+  local a prev=""
   for a in "$@"; do
     if [ "$prev" = -U ] && [ "$a" != - ]; then rm -f "$a"; fi
     prev=$a
