@@ -18,6 +18,7 @@
 #   VM_MEMBER_SIZE=256M  size of each of the 6 member files
 #   VM_DATA_MB=20      MiB of pseudo-random data written in boot 1
 #   VM_KEEP=1          keep the temporary folder (members, logs)
+#   QEMU=qemu-system-x86_64  the qemu binary
 #   PLUGIN=path        the nbdkit plugin (default: the one built in the tree)
 #   VM_SERVER=file     harness self-test: nbdkit's file plugin instead of
 #                      gpuraid (no degraded phase; NOT a test of gpuraid)
@@ -35,6 +36,7 @@ VM_TIMEOUT=${VM_TIMEOUT:-600}
 VM_MEMBER_SIZE=${VM_MEMBER_SIZE:-256M}
 VM_DATA_MB=${VM_DATA_MB:-20}
 VM_SERVER=${VM_SERVER:-gpuraid}
+QEMU=${QEMU:-qemu-system-x86_64}
 MODULES="nbd virtio_pci virtio_console crc32c_generic ext4"
 HOSTBINS="nbd-client mkfs.ext4 e2fsck socat"
 
@@ -69,7 +71,7 @@ trap 'exit 130' INT TERM
 # ---- 1. packages -----------------------------------------------------------
 
 need_pkgs=
-command -v qemu-system-x86_64 >/dev/null || need_pkgs+=" qemu-system-x86"
+command -v "$QEMU" >/dev/null || need_pkgs+=" qemu-system-x86"
 command -v socat >/dev/null || need_pkgs+=" socat"
 dpkg-query -W -f='${Status}\n' busybox-static 2>/dev/null |
   grep -q 'install ok installed' || need_pkgs+=" busybox-static"
@@ -91,12 +93,12 @@ if [ -n "$need_pkgs" ]; then
       skip "cannot install:$need_pkgs"
   fi
 fi
-for c in qemu-system-x86_64 socat nbd-client mkfs.ext4 e2fsck nbdkit \
+for c in "$QEMU" socat nbd-client mkfs.ext4 e2fsck nbdkit \
          dpkg-deb busybox gzip; do
   command -v "$c" >/dev/null || skip "$c not found"
 done
 ldd /bin/busybox >/dev/null 2>&1 && skip "/bin/busybox is not static (install busybox-static)"
-qemu-system-x86_64 -version >/dev/null 2>&1 || skip "qemu-system-x86_64 does not run"
+"$QEMU" -version >/dev/null 2>&1 || skip "$QEMU does not run"
 
 checker=$top/tests/gpuraid-check
 if [ "$VM_SERVER" = gpuraid ]; then
@@ -258,7 +260,8 @@ boot ()
   local phase=$1 log=$work/console$1.log t0 rc
   t0=$(date +%s)
   msg "boot $phase (timeout ${VM_TIMEOUT}s)..."
-  timeout "$VM_TIMEOUT" qemu-system-x86_64 \
+  : > "$log"
+  timeout "$VM_TIMEOUT" "$QEMU" \
     -accel tcg -smp 1 -m 1024 -nodefaults -nic none -display none \
     -no-reboot -kernel "$kernel" -initrd "$initrd" \
     -append "console=ttyS0 panic=1 quiet grvm.phase=$phase grvm.mb=$VM_DATA_MB" \
@@ -273,7 +276,7 @@ boot ()
   if ! grep -q '^GRVM: init' "$log"; then
     if [ $rc != 0 ] && [ $rc != 124 ] && [ ! -s "$log" ]; then
       cat "$work/qemu$phase.log" >&2
-      skip "qemu-system-x86_64 cannot run a guest here (exit $rc)"
+      skip "$QEMU cannot run a guest here (exit $rc)"
     fi
     tail -40 "$log" >&2
     die "boot $phase: the guest never reached /init"
