@@ -43,6 +43,7 @@ HOSTBINS="nbd-client mkfs.ext4 e2fsck socat"
 t_start=$(date +%s)
 work=
 nbdkit_pid=
+qemu_pid=
 
 msg () { echo "run-vm-test: $*"; }
 die () { echo "run-vm-test: FAIL: $*" >&2; exit 1; }
@@ -50,6 +51,10 @@ skip () { echo "SKIP: $*"; exit 77; }
 
 cleanup ()
 {
+  if [ -n "$qemu_pid" ]; then
+    kill "$qemu_pid" 2>/dev/null
+    wait "$qemu_pid" 2>/dev/null
+  fi
   if [ -n "$nbdkit_pid" ] && kill -0 "$nbdkit_pid" 2>/dev/null; then
     kill "$nbdkit_pid" 2>/dev/null
     wait "$nbdkit_pid" 2>/dev/null
@@ -268,8 +273,12 @@ boot ()
     -serial "file:$log" \
     -chardev "socket,id=nbd,path=$sock" \
     -device virtio-serial -device virtserialport,chardev=nbd,name=nbd \
-    > "$work/qemu$phase.log" 2>&1
+    > "$work/qemu$phase.log" 2>&1 &
+  # In the background so that a signal to this script is acted on at once.
+  qemu_pid=$!
+  wait "$qemu_pid"
   rc=$?
+  qemu_pid=
   tr -d '\r' < "$log" > "$log.txt" && mv "$log.txt" "$log"
   grep '^GRVM' "$log" | grep -v '^[0-9a-f]\{64\} ' | sed "s/^/  guest$phase: /"
   msg "boot $phase: qemu exit $rc after $(( $(date +%s) - t0 )) s"
