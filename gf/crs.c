@@ -32,7 +32,8 @@
  *
  * Fast implementation: for each matrix, precompute a list of source
  * packets for every output packet (an XOR schedule), then XOR 512-byte
- * packets 32 bytes at a time (AVX2 clone when the CPU has it).
+ * packets 32 bytes at a time (an AVX2 build of the loop when the CPU
+ * has it).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -101,10 +102,13 @@ typedef uint64_t v4 __attribute__ ((vector_size (32)));
 #define ld(p) ({ v4 v_; memcpy (&v_, (p), sizeof v_); v_; })
 #define st(p, v) do { v4 w_ = (v); memcpy ((p), &w_, sizeof w_); } while (0)
 
-/* dst (^)= XOR of src[0..n-1], all GR_CRS_PACKET bytes, any alignment. */
-__attribute__ ((target_clones ("avx2", "default")))
-static void
-xor_packets (uint8_t *dst, const uint8_t *const *src, int n, int accumulate)
+/* dst (^)= XOR of src[0..n-1], all GR_CRS_PACKET bytes, any alignment.
+ * Compiled twice, for AVX2 and for the baseline; xsched_run picks one.
+ * (Not target_clones: its ifunc resolver runs before ThreadSanitizer is
+ * initialised and crashes TSan builds.) */
+static inline __attribute__ ((always_inline)) void
+xor_packets_body (uint8_t *dst, const uint8_t *const *src, int n,
+                  int accumulate)
 {
   int off, i;
 
@@ -144,6 +148,20 @@ xor_packets (uint8_t *dst, const uint8_t *const *src, int n, int accumulate)
   }
 }
 
+__attribute__ ((target ("avx2"))) static void
+xor_packets_avx2 (uint8_t *dst, const uint8_t *const *src, int n,
+                  int accumulate)
+{
+  xor_packets_body (dst, src, n, accumulate);
+}
+
+static void
+xor_packets_base (uint8_t *dst, const uint8_t *const *src, int n,
+                  int accumulate)
+{
+  xor_packets_body (dst, src, n, accumulate);
+}
+
 /* Apply schedule x to in[] (its columns' blocks) into out[] (its rows'
  * blocks), every group of len bytes. */
 static void
@@ -151,6 +169,8 @@ xsched_run (const struct xsched *x, const uint8_t *const *in,
             uint8_t *const *out, size_t len, int accumulate)
 {
   const uint8_t *src[GR_MAX_MEMBERS * 8];
+  void (*xor_packets) (uint8_t *, const uint8_t *const *, int, int) =
+    __builtin_cpu_supports ("avx2") ? xor_packets_avx2 : xor_packets_base;
   size_t g;
   int R;
   uint32_t i;
