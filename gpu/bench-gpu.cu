@@ -145,7 +145,8 @@ ops_per_byte (int variant, int k, int m, double *alu, double *fma,
   *alu = *fma = *lds = 0;
   switch (variant) {
   case GR_GPU_RS_IMAD:          /* per 4-byte word and input: 15 ALU for
-                                 * planes; per output: 8 IMAD + 4 LOP3 */
+                                 * the 8 bit planes; per output: 8 IMAD
+                                 * and 4 three-input XORs (LOP3) */
     *alu = (15.0 + 4.0 * m) / 4;
     *fma = 8.0 * m / 4;
     break;
@@ -154,9 +155,9 @@ ops_per_byte (int variant, int k, int m, double *alu, double *fma,
     *lds = 1.0 + m;
     *alu = 3.0 * m;
     break;
-  case GR_GPU_CRS_MASK:         /* per 4-byte word of input packet and
-                                 * output row: 1 LOP3; 8m rows per 8 words
-                                 * of one input (32 bytes) */
+  case GR_GPU_CRS_MASK:         /* per 4-byte word of an input packet and
+                                 * output row: 1 LOP3 (acc ^= p & mask);
+                                 * 8m rows per 8 words (32 bytes) */
     *alu = 8.0 * m * 8 / 32;
     break;
   case GR_GPU_CRS_MIX:          /* per row and word: 2 masked LOP3, 6 IMAD,
@@ -168,18 +169,50 @@ ops_per_byte (int variant, int k, int m, double *alu, double *fma,
 }
 
 static double
-model_time (int variant, int k, int m, size_t data)
+model_ops (double alu, double fma, double lds, int k, int m, size_t data)
 {
-  double alu, fma, lds, lanes_per_s, t_ops, t_mem;
-
-  ops_per_byte (variant, k, m, &alu, &fma, &lds);
-  lanes_per_s = (double) nsm * clock_khz * 1e3;
+  const double lanes_per_s = (double) nsm * clock_khz * 1e3;
   /* Per SM and clock: 64 ALU lanes, 64 IMAD lanes, 128 issued lanes,
    * 32 shared-memory lanes. */
-  t_ops = fmax (fmax (alu / 64, fma / 64),
-                fmax ((alu + fma + lds) / 128, lds / 32)) * data / lanes_per_s;
-  t_mem = (double) data * (k + m) / k / copy_bw;
+  const double t_ops = fmax (fmax (alu / 64, fma / 64),
+                             fmax ((alu + fma + lds) / 128, lds / 32))
+    * data / lanes_per_s;
+  const double t_mem = (double) data * (k + m) / k / copy_bw;
+
   return fmax (t_ops, t_mem);
+}
+
+static double
+model_time (int variant, int k, int m, size_t data)
+{
+  double alu, fma, lds;
+
+  ops_per_byte (variant, k, m, &alu, &fma, &lds);
+  return model_ops (alu, fma, lds, k, m, data);
+}
+
+/* JIT XOR network: per item (32 bytes of each block) one LOP3 per two
+ * terms of each (output plane, input block) pair, plus for RS 12
+ * swap-moves of ~5 ALU ops per 8x8 transpose, one per input and output
+ * block.  Also returns the bitmatrix density. */
+static double
+model_jit (const struct gr_gpu_tab *t, size_t data, double *density)
+{
+  const int k = t->ncols, m = t->nrows;
+  double lop = 0, ones = 0;
+
+  for (int r = 0; r < 8 * m; r++)
+    for (int i = 0; i < k; i++) {
+      int c = 0;
+      for (int b = 0; b < 8; b++)
+        c += t->bits[(size_t) r * 8 * k + i * 8 + b];
+      ones += c;
+      lop += (c + 1) / 2;
+    }
+  *density = ones / (64.0 * k * m);
+  if (t->code == GR_CODE_RS)
+    lop += 60.0 * (k + m);
+  return model_ops (lop / (32.0 * k), 0, 0, k, m, data);
 }
 
 /* Decode matrix (m x k) for the loss of data blocks 0..m-1 (m <= k). */
@@ -239,32 +272,56 @@ bench_kernels (void)
     gr_gf_gen_matrix (k, m, gen);
     decode_matrix (gen, k, m, dm);
     snprintf (km, sizeof km, "%d+%d", k, m);
-    for (int v = 0; v < GR_GPU_NVARIANTS; v++) {
-      const enum gr_code code = v <= GR_GPU_RS_LOGEXP ? GR_CODE_RS : GR_CODE_CRS;
+    /* The four generic variants, then the JIT XOR network (RS, CRS). */
+    for (int v = 0; v < GR_GPU_NVARIANTS + 2; v++) {
+      const int jit = v >= GR_GPU_NVARIANTS;
+      const int var = !jit ? v : v == GR_GPU_NVARIANTS ? GR_GPU_RS_IMAD
+        : GR_GPU_CRS_MASK;
+      const enum gr_code code = var <= GR_GPU_RS_LOGEXP ? GR_CODE_RS : GR_CODE_CRS;
 
       for (int op = 0; op < 2; op++) {
         struct gr_gpu_tab t;
-        double secs, bw, roof, pred;
+        double secs, bw, roof, pred, dens = 0;
+        char vname[32];
         int r;
 
-        r = gr_gpu_tab_make (code, v, op == 0 ? gen + (size_t) k * k : dm,
+        r = gr_gpu_tab_make (code, var, op == 0 ? gen + (size_t) k * k : dm,
                              m, k, &t);
         if (r < 0) {
           fprintf (stderr, "tab_make: %d %s\n", r, gr_gpu_last_error ());
           exit (1);
         }
+        if (jit) {
+          double t0 = now ();
+          if (gr_gpu_tab_jit (&t) < 0) {
+            printf ("%-6s jit unavailable: %s\n", km, gr_gpu_last_error ());
+            gr_gpu_tab_free (&t);
+            continue;
+          }
+          if (op == 0)
+            printf ("%-6s %-4s jit compile + load: %.0f ms\n", km,
+                    code == GR_CODE_RS ? "RS" : "CRS", (now () - t0) * 1e3);
+        }
         secs = time_dev (quick ? 3 : 7, [&] {
             CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
           });
+        if (jit && t.jit_state != 1)
+          printf ("%-6s jit launch failed, generic kernel measured: %s\n",
+                  km, gr_gpu_last_error ());
+        pred = jit ? model_jit (&t, data, &dens) : model_time (var, k, m, data);
         gr_gpu_tab_free (&t);
         bw = data / secs;
         roof = copy_bw * k / (k + m);
-        pred = model_time (v, k, m, data);
-        printf ("%-6s %-4s %-10s %-6s %9.1f %9.1f %6.1f%% %9.1f %+6.0f%%\n",
-                km, code == GR_CODE_RS ? "RS" : "CRS",
-                gr_gpu_variant_names[v], op == 0 ? "encode" : "decode",
+        snprintf (vname, sizeof vname, "%s", jit ? (code == GR_CODE_RS
+                  ? "rs-jit" : "crs-jit") : gr_gpu_variant_names[var]);
+        printf ("%-6s %-4s %-10s %-6s %9.1f %9.1f %6.1f%% %9.1f %+6.0f%%",
+                km, code == GR_CODE_RS ? "RS" : "CRS", vname,
+                op == 0 ? "encode" : "decode",
                 bw / 1e9, roof / 1e9, 100 * bw / roof, data / pred / 1e9,
                 100 * (pred - secs) / secs);
+        if (jit)
+          printf ("  density %.2f", dens);
+        printf ("\n");
         fflush (stdout);
         err_sum += fabs (pred - secs) / secs;
         err_n++;
@@ -272,6 +329,43 @@ bench_kernels (void)
     }
     free (gen);
     free (dm);
+  }
+  /* Rows per pass: more rows share each input load, fewer keep
+   * registers (and occupancy) free. */
+  if (!quick) {
+    printf ("\n(a2) rows-per-pass sweep, encode (GB/s of data)\n");
+    for (int pi = 3; pi < npairs; pi += 3) {   /* 10+4, 8+8 */
+      const int k = pairs[pi][0], m = pairs[pi][1];
+      const size_t ns = GiB / ((size_t) k * len);
+      uint8_t *gen = (uint8_t *) malloc ((size_t) (k + m) * k);
+
+      gr_gf_gen_matrix (k, m, gen);
+      for (int v = 0; v < GR_GPU_NVARIANTS; v++) {
+        const enum gr_code code = v <= GR_GPU_RS_LOGEXP ? GR_CODE_RS : GR_CODE_CRS;
+
+        if (v == GR_GPU_RS_LOGEXP)
+          continue;
+        printf ("%d+%d %-10s", k, m, gr_gpu_variant_names[v]);
+        for (int mb = 1; mb <= 8; mb *= 2) {
+          struct gr_gpu_tab t;
+          double secs;
+
+          gr_gpu_mbmax[v] = mb;
+          if (gr_gpu_tab_make (code, v, gen + (size_t) k * k, m, k, &t) < 0)
+            exit (1);
+          if (t.mb == mb || mb == 1) {
+            secs = time_dev (5, [&] {
+                CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
+              });
+            printf ("  mb=%d: %7.1f", t.mb, ns * k * len / secs / 1e9);
+          }
+          gr_gpu_tab_free (&t);
+        }
+        gr_gpu_mbmax[v] = 0;
+        printf ("\n");
+      }
+      free (gen);
+    }
   }
   printf ("(d) model: predicted GB/s = data / max(data*(k+m)/k / copy_bw, "
           "instruction lanes / (SMs x %d MHz x pipe width)); mean |error| "
@@ -496,9 +590,10 @@ main (void)
     fprintf (stderr, "register: %d\n", r);
     return 1;
   }
-  printf ("engine kernels: RS %s, CRS %s\n",
+  printf ("engine kernels: RS %s, CRS %s; JIT XOR network for batches "
+          ">= %zu MiB of data\n",
           gr_gpu_variant_names[gr_gpu_rs_variant],
-          gr_gpu_variant_names[gr_gpu_crs_variant]);
+          gr_gpu_variant_names[gr_gpu_crs_variant], gr_gpu_jit_min >> 20);
   references ();
   bench_kernels ();
   bench_host (GR_CODE_RS);

@@ -40,7 +40,7 @@
 #define DIRECT_MIN ((size_t) 64 << 10)
 
 int gr_gpu_rs_variant = GR_GPU_RS_IMAD;
-int gr_gpu_crs_variant = GR_GPU_CRS_MIX;
+int gr_gpu_crs_variant = GR_GPU_CRS_MASK;
 
 /* Test hook: variants for coders made from now on (negative: unchanged).
  * Returns the previous pair as rs * 16 + crs. */
@@ -53,6 +53,17 @@ gr_gpu_set_variants (int rs, int crs)
     gr_gpu_rs_variant = rs;
   if (crs == GR_GPU_CRS_MASK || crs == GR_GPU_CRS_MIX)
     gr_gpu_crs_variant = crs;
+  return old;
+}
+
+/* Test hook: batches of at least min_bytes of data compile the JIT kernel
+ * (SIZE_MAX: never).  Returns the previous value. */
+extern "C" size_t
+gr_gpu_set_jit_min (size_t min_bytes)
+{
+  const size_t old = gr_gpu_jit_min;
+
+  gr_gpu_jit_min = min_bytes;
   return old;
 }
 
@@ -279,6 +290,25 @@ slot_setup (struct slot *s)
   return 0;
 }
 
+void
+gr_gpu_release (void)
+{
+  pthread_mutex_lock (&eng_lock);
+  if (cudaSetDevice (gpu_dev) == cudaSuccess)
+    for (int i = 0; i < NSLOTS; i++) {
+      struct slot *s = &slots[i];
+
+      if (!s->ready || s->busy)
+        continue;
+      cudaStreamDestroy (s->st);
+      cudaFreeHost (s->h);
+      cudaFree (s->d);
+      s->ready = 0;
+    }
+  gr_gpu_kernels_release ();
+  pthread_mutex_unlock (&eng_lock);
+}
+
 /* Take between 1 and want free slots, waiting for the first.  Slots are
  * set up (allocated) on first use.  Returns the number taken or a
  * negative errno. */
@@ -427,7 +457,7 @@ static int
 run_job (struct job *j)
 {
   const enum gr_code code = j->tab->code;
-  const size_t unit = code == GR_CODE_RS ? 16 : GR_CRS_GROUP;
+  const size_t unit = code == GR_CODE_RS ? 32 : GR_CRS_GROUP;
   const size_t lp = gr_gpu_padlen (code, j->len);
   const size_t per_stripe = (size_t) (j->ncols + j->nrows) * lp;
   struct slot *got[NSLOTS];
@@ -469,6 +499,12 @@ run_job (struct job *j)
     for (i = 0; i < j->nstripes * j->nrows && j->direct; i++)
       j->direct = is_pinned (j->out[i]);
   }
+
+  /* Large batches: compile the matrix's XOR-network kernel once (the
+   * generic kernel stays in use if that is not possible). */
+  if (!j->acc && j->ncols == j->tab->ncols &&
+      j->nstripes * j->ncols * j->len >= gr_gpu_jit_min)
+    (void) gr_gpu_tab_jit ((struct gr_gpu_tab *) j->tab);
 
   nslots = acquire_slots (got, nchunks < NSLOTS ? (int) nchunks : NSLOTS);
   if (nslots < 0)

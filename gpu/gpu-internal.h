@@ -6,7 +6,7 @@
  * blocks, every block lp bytes long and contiguous:
  *   in  + (s * ncols + c) * lp        input c of stripe s
  *   out + (s * nrows + r) * lp        output r of stripe s
- * RS needs lp % 16 == 0 (the engine pads), CRS lp % GR_CRS_GROUP == 0.
+ * RS needs lp % 32 == 0 (the engine pads), CRS lp % GR_CRS_GROUP == 0.
  *
  * A "table" is one coding matrix (nrows x ncols over GF(2^8)) expanded
  * for one kernel variant and uploaded to the device.  Its rows are padded
@@ -42,7 +42,17 @@ struct gr_gpu_tab {
   int npad;             /* nrows rounded up to a multiple of mb */
   size_t per_row;       /* 32-bit words per (input, row) */
   uint32_t *d;          /* device memory */
+  uint8_t *bits;        /* host: (nrows*8) x (ncols*8) GF(2) bitmatrix */
+  /* Run-time compiled XOR network (jit.cu): jit_state 0 untried, 1 ready,
+   * -1 unavailable; set once under a lock, read with acquire. */
+  int jit_state;
+  void *jit;            /* cudaKernel_t */
+  void *jit_lib;        /* cudaLibrary_t */
 };
+
+/* Most output rows per kernel pass, per variant (0 = the kernel's own
+ * maximum); tables made afterwards use it.  For bench-gpu's sweep. */
+extern int gr_gpu_mbmax[GR_GPU_NVARIANTS];
 
 /* Variant used by the engine for each code (set before creating coders). */
 extern int gr_gpu_rs_variant;
@@ -62,6 +72,21 @@ cudaError_t gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols,
                            int acc, const void *din, void *dout,
                            size_t nstripes, size_t lp, cudaStream_t st);
 
+/* Compile t's XOR-network kernel if not tried yet (thread-safe).  0 when
+ * ready, -ENOTSUP when unavailable (no NVRTC, matrix too large, ...):
+ * then gr_gpu_launch keeps using the generic kernel. */
+int gr_gpu_tab_jit (struct gr_gpu_tab *t);
+void gr_gpu_tab_jit_free (struct gr_gpu_tab *t);
+cudaError_t gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din,
+                               void *dout, size_t nstripes, size_t lp,
+                               cudaStream_t st);
+/* The engine compiles a table's kernel when a batch of at least this
+ * many data bytes first uses it. */
+extern size_t gr_gpu_jit_min;
+
+/* Free kernels.cu's shared device tables (gr_gpu_release). */
+void gr_gpu_kernels_release (void);
+
 /* cudaSuccess if the kernels' machine code loads on the current device. */
 cudaError_t gr_gpu_kernels_loadable (void);
 
@@ -69,7 +94,7 @@ cudaError_t gr_gpu_kernels_loadable (void);
 static inline size_t
 gr_gpu_padlen (enum gr_code code, size_t len)
 {
-  return code == GR_CODE_RS ? (len + 15) & ~(size_t) 15 : len;
+  return code == GR_CODE_RS ? (len + 31) & ~(size_t) 31 : len;
 }
 
 /* Record a failure: "what: CUDA message"; returns the errno to hand back

@@ -36,6 +36,12 @@ const struct gr_backend *gr_gpu_backend (void);
 void *gr_gpu_host_alloc (size_t size);
 void gr_gpu_host_free (void *p);
 
+/* Free the engine's staging buffers, streams and shared tables, which are
+ * otherwise kept for the life of the process.  Call only while no
+ * operation is running (at shutdown); later operations allocate them
+ * again.  Coders stay valid. */
+void gr_gpu_release (void);
+
 /* Message of the last CUDA failure in this process ("" if none). */
 const char *gr_gpu_last_error (void);
 

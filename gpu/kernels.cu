@@ -39,86 +39,105 @@ const char *const gr_gpu_variant_names[GR_GPU_NVARIANTS] = {
 
 /* ---- RS, IMAD ---------------------------------------------------------- */
 
-#define RS_IMAD_MBMAX 16
+/* Grid: x over the columns of a stripe, y over stripes (no divisions).
+ * Each thread owns C uint4 columns (THREADS apart, so every load is
+ * coalesced) and keeps the pass's coefficients (8 per output row) in
+ * registers for all of them: one coefficient load per C columns. */
+#define RS_IMAD_MBMAX 8
 
-template <int MB>
-static __device__ __forceinline__ void
-rs_imad_term (uint32_t (&acc)[MB][4], const uint4 x,
-              const uint32_t *__restrict__ t)
-{
-  const uint32_t w[4] = { x.x, x.y, x.z, x.w };
-  uint32_t q[8][4];
-
-#pragma unroll
-  for (int v = 0; v < 4; v++) {
-#pragma unroll
-    for (int b = 0; b < 8; b++)
-      q[b][v] = (w[v] >> b) & 0x01010101u;
-  }
-#pragma unroll
-  for (int j = 0; j < MB; j++) {
-    const uint4 ka = __ldg ((const uint4 *) (t + j * 8));
-    const uint4 kb = __ldg ((const uint4 *) (t + j * 8 + 4));
-#pragma unroll
-    for (int v = 0; v < 4; v++)
-      acc[j][v] ^= (q[0][v] * ka.x) ^ (q[1][v] * ka.y)
-        ^ (q[2][v] * ka.z) ^ (q[3][v] * ka.w)
-        ^ (q[4][v] * kb.x) ^ (q[5][v] * kb.y)
-        ^ (q[6][v] * kb.z) ^ (q[7][v] * kb.w);
-  }
-}
-
-template <int MB, bool ACC>
+template <int MB, int C, bool ACC>
 static __global__ void __launch_bounds__ (THREADS)
 rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
                 const uint32_t *__restrict__ tab, int ncols, int nrows,
-                int npad, size_t vlen, size_t nitems)
+                int npad, size_t vlen, size_t nstripes)
 {
-  const size_t stride = (size_t) gridDim.x * blockDim.x;
+  for (size_t s = blockIdx.y; s < nstripes; s += gridDim.y) {
+    const uint4 *ip = in + s * ncols * vlen;
+    uint4 *op = out + s * nrows * vlen;
 
-  for (size_t t = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
-       t < nitems; t += stride) {
-    const size_t s = t / vlen, col = t - s * vlen;
-    const uint4 *ip = in + s * ncols * vlen + col;
-    uint4 *op = out + s * nrows * vlen + col;
-
-    for (int j0 = 0; j0 < nrows; j0 += MB) {
-      uint32_t acc[MB][4];
-      int i = 0;
+    for (size_t base = (size_t) blockIdx.x * THREADS * C + threadIdx.x;
+         base < vlen; base += (size_t) gridDim.x * THREADS * C) {
+      bool ok[C];
 
 #pragma unroll
-      for (int j = 0; j < MB; j++)
+      for (int c = 0; c < C; c++)
+        ok[c] = base + (size_t) c * THREADS < vlen;
+      for (int j0 = 0; j0 < nrows; j0 += MB) {
+        uint32_t acc[C][MB][4];
+        uint4 x[C];
+
 #pragma unroll
-        for (int v = 0; v < 4; v++)
-          acc[j][v] = 0;
-      /* Four inputs' loads in flight at a time. */
-      for (; i + 4 <= ncols; i += 4) {
-        uint4 x[4];
+        for (int c = 0; c < C; c++) {
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-          x[u] = __ldg (ip + (size_t) (i + u) * vlen);
+          for (int j = 0; j < MB; j++)
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-          rs_imad_term<MB> (acc, x[u],
-                            tab + ((size_t) (i + u) * npad + j0) * 8);
-      }
-      for (; i < ncols; i++)
-        rs_imad_term<MB> (acc, __ldg (ip + (size_t) i * vlen),
-                          tab + ((size_t) i * npad + j0) * 8);
+            for (int v = 0; v < 4; v++)
+              acc[c][j][v] = 0;
+          x[c] = ok[c] ? __ldg (ip + base + c * THREADS) : make_uint4 (0, 0, 0, 0);
+        }
+        for (int i = 0; i < ncols; i++) {
+          const uint32_t *t = tab + ((size_t) i * npad + j0) * 8;
+          uint32_t kk[MB][8];
+          uint4 xn[C];
+
+          /* Next input's loads in flight while this one is computed. */
 #pragma unroll
-      for (int j = 0; j < MB; j++) {
-        if (j0 + j < nrows) {
-          uint4 o = make_uint4 (acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
-          uint4 *p = op + (size_t) (j0 + j) * vlen;
-          if (ACC) {
-            const uint4 old = *p;
-            o.x ^= old.x; o.y ^= old.y; o.z ^= old.z; o.w ^= old.w;
+          for (int c = 0; c < C; c++)
+            xn[c] = ok[c] && i + 1 < ncols
+              ? __ldg (ip + (size_t) (i + 1) * vlen + base + c * THREADS)
+              : make_uint4 (0, 0, 0, 0);
+#pragma unroll
+          for (int j = 0; j < MB; j++) {
+            const uint4 ka = __ldg ((const uint4 *) (t + j * 8));
+            const uint4 kb = __ldg ((const uint4 *) (t + j * 8 + 4));
+            kk[j][0] = ka.x; kk[j][1] = ka.y; kk[j][2] = ka.z; kk[j][3] = ka.w;
+            kk[j][4] = kb.x; kk[j][5] = kb.y; kk[j][6] = kb.z; kk[j][7] = kb.w;
           }
-          *p = o;
+#pragma unroll
+          for (int c = 0; c < C; c++) {
+            const uint32_t w[4] = { x[c].x, x[c].y, x[c].z, x[c].w };
+#pragma unroll
+            for (int v = 0; v < 4; v++) {
+#pragma unroll
+              for (int b = 0; b < 8; b += 2) {
+                const uint32_t q0 = (w[v] >> b) & 0x01010101u;
+                const uint32_t q1 = (w[v] >> (b + 1)) & 0x01010101u;
+#pragma unroll
+                for (int j = 0; j < MB; j++)
+                  acc[c][j][v] ^= (q0 * kk[j][b]) ^ (q1 * kk[j][b + 1]);
+              }
+            }
+            x[c] = xn[c];
+          }
+        }
+#pragma unroll
+        for (int c = 0; c < C; c++) {
+          if (!ok[c])
+            continue;
+#pragma unroll
+          for (int j = 0; j < MB; j++) {
+            if (j0 + j < nrows) {
+              uint4 *p = op + (size_t) (j0 + j) * vlen + base + c * THREADS;
+              uint4 o = make_uint4 (acc[c][j][0], acc[c][j][1],
+                                    acc[c][j][2], acc[c][j][3]);
+              if (ACC) {
+                const uint4 old = *p;
+                o.x ^= old.x; o.y ^= old.y; o.z ^= old.z; o.w ^= old.w;
+              }
+              *p = o;
+            }
+          }
         }
       }
     }
   }
+}
+
+/* Columns per thread for a pass of mb rows. */
+static constexpr int
+rs_cols (int mb)
+{
+  return mb <= 4 ? 4 : 2;
 }
 
 /* ---- RS, log/exp ------------------------------------------------------- */
@@ -190,96 +209,106 @@ rs_logexp_kernel (const uint32_t *__restrict__ in, uint32_t *__restrict__ out,
 
 /* ---- CRS --------------------------------------------------------------- */
 
-#define CRS_MBMAX 4
-#define PKT2 (GR_CRS_PACKET / 8)        /* uint2 per packet: 64 */
+/* Grid: x over (group, 16-byte offset in a packet) of a stripe, y over
+ * stripes.  A thread owns 16 bytes of each of the 8 packets of one group:
+ * 32 threads per group. */
+#define CRS_MBMAX 2
+#define PKT4 (GR_CRS_PACKET / 16)       /* uint4 per packet: 32 */
 
 template <int MB, bool ACC, bool MIX>
 static __global__ void __launch_bounds__ (THREADS)
-crs_kernel (const uint2 *__restrict__ in, uint2 *__restrict__ out,
+crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
             const uint32_t *__restrict__ tab, int ncols, int nrows,
-            int npad, size_t vlen, size_t nitems)
+            int npad, size_t vlen, size_t nstripes)
 {
-  const size_t stride = (size_t) gridDim.x * blockDim.x;
-  const size_t ipb = vlen / 8;  /* items per block: 64 per 4 KiB group */
+  const size_t items = vlen / 8;        /* 32 per 4 KiB group */
 
-  for (size_t t = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
-       t < nitems; t += stride) {
-    const size_t s = t / ipb, rem = t - s * ipb;
-    const size_t base = (rem / PKT2) * (8 * PKT2) + rem % PKT2;
-    const uint2 *ip = in + s * ncols * vlen + base;
-    uint2 *op = out + s * nrows * vlen + base;
+  for (size_t s = blockIdx.y; s < nstripes; s += gridDim.y)
+    for (size_t t = (size_t) blockIdx.x * THREADS + threadIdx.x; t < items;
+         t += (size_t) gridDim.x * THREADS) {
+      const size_t base = (t / PKT4) * (8 * PKT4) + t % PKT4;
+      const uint4 *ip = in + s * ncols * vlen + base;
+      uint4 *op = out + s * nrows * vlen + base;
 
-    for (int j0 = 0; j0 < nrows; j0 += MB) {
-      uint32_t acc[MB][8][2];
-
-#pragma unroll
-      for (int j = 0; j < MB; j++)
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-          acc[j][r][0] = acc[j][r][1] = 0;
-      for (int i = 0; i < ncols; i++) {
-        const uint2 *xp = ip + (size_t) i * vlen;
-        const uint32_t *tp = tab + ((size_t) i * npad + j0) * 64;
-        uint32_t p[8][2];
+      for (int j0 = 0; j0 < nrows; j0 += MB) {
+        uint32_t acc[MB][8][4];
 
 #pragma unroll
-        for (int c = 0; c < 8; c++) {
-          const uint2 x = __ldg (xp + c * PKT2);
-          p[c][0] = x.x;
-          p[c][1] = x.y;
-        }
+        for (int j = 0; j < MB; j++)
 #pragma unroll
-        for (int j = 0; j < MB; j++) {
+          for (int r = 0; r < 8; r++)
 #pragma unroll
-          for (int r = 0; r < 8; r++) {
-            const uint4 ma = __ldg ((const uint4 *) (tp + (j * 8 + r) * 8));
-            const uint4 mb = __ldg ((const uint4 *) (tp + (j * 8 + r) * 8 + 4));
+            for (int v = 0; v < 4; v++)
+              acc[j][r][v] = 0;
+        for (int i = 0; i < ncols; i++) {
+          const uint4 *xp = ip + (size_t) i * vlen;
+          const uint32_t *tp = tab + ((size_t) i * npad + j0) * 64;
+          uint32_t p[8][4];
+
 #pragma unroll
-            for (int v = 0; v < 2; v++) {
-              if (MIX)
-                acc[j][r][v] ^= (p[0][v] & ma.x) ^ (p[1][v] & ma.y)
-                  ^ (p[2][v] * ma.z) ^ (p[3][v] * ma.w)
-                  ^ (p[4][v] * mb.x) ^ (p[5][v] * mb.y)
-                  ^ (p[6][v] * mb.z) ^ (p[7][v] * mb.w);
-              else
-                acc[j][r][v] ^= (p[0][v] & ma.x) ^ (p[1][v] & ma.y)
-                  ^ (p[2][v] & ma.z) ^ (p[3][v] & ma.w)
-                  ^ (p[4][v] & mb.x) ^ (p[5][v] & mb.y)
-                  ^ (p[6][v] & mb.z) ^ (p[7][v] & mb.w);
+          for (int c = 0; c < 8; c++) {
+            const uint4 x = __ldg (xp + c * PKT4);
+            p[c][0] = x.x; p[c][1] = x.y; p[c][2] = x.z; p[c][3] = x.w;
+          }
+#pragma unroll
+          for (int j = 0; j < MB; j++) {
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+              const uint4 ma = __ldg ((const uint4 *) (tp + (j * 8 + r) * 8));
+              const uint4 mb = __ldg ((const uint4 *) (tp + (j * 8 + r) * 8 + 4));
+#pragma unroll
+              for (int v = 0; v < 4; v++) {
+                if (MIX)
+                  acc[j][r][v] ^= (p[0][v] & ma.x) ^ (p[1][v] & ma.y)
+                    ^ (p[2][v] * ma.z) ^ (p[3][v] * ma.w)
+                    ^ (p[4][v] * mb.x) ^ (p[5][v] * mb.y)
+                    ^ (p[6][v] * mb.z) ^ (p[7][v] * mb.w);
+                else
+                  acc[j][r][v] ^= (p[0][v] & ma.x) ^ (p[1][v] & ma.y)
+                    ^ (p[2][v] & ma.z) ^ (p[3][v] & ma.w)
+                    ^ (p[4][v] & mb.x) ^ (p[5][v] & mb.y)
+                    ^ (p[6][v] & mb.z) ^ (p[7][v] & mb.w);
+              }
             }
           }
         }
-      }
 #pragma unroll
-      for (int j = 0; j < MB; j++) {
-        if (j0 + j < nrows) {
+        for (int j = 0; j < MB; j++) {
+          if (j0 + j < nrows) {
 #pragma unroll
-          for (int r = 0; r < 8; r++) {
-            uint2 *q = op + (size_t) (j0 + j) * vlen + r * PKT2;
-            uint2 o = make_uint2 (acc[j][r][0], acc[j][r][1]);
-            if (ACC) {
-              const uint2 old = *q;
-              o.x ^= old.x;
-              o.y ^= old.y;
+            for (int r = 0; r < 8; r++) {
+              uint4 *q = op + (size_t) (j0 + j) * vlen + r * PKT4;
+              uint4 o = make_uint4 (acc[j][r][0], acc[j][r][1],
+                                    acc[j][r][2], acc[j][r][3]);
+              if (ACC) {
+                const uint4 old = *q;
+                o.x ^= old.x; o.y ^= old.y; o.z ^= old.z; o.w ^= old.w;
+              }
+              *q = o;
             }
-            *q = o;
           }
         }
       }
     }
-  }
 }
 
 /* ---- tables ------------------------------------------------------------ */
 
+/* Output rows per pass, at most (bench-gpu sweeps it; 0 = the kernel's
+ * maximum). */
+int gr_gpu_mbmax[GR_GPU_NVARIANTS];
+
 static int
 mbmax_of (int variant)
 {
-  switch (variant) {
-  case GR_GPU_RS_IMAD: return RS_IMAD_MBMAX;
-  case GR_GPU_RS_LOGEXP: return RS_LOGEXP_MBMAX;
-  default: return CRS_MBMAX;
-  }
+  const int lim = variant == GR_GPU_RS_IMAD ? RS_IMAD_MBMAX
+    : variant == GR_GPU_RS_LOGEXP ? RS_LOGEXP_MBMAX : CRS_MBMAX;
+  /* Measured on an H200 (bench-gpu (a2)): 4 rows per pass beat 8 for
+   * RS (8+8: 716 vs 566 GB/s; registers), 2 beat 1 for CRS. */
+  const int dflt = variant == GR_GPU_RS_IMAD ? 4 : lim;
+  const int v = gr_gpu_mbmax[variant] > 0 ? gr_gpu_mbmax[variant] : dflt;
+
+  return v < lim ? v : lim;
 }
 
 static uint8_t gf_log[256];
@@ -304,15 +333,16 @@ field_tables (void)
   pthread_once (&tables_once, field_tables_init);
 }
 
+static pthread_mutex_t logexp_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int
 logexp_upload (void)
 {
-  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   uint16_t h[256 + EXP_SIZE];
   cudaError_t e = cudaSuccess;
   int r = 0;
 
-  pthread_mutex_lock (&lock);
+  pthread_mutex_lock (&logexp_lock);
   if (d_logexp != NULL)
     goto out;
   field_tables ();
@@ -334,8 +364,18 @@ logexp_upload (void)
     r = gr_gpu_fail (e, "cudaMemcpy (log/exp tables)");
   }
  out:
-  pthread_mutex_unlock (&lock);
+  pthread_mutex_unlock (&logexp_lock);
   return r;
+}
+
+void
+gr_gpu_kernels_release (void)
+{
+  pthread_mutex_lock (&logexp_lock);
+  if (d_logexp != NULL)
+    cudaFree (d_logexp);
+  d_logexp = NULL;
+  pthread_mutex_unlock (&logexp_lock);
 }
 
 int
@@ -367,14 +407,12 @@ gr_gpu_tab_make (enum gr_code code, int variant, const uint8_t *mat,
   h = (uint32_t *) calloc (nwords, sizeof *h);
   if (h == NULL)
     return -ENOMEM;
-  if (code == GR_CODE_CRS) {
-    bits = (uint8_t *) malloc ((size_t) nrows * 8 * ncols * 8);
-    if (bits == NULL) {
-      r = -ENOMEM;
-      goto out;
-    }
-    gr_gf_bitmatrix (mat, nrows, ncols, bits);
+  bits = (uint8_t *) malloc ((size_t) nrows * 8 * ncols * 8);
+  if (bits == NULL) {
+    r = -ENOMEM;
+    goto out;
   }
+  gr_gf_bitmatrix (mat, nrows, ncols, bits);
   for (int c = 0; c < ncols; c++)
     for (int j = 0; j < nrows; j++) {
       uint32_t *w = h + ((size_t) c * t->npad + j) * t->per_row;
@@ -417,7 +455,10 @@ gr_gpu_tab_make (enum gr_code code, int variant, const uint8_t *mat,
     t->d = NULL;
   }
  out:
-  free (bits);
+  if (r == 0)
+    t->bits = bits;             /* kept for the JIT kernel */
+  else
+    free (bits);
   free (h);
   return r;
 }
@@ -425,9 +466,12 @@ gr_gpu_tab_make (enum gr_code code, int variant, const uint8_t *mat,
 void
 gr_gpu_tab_free (struct gr_gpu_tab *t)
 {
+  gr_gpu_tab_jit_free (t);
   if (t->d != NULL)
     cudaFree (t->d);
   t->d = NULL;
+  free (t->bits);
+  t->bits = NULL;
 }
 
 cudaError_t
@@ -435,29 +479,15 @@ gr_gpu_kernels_loadable (void)
 {
   struct cudaFuncAttributes a;
 
-  return cudaFuncGetAttributes (&a, rs_imad_kernel<1, false>);
+  return cudaFuncGetAttributes (&a, rs_imad_kernel<1, 4, false>);
 }
 
 /* ---- launch ------------------------------------------------------------ */
 
 static unsigned
-grid_for (size_t nitems)
+grid_x (size_t n)
 {
-  static int nsm;
-  size_t blocks = (nitems + THREADS - 1) / THREADS;
-
-  if (nsm == 0) {
-    int dev = 0, v = 0;
-    if (cudaGetDevice (&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute (&v, cudaDevAttrMultiProcessorCount, dev)
-        == cudaSuccess && v > 0)
-      nsm = v;
-    else
-      nsm = 132;
-  }
-  if (blocks > (size_t) nsm * 16)
-    blocks = (size_t) nsm * 16;
-  return blocks ? (unsigned) blocks : 1;
+  return n == 0 ? 1 : n > 65535 ? 65535 : (unsigned) n;
 }
 
 #define CASE_MB(N, CALL) case N: CALL (N); break;
@@ -478,10 +508,9 @@ grid_for (size_t nitems)
     CASE_MB (7, CALL) CASE_MB (8, CALL)                                 \
   default: return cudaErrorInvalidValue;                                \
   }
-#define SWITCH_MB4(mb, CALL)                                            \
+#define SWITCH_MB2(mb, CALL)                                            \
   switch (mb) {                                                         \
-    CASE_MB (1, CALL) CASE_MB (2, CALL) CASE_MB (3, CALL)               \
-    CASE_MB (4, CALL)                                                   \
+    CASE_MB (1, CALL) CASE_MB (2, CALL)                                 \
   default: return cudaErrorInvalidValue;                                \
   }
 
@@ -493,34 +522,47 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
   const uint32_t *tab = t->d + (size_t) col0 * t->npad * t->per_row;
   const int nrows = t->nrows, npad = t->npad;
   size_t vlen, nitems;
-  unsigned grid;
+  dim3 grid;
 
   if (nstripes == 0 || lp == 0)
     return cudaSuccess;
+  if (!acc && col0 == 0 && ncols == t->ncols &&
+      __atomic_load_n (&t->jit_state, __ATOMIC_ACQUIRE) == 1) {
+    cudaError_t e = gr_gpu_launch_jit (t, din, dout, nstripes, lp, st);
+
+    if (e == cudaSuccess)
+      return e;
+    /* A launch error is not sticky: keep the message, drop the JIT kernel
+     * of this table for good and use the generic one. */
+    gr_gpu_fail (e, "JIT kernel launch (falling back)");
+    __atomic_store_n (&((struct gr_gpu_tab *) t)->jit_state, -1,
+                      __ATOMIC_RELEASE);
+  }
   switch (t->variant) {
   case GR_GPU_RS_IMAD:
     if (lp % 16)
       return cudaErrorInvalidValue;
     vlen = lp / 16;
-    nitems = nstripes * vlen;
-    grid = grid_for (nitems);
 #define L_RS_IMAD(N)                                                    \
+    grid = dim3 (grid_x ((vlen + THREADS * rs_cols (N) - 1)             \
+                         / (THREADS * rs_cols (N))), grid_x (nstripes)); \
     if (acc)                                                            \
-      rs_imad_kernel<N, true><<<grid, THREADS, 0, st>>>                 \
+      rs_imad_kernel<N, rs_cols (N), true><<<grid, THREADS, 0, st>>>    \
         ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
-         vlen, nitems);                                                 \
+         vlen, nstripes);                                               \
     else                                                                \
-      rs_imad_kernel<N, false><<<grid, THREADS, 0, st>>>                \
+      rs_imad_kernel<N, rs_cols (N), false><<<grid, THREADS, 0, st>>>   \
         ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
-         vlen, nitems)
-    SWITCH_MB16 (t->mb, L_RS_IMAD);
+         vlen, nstripes)
+    SWITCH_MB8 (t->mb, L_RS_IMAD);
     break;
   case GR_GPU_RS_LOGEXP:
     if (lp % 16 || d_logexp == NULL)
       return cudaErrorInvalidValue;
     vlen = lp / 4;
     nitems = nstripes * vlen;
-    grid = grid_for (nitems);
+    grid = dim3 (grid_x ((nitems + THREADS - 1) / THREADS > 132 * 16
+                         ? 132 * 16 : (nitems + THREADS - 1) / THREADS));
 #define L_RS_LOGEXP(N)                                                  \
     if (acc)                                                            \
       rs_logexp_kernel<N, true><<<grid, THREADS, 0, st>>>               \
@@ -536,30 +578,30 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
   case GR_GPU_CRS_MIX:
     if (lp % GR_CRS_GROUP)
       return cudaErrorInvalidValue;
-    vlen = lp / 8;
-    nitems = nstripes * (vlen / 8);
-    grid = grid_for (nitems);
+    vlen = lp / 16;
+    grid = dim3 (grid_x ((vlen / 8 + THREADS - 1) / THREADS),
+                 grid_x (nstripes));
 #define L_CRS(N)                                                        \
     if (t->variant == GR_GPU_CRS_MIX) {                                 \
       if (acc)                                                          \
         crs_kernel<N, true, true><<<grid, THREADS, 0, st>>>             \
-          ((const uint2 *) din, (uint2 *) dout, tab, ncols, nrows,      \
-           npad, vlen, nitems);                                         \
+          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows,      \
+           npad, vlen, nstripes);                                       \
       else                                                              \
         crs_kernel<N, false, true><<<grid, THREADS, 0, st>>>            \
-          ((const uint2 *) din, (uint2 *) dout, tab, ncols, nrows,      \
-           npad, vlen, nitems);                                         \
+          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows,      \
+           npad, vlen, nstripes);                                       \
     } else {                                                            \
       if (acc)                                                          \
         crs_kernel<N, true, false><<<grid, THREADS, 0, st>>>            \
-          ((const uint2 *) din, (uint2 *) dout, tab, ncols, nrows,      \
-           npad, vlen, nitems);                                         \
+          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows,      \
+           npad, vlen, nstripes);                                       \
       else                                                              \
         crs_kernel<N, false, false><<<grid, THREADS, 0, st>>>           \
-          ((const uint2 *) din, (uint2 *) dout, tab, ncols, nrows,      \
-           npad, vlen, nitems);                                         \
+          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows,      \
+           npad, vlen, nstripes);                                       \
     }
-    SWITCH_MB4 (t->mb, L_CRS);
+    SWITCH_MB2 (t->mb, L_CRS);
     break;
   default:
     return cudaErrorInvalidValue;

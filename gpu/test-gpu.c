@@ -500,6 +500,9 @@ run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
  * the call; negative leaves one unchanged.  Returns the previous pair as
  * rs * 16 + crs. */
 extern int gr_gpu_set_variants (int rs, int crs);
+/* Internal hook: batches of at least min_bytes compile the JIT kernel. */
+extern size_t gr_gpu_set_jit_min (size_t min_bytes);
+extern int gr_gpu_jit_built (void);
 
 int
 main (void)
@@ -559,9 +562,26 @@ main (void)
             crs_alt == 2 ? "mask" : "mix");
     quick = 1;
     run_suite (ref, gpu);
-    quick = save;
     gr_gpu_set_variants (old >> 4, old & 15);
+    /* The run-time compiled XOR networks on every batch, reduced. */
+    {
+      const size_t jm = gr_gpu_set_jit_min (0);
+
+      const int before = gr_gpu_jit_built ();
+
+      printf ("kernels: JIT XOR networks on every batch, reduced set\n");
+      run_suite (ref, gpu);
+      gr_gpu_set_jit_min (jm);
+      if (gr_gpu_jit_built () == before)
+        printf ("note: no JIT kernel could be built (%s); the generic "
+                "kernels were tested instead\n", gr_gpu_last_error ());
+      else
+        printf ("%d JIT kernels built and tested\n",
+                gr_gpu_jit_built () - before);
+    }
+    quick = save;
   }
+  gr_gpu_release ();
 
   if (failures) {
     printf ("%d failures (TEST_SEED=%" PRIu64 ")\n", failures, seed);

@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - XOR-network kernels compiled at run time (NVRTC) for one
+ * coding matrix, in the manner of G-CRS.
+ *
+ * The generic kernels (kernels.cu) read the matrix from memory and pay
+ * for every bit of it, zero or not.  Here the GF(2) bitmatrix of the
+ * matrix (gr_gf_bitmatrix) is compiled into straight-line code: output
+ * bit-plane R is the XOR of exactly the input planes whose bit is set, so
+ * the work follows the matrix's density, there are no coefficient loads,
+ * and ptxas fuses the XORs into three-input LOP3s.
+ *
+ * CRS: a thread owns 4 bytes of each of the 8 packets of one group of
+ * every block; packets are the planes.
+ * RS: a thread owns 32 contiguous bytes of every block; an 8x8 bit
+ * transpose per byte lane turns its 8 words into 8 planes (word t = bit t
+ * of each of the 32 bytes), the same network runs, and the outputs are
+ * transposed back.  So RS over GF(2^8) costs the same XORs as CRS plus two
+ * transposes.
+ *
+ * NVRTC is loaded with dlopen, so nothing needs it to start; without it
+ * (or on any failure) the generic kernels are used.  Compiling takes
+ * tens to hundreds of milliseconds, so the engine compiles a table's
+ * kernel only when a large batch first uses it (gr_gpu_jit_min).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvrtc.h>
+
+#include "gpu-internal.h"
+
+#define JIT_THREADS 128
+#define JIT_MAXROWS 16          /* 8 * 16 accumulators per thread */
+#define JIT_MAXCOLS 64
+
+size_t gr_gpu_jit_min = (size_t) 4 << 20;
+static int jit_built;
+
+/* Test hook: how many JIT kernels were built in this process. */
+extern "C" int
+gr_gpu_jit_built (void)
+{
+  return __atomic_load_n (&jit_built, __ATOMIC_RELAXED);
+}
+
+/* ---- NVRTC, by dlopen -------------------------------------------------- */
+
+static struct {
+  nvrtcResult (*create) (nvrtcProgram *, const char *, const char *, int,
+                         const char *const *, const char *const *);
+  nvrtcResult (*compile) (nvrtcProgram, int, const char *const *);
+  nvrtcResult (*cubin_size) (nvrtcProgram, size_t *);
+  nvrtcResult (*cubin) (nvrtcProgram, char *);
+  nvrtcResult (*log_size) (nvrtcProgram, size_t *);
+  nvrtcResult (*log) (nvrtcProgram, char *);
+  nvrtcResult (*destroy) (nvrtcProgram *);
+  const char *(*errstr) (nvrtcResult);
+  int ok;
+  char why[256];
+} rtc;
+static pthread_once_t rtc_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t jit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+rtc_load (void)
+{
+  static const char *const names[] = {
+    "libnvrtc.so.13", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13",
+    "/usr/local/cuda/lib64/libnvrtc.so", NULL,
+  };
+  void *h = NULL;
+
+  for (int i = 0; names[i] && h == NULL; i++)
+    h = dlopen (names[i], RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL) {
+    snprintf (rtc.why, sizeof rtc.why, "NVRTC not found: %s", dlerror ());
+    return;
+  }
+#define SYM(field, name)                                        \
+  *(void **) &rtc.field = dlsym (h, name);                      \
+  if (rtc.field == NULL) {                                      \
+    snprintf (rtc.why, sizeof rtc.why, "NVRTC lacks %s", name); \
+    return;                                                     \
+  }
+  SYM (create, "nvrtcCreateProgram");
+  SYM (compile, "nvrtcCompileProgram");
+  SYM (cubin_size, "nvrtcGetCUBINSize");
+  SYM (cubin, "nvrtcGetCUBIN");
+  SYM (log_size, "nvrtcGetProgramLogSize");
+  SYM (log, "nvrtcGetProgramLog");
+  SYM (destroy, "nvrtcDestroyProgram");
+  SYM (errstr, "nvrtcGetErrorString");
+#undef SYM
+  rtc.ok = 1;
+}
+
+/* ---- source generation ------------------------------------------------- */
+
+struct sbuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+};
+
+static void __attribute__ ((format (printf, 2, 3)))
+emit (struct sbuf *b, const char *fmt, ...)
+{
+  va_list ap;
+  int n;
+
+  if (b->oom)
+    return;
+  for (;;) {
+    va_start (ap, fmt);
+    n = vsnprintf (b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end (ap);
+    if (n >= 0 && (size_t) n < b->cap - b->len) {
+      b->len += n;
+      return;
+    }
+    size_t cap = b->cap * 2 + (size_t) (n > 0 ? n : 0) + 4096;
+    char *q = (char *) realloc (b->p, cap);
+    if (q == NULL) {
+      b->oom = 1;
+      return;
+    }
+    b->p = q;
+    b->cap = cap;
+  }
+}
+
+static const char prologue[] =
+  "typedef unsigned int u32;\n"
+  "typedef unsigned long long u64;\n"
+  "struct alignas(16) v4 { u32 x, y, z, w; };\n"
+  "#define SWP(a, b, s, m) { u32 t_ = ((a >> s) ^ b) & m; b ^= t_; a ^= t_ << s; }\n"
+  "#define TR8(a) \\\n"
+  "  SWP(a[0], a[1], 1, 0x55555555u) SWP(a[2], a[3], 1, 0x55555555u) \\\n"
+  "  SWP(a[4], a[5], 1, 0x55555555u) SWP(a[6], a[7], 1, 0x55555555u) \\\n"
+  "  SWP(a[0], a[2], 2, 0x33333333u) SWP(a[1], a[3], 2, 0x33333333u) \\\n"
+  "  SWP(a[4], a[6], 2, 0x33333333u) SWP(a[5], a[7], 2, 0x33333333u) \\\n"
+  "  SWP(a[0], a[4], 4, 0x0f0f0f0fu) SWP(a[1], a[5], 4, 0x0f0f0f0fu) \\\n"
+  "  SWP(a[2], a[6], 4, 0x0f0f0f0fu) SWP(a[3], a[7], 4, 0x0f0f0f0fu)\n";
+
+/* bits: (nrows*8) x (ncols*8), row-major, 0/1 bytes. */
+static char *
+gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols)
+{
+  struct sbuf b = { NULL, 0, 0, 0 };
+  const int nr = nrows * 8, nc = ncols * 8;
+
+  emit (&b, "%s", prologue);
+  emit (&b,
+        "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+        "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
+        " u64 vlen, u64 nstripes)\n{\n"
+        "  const u64 items = vlen / 8;\n"
+        "  for (u64 s = blockIdx.y; s < nstripes; s += gridDim.y)\n"
+        "  for (u64 t = (u64) blockIdx.x * blockDim.x + threadIdx.x;"
+        " t < items; t += (u64) gridDim.x * blockDim.x) {\n"
+        "    const u32 *ip = in + s * %d * vlen;\n"
+        "    u32 *op = out + s * %d * vlen;\n",
+        JIT_THREADS, ncols, nrows);
+  if (code == GR_CODE_RS)
+    emit (&b, "    const u64 base = t * 8;\n");
+  else
+    emit (&b, "    const u64 base = (t >> 7) * 1024 + (t & 127);\n");
+  emit (&b, "    u32 o[%d];\n", nr);
+  for (int r = 0; r < nr; r++)
+    emit (&b, "    o[%d] = 0;\n", r);
+  for (int i = 0; i < ncols; i++) {
+    emit (&b, "    {\n      u32 p[8];\n");
+    if (code == GR_CODE_RS)
+      emit (&b,
+            "      const v4 x0 = *(const v4 *) (ip + %d * vlen + base);\n"
+            "      const v4 x1 = *(const v4 *) (ip + %d * vlen + base + 4);\n"
+            "      p[0] = x0.x; p[1] = x0.y; p[2] = x0.z; p[3] = x0.w;\n"
+            "      p[4] = x1.x; p[5] = x1.y; p[6] = x1.z; p[7] = x1.w;\n"
+            "      TR8(p)\n", i, i);
+    else
+      for (int c = 0; c < 8; c++)
+        emit (&b, "      p[%d] = ip[%d * vlen + base + %d];\n", c, i, c * 128);
+    for (int r = 0; r < nr; r++) {
+      const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
+      int any = 0;
+
+      for (int c = 0; c < 8; c++)
+        if (row[c]) {
+          if (!any)
+            emit (&b, "      o[%d] ^=", r);
+          emit (&b, "%s p[%d]", any ? " ^" : "", c);
+          any = 1;
+        }
+      if (any)
+        emit (&b, ";\n");
+    }
+    emit (&b, "    }\n");
+  }
+  for (int j = 0; j < nrows; j++) {
+    if (code == GR_CODE_RS)
+      emit (&b,
+            "    {\n      u32 q[8];\n"
+            "      for (int r = 0; r < 8; r++) q[r] = o[%d + r];\n"
+            "      TR8(q)\n"
+            "      v4 y0, y1;\n"
+            "      y0.x = q[0]; y0.y = q[1]; y0.z = q[2]; y0.w = q[3];\n"
+            "      y1.x = q[4]; y1.y = q[5]; y1.z = q[6]; y1.w = q[7];\n"
+            "      *(v4 *) (op + %d * vlen + base) = y0;\n"
+            "      *(v4 *) (op + %d * vlen + base + 4) = y1;\n"
+            "    }\n", j * 8, j, j);
+    else
+      for (int r = 0; r < 8; r++)
+        emit (&b, "    op[%d * vlen + base + %d] = o[%d];\n", j, r * 128,
+              j * 8 + r);
+  }
+  emit (&b, "  }\n}\n");
+  if (b.oom) {
+    free (b.p);
+    return NULL;
+  }
+  return b.p;
+}
+
+/* ---- compile + load ---------------------------------------------------- */
+
+static int
+jit_build (struct gr_gpu_tab *t)
+{
+  nvrtcProgram prog = NULL;
+  nvrtcResult nr;
+  cudaLibrary_t lib = NULL;
+  cudaKernel_t kern = NULL;
+  cudaError_t e;
+  char *src = NULL, *cubin = NULL, arch[64];
+  size_t cubin_len = 0;
+  int dev = 0, major = 0, minor = 0, r = -EIO;
+
+  pthread_once (&rtc_once, rtc_load);
+  if (!rtc.ok) {
+    gr_gpu_set_error ("%s", rtc.why);
+    return -ENOTSUP;
+  }
+  if (t->nrows > JIT_MAXROWS || t->ncols > JIT_MAXCOLS || t->bits == NULL)
+    return -ENOTSUP;
+  if (cudaGetDevice (&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute (&major, cudaDevAttrComputeCapabilityMajor, dev)
+      != cudaSuccess ||
+      cudaDeviceGetAttribute (&minor, cudaDevAttrComputeCapabilityMinor, dev)
+      != cudaSuccess)
+    return -EIO;
+  snprintf (arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
+
+  src = gen_source (t->code, t->bits, t->nrows, t->ncols);
+  if (src == NULL)
+    return -ENOMEM;
+  nr = rtc.create (&prog, src, "gr_jit.cu", 0, NULL, NULL);
+  if (nr != NVRTC_SUCCESS) {
+    gr_gpu_set_error ("nvrtcCreateProgram: %s", rtc.errstr (nr));
+    goto out;
+  }
+  {
+    const char *opts[] = { arch, "-std=c++17", "--use_fast_math" };
+    nr = rtc.compile (prog, 3, opts);
+  }
+  if (nr != NVRTC_SUCCESS) {
+    size_t ll = 0;
+    char logbuf[300] = "";
+
+    if (rtc.log_size (prog, &ll) == NVRTC_SUCCESS && ll > 0) {
+      char *lg = (char *) malloc (ll);
+      if (lg && rtc.log (prog, lg) == NVRTC_SUCCESS)
+        snprintf (logbuf, sizeof logbuf, "%s", lg);
+      free (lg);
+    }
+    gr_gpu_set_error ("nvrtcCompileProgram: %s: %s", rtc.errstr (nr), logbuf);
+    goto out;
+  }
+  if (rtc.cubin_size (prog, &cubin_len) != NVRTC_SUCCESS || cubin_len == 0 ||
+      (cubin = (char *) malloc (cubin_len)) == NULL ||
+      rtc.cubin (prog, cubin) != NVRTC_SUCCESS) {
+    gr_gpu_set_error ("nvrtcGetCUBIN failed");
+    goto out;
+  }
+  e = cudaLibraryLoadData (&lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
+  if (e != cudaSuccess) {
+    r = gr_gpu_fail (e, "cudaLibraryLoadData (JIT kernel)");
+    goto out;
+  }
+  e = cudaLibraryGetKernel (&kern, lib, "gr_jit");
+  if (e != cudaSuccess) {
+    r = gr_gpu_fail (e, "cudaLibraryGetKernel (JIT kernel)");
+    cudaLibraryUnload (lib);
+    goto out;
+  }
+  t->jit_lib = lib;
+  t->jit = kern;
+  __atomic_add_fetch (&jit_built, 1, __ATOMIC_RELAXED);
+  r = 0;
+ out:
+  free (cubin);
+  if (prog)
+    rtc.destroy (&prog);
+  free (src);
+  return r;
+}
+
+int
+gr_gpu_tab_jit (struct gr_gpu_tab *t)
+{
+  int r, st;
+
+  st = __atomic_load_n (&t->jit_state, __ATOMIC_ACQUIRE);
+  if (st != 0)
+    return st > 0 ? 0 : -ENOTSUP;
+  pthread_mutex_lock (&jit_lock);
+  if (t->jit_state == 0) {
+    r = jit_build (t);
+    __atomic_store_n (&t->jit_state, r == 0 ? 1 : -1, __ATOMIC_RELEASE);
+  }
+  st = t->jit_state;
+  pthread_mutex_unlock (&jit_lock);
+  return st > 0 ? 0 : -ENOTSUP;
+}
+
+void
+gr_gpu_tab_jit_free (struct gr_gpu_tab *t)
+{
+  if (t->jit_lib != NULL)
+    cudaLibraryUnload ((cudaLibrary_t) t->jit_lib);
+  t->jit_lib = NULL;
+  t->jit = NULL;
+  t->jit_state = 0;
+}
+
+cudaError_t
+gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din, void *dout,
+                   size_t nstripes, size_t lp, cudaStream_t st)
+{
+  unsigned long long vlen = lp / 4, ns = nstripes;
+  const size_t items = vlen / 8;
+  size_t gx = (items + JIT_THREADS - 1) / JIT_THREADS;
+  dim3 grid ((unsigned) (gx > 65535 ? 65535 : gx ? gx : 1),
+             (unsigned) (nstripes > 65535 ? 65535 : nstripes));
+  void *args[] = { (void *) &din, (void *) &dout, &vlen, &ns };
+
+  if (lp % (t->code == GR_CODE_RS ? 32 : GR_CRS_GROUP))
+    return cudaErrorInvalidValue;
+  cudaLaunchKernel ((const void *) t->jit, grid, dim3 (JIT_THREADS), args, 0,
+                    st);
+  return cudaGetLastError ();
+}
