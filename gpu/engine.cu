@@ -58,6 +58,15 @@ gr_gpu_set_variants (int rs, int crs)
 
 /* Test hook: batches of at least min_bytes of data compile the JIT kernel
  * (SIZE_MAX: never).  Returns the previous value. */
+extern "C" int
+gr_gpu_set_jit_async (int on)
+{
+  const int old = gr_gpu_jit_async;
+
+  gr_gpu_jit_async = on;
+  return old;
+}
+
 extern "C" size_t
 gr_gpu_set_jit_min (size_t min_bytes)
 {
@@ -293,6 +302,7 @@ slot_setup (struct slot *s)
 void
 gr_gpu_release (void)
 {
+  gr_gpu_jit_drain ();
   pthread_mutex_lock (&eng_lock);
   if (cudaSetDevice (gpu_dev) == cudaSuccess)
     for (int i = 0; i < NSLOTS; i++) {
@@ -500,11 +510,12 @@ run_job (struct job *j)
       j->direct = is_pinned (j->out[i]);
   }
 
-  /* Large batches: compile the matrix's XOR-network kernel once (the
-   * generic kernel stays in use if that is not possible). */
+  /* Large batches: have the matrix's XOR-network kernel compiled once,
+   * in the background (the generic kernel runs until it is ready, and
+   * stays in use if it cannot be built). */
   if (!j->acc && j->ncols == j->tab->ncols &&
       j->nstripes * j->ncols * j->len >= gr_gpu_jit_min)
-    (void) gr_gpu_tab_jit ((struct gr_gpu_tab *) j->tab);
+    gr_gpu_tab_jit_start ((struct gr_gpu_tab *) j->tab);
 
   nslots = acquire_slots (got, nchunks < NSLOTS ? (int) nchunks : NSLOTS);
   if (nslots < 0)

@@ -43,8 +43,9 @@ struct gr_gpu_tab {
   size_t per_row;       /* 32-bit words per (input, row) */
   uint32_t *d;          /* device memory */
   uint8_t *bits;        /* host: (nrows*8) x (ncols*8) GF(2) bitmatrix */
-  /* Run-time compiled XOR network (jit.cu): jit_state 0 untried, 1 ready,
-   * -1 unavailable; set once under a lock, read with acquire. */
+  /* Run-time compiled XOR network (jit.cu): jit_state 0 untried, 2 being
+   * compiled, 1 ready, -1 unavailable; changed under a lock, read with
+   * acquire. */
   int jit_state;
   void *jit;            /* cudaKernel_t */
   void *jit_lib;        /* cudaLibrary_t */
@@ -76,6 +77,13 @@ cudaError_t gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols,
  * ready, -ENOTSUP when unavailable (no NVRTC, matrix too large, ...):
  * then gr_gpu_launch keeps using the generic kernel. */
 int gr_gpu_tab_jit (struct gr_gpu_tab *t);
+/* The same in a background thread (the engine's way: no stall; the
+ * generic kernel runs meanwhile); synchronous if gr_gpu_jit_async is 0. */
+void gr_gpu_tab_jit_start (struct gr_gpu_tab *t);
+extern int gr_gpu_jit_async;
+/* Wait for background compiles to end. */
+void gr_gpu_jit_drain (void);
+/* Waits for a compile of t in progress, then unloads its kernel. */
 void gr_gpu_tab_jit_free (struct gr_gpu_tab *t);
 cudaError_t gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din,
                                void *dout, size_t nstripes, size_t lp,

@@ -185,19 +185,46 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols)
     else
       for (int c = 0; c < 8; c++)
         emit (&b, "      p[%d] = ip[%d * vlen + base + %d];\n", c, i, c * 128);
+    /* Common subexpressions: the XOR of every subset of planes 0-3 (g0)
+     * and of planes 4-7 (g1) that some row needs, each one XOR from a
+     * smaller one; then each row takes at most two of them. */
+    {
+      int need[2][16] = { { 0 } };
+
+      for (int r = 0; r < nr; r++) {
+        const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
+        for (int h = 0; h < 2; h++) {
+          int sub = 0;
+          for (int c = 0; c < 4; c++)
+            sub |= row[h * 4 + c] ? 1 << c : 0;
+          for (; sub; sub &= sub - 1)  /* the chain of prefixes */
+            need[h][sub] = 1;
+        }
+      }
+      for (int h = 0; h < 2; h++)
+        for (int sub = 1; sub < 16; sub++) {
+          if (!need[h][sub])
+            continue;
+          const int low = __builtin_ctz (sub), rest = sub & (sub - 1);
+          if (rest == 0)
+            emit (&b, "      const u32 g%d_%d = p[%d];\n", h, sub,
+                  h * 4 + low);
+          else
+            emit (&b, "      const u32 g%d_%d = g%d_%d ^ p[%d];\n", h, sub,
+                  h, rest, h * 4 + low);
+        }
+    }
     for (int r = 0; r < nr; r++) {
       const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
-      int any = 0;
+      int sub[2] = { 0, 0 };
 
       for (int c = 0; c < 8; c++)
-        if (row[c]) {
-          if (!any)
-            emit (&b, "      o[%d] ^=", r);
-          emit (&b, "%s p[%d]", any ? " ^" : "", c);
-          any = 1;
-        }
-      if (any)
-        emit (&b, ";\n");
+        sub[c / 4] |= row[c] ? 1 << (c % 4) : 0;
+      if (sub[0] && sub[1])
+        emit (&b, "      o[%d] ^= g0_%d ^ g1_%d;\n", r, sub[0], sub[1]);
+      else if (sub[0] || sub[1])
+        emit (&b, "      o[%d] ^= g%d_%d;\n", r, sub[0] ? 0 : 1,
+              sub[0] ? sub[0] : sub[1]);
     }
     emit (&b, "    }\n");
   }
@@ -309,15 +336,24 @@ jit_build (struct gr_gpu_tab *t)
   return r;
 }
 
+/* jit_state: 0 untried, 2 being compiled (by a background thread),
+ * 1 ready, -1 unavailable.  Changes happen under jit_lock; jit_cond is
+ * signalled when a compile ends. */
+static pthread_cond_t jit_cond = PTHREAD_COND_INITIALIZER;
+static int jit_running;         /* background compiles in flight */
+int gr_gpu_jit_async = 1;
+
 int
 gr_gpu_tab_jit (struct gr_gpu_tab *t)
 {
   int r, st;
 
   st = __atomic_load_n (&t->jit_state, __ATOMIC_ACQUIRE);
-  if (st != 0)
+  if (st == 1 || st == -1)
     return st > 0 ? 0 : -ENOTSUP;
   pthread_mutex_lock (&jit_lock);
+  while (t->jit_state == 2)
+    pthread_cond_wait (&jit_cond, &jit_lock);
   if (t->jit_state == 0) {
     r = jit_build (t);
     __atomic_store_n (&t->jit_state, r == 0 ? 1 : -1, __ATOMIC_RELEASE);
@@ -327,9 +363,90 @@ gr_gpu_tab_jit (struct gr_gpu_tab *t)
   return st > 0 ? 0 : -ENOTSUP;
 }
 
+struct jit_job {
+  struct gr_gpu_tab *t;
+  int dev;
+};
+
+static void *
+jit_thread (void *arg)
+{
+  struct jit_job *jj = (struct jit_job *) arg;
+  int r = -EIO;
+
+  /* Compiling happens outside the lock; only this thread touches the
+   * table's JIT fields while jit_state == 2. */
+  if (cudaSetDevice (jj->dev) == cudaSuccess)
+    r = jit_build (jj->t);
+  pthread_mutex_lock (&jit_lock);
+  __atomic_store_n (&jj->t->jit_state, r == 0 ? 1 : -1, __ATOMIC_RELEASE);
+  jit_running--;
+  pthread_cond_broadcast (&jit_cond);
+  pthread_mutex_unlock (&jit_lock);
+  free (jj);
+  return NULL;
+}
+
+/* Start compiling t's kernel in a background thread if not tried yet;
+ * launches use the generic kernel until it is ready.  Synchronous when
+ * gr_gpu_jit_async is 0. */
+void
+gr_gpu_tab_jit_start (struct gr_gpu_tab *t)
+{
+  struct jit_job *jj;
+  pthread_attr_t attr;
+  pthread_t th;
+  int dev = 0;
+
+  if (__atomic_load_n (&t->jit_state, __ATOMIC_ACQUIRE) != 0)
+    return;
+  if (!gr_gpu_jit_async) {
+    (void) gr_gpu_tab_jit (t);
+    return;
+  }
+  if (cudaGetDevice (&dev) != cudaSuccess)
+    return;
+  jj = (struct jit_job *) malloc (sizeof *jj);
+  if (jj == NULL)
+    return;
+  jj->t = t;
+  jj->dev = dev;
+  pthread_mutex_lock (&jit_lock);
+  if (t->jit_state != 0) {
+    pthread_mutex_unlock (&jit_lock);
+    free (jj);
+    return;
+  }
+  t->jit_state = 2;
+  jit_running++;
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  if (pthread_create (&th, &attr, jit_thread, jj) != 0) {
+    t->jit_state = 0;
+    jit_running--;
+    free (jj);
+  }
+  pthread_attr_destroy (&attr);
+  pthread_mutex_unlock (&jit_lock);
+}
+
+/* Wait for every background compile to end (gr_gpu_release). */
+void
+gr_gpu_jit_drain (void)
+{
+  pthread_mutex_lock (&jit_lock);
+  while (jit_running > 0)
+    pthread_cond_wait (&jit_cond, &jit_lock);
+  pthread_mutex_unlock (&jit_lock);
+}
+
 void
 gr_gpu_tab_jit_free (struct gr_gpu_tab *t)
 {
+  pthread_mutex_lock (&jit_lock);
+  while (t->jit_state == 2)
+    pthread_cond_wait (&jit_cond, &jit_lock);
+  pthread_mutex_unlock (&jit_lock);
   if (t->jit_lib != NULL)
     cudaLibraryUnload ((cudaLibrary_t) t->jit_lib);
   t->jit_lib = NULL;

@@ -503,6 +503,7 @@ extern int gr_gpu_set_variants (int rs, int crs);
 /* Internal hook: batches of at least min_bytes compile the JIT kernel. */
 extern size_t gr_gpu_set_jit_min (size_t min_bytes);
 extern int gr_gpu_jit_built (void);
+extern int gr_gpu_set_jit_async (int on);
 
 int
 main (void)
@@ -566,12 +567,13 @@ main (void)
     /* The run-time compiled XOR networks on every batch, reduced. */
     {
       const size_t jm = gr_gpu_set_jit_min (0);
-
       const int before = gr_gpu_jit_built ();
+      const int as = gr_gpu_set_jit_async (0);   /* compile before use */
 
       printf ("kernels: JIT XOR networks on every batch, reduced set\n");
       run_suite (ref, gpu);
       gr_gpu_set_jit_min (jm);
+      gr_gpu_set_jit_async (as);
       if (gr_gpu_jit_built () == before)
         printf ("note: no JIT kernel could be built (%s); the generic "
                 "kernels were tested instead\n", gr_gpu_last_error ());
