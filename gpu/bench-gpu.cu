@@ -383,6 +383,48 @@ bench_kernels (void)
       free (gen);
     }
   }
+  /* JIT kernels: output blocks per pass (fewer accumulators, higher
+   * occupancy, inputs re-read). */
+  if (!quick) {
+    const int saved = gr_gpu_jit_passrows;
+
+    printf ("\n(a3) JIT output blocks per pass, encode (GB/s of data; "
+            "compile ms)\n");
+    for (int pi = 6; pi < npairs; pi++) {      /* 8+8, 16+16 */
+      const int k = pairs[pi][0], m = pairs[pi][1];
+      const size_t ns = GiB / ((size_t) k * len);
+      uint8_t *gen = (uint8_t *) malloc ((size_t) (k + m) * k);
+
+      gr_gf_gen_matrix (k, m, gen);
+      for (int ci = 0; ci < 2; ci++) {
+        const enum gr_code code = ci == 0 ? GR_CODE_RS : GR_CODE_CRS;
+
+        printf ("%d+%d %-4s", k, m, ci == 0 ? "RS" : "CRS");
+        for (int pr = m; pr >= 2; pr /= 2) {
+          struct gr_gpu_tab t;
+          double secs, t0;
+
+          gr_gpu_jit_passrows = pr;
+          if (gr_gpu_tab_make (code, ci == 0 ? GR_GPU_RS_IMAD : GR_GPU_CRS_MASK,
+                               gen + (size_t) k * k, m, k, &t) < 0)
+            exit (1);
+          t0 = now ();
+          if (gr_gpu_tab_jit (&t) == 0) {
+            t0 = now () - t0;
+            secs = time_dev (5, [&] {
+                CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
+              });
+            printf ("  %d/pass: %7.1f (%4.0f ms)", pr,
+                    ns * k * len / secs / 1e9, t0 * 1e3);
+          }
+          gr_gpu_tab_free (&t);
+        }
+        printf ("\n");
+      }
+      free (gen);
+    }
+    gr_gpu_jit_passrows = saved;
+  }
   printf ("(d) model: predicted GB/s = data / max(data*(k+m)/k / copy_bw, "
           "instruction lanes / (SMs x %d MHz x pipe width)); mean |error| "
           "%.0f%%\n", clock_khz / 1000, 100 * err_sum / err_n);

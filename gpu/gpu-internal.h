@@ -91,6 +91,8 @@ cudaError_t gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din,
 /* The engine compiles a table's kernel when a batch of at least this
  * many data bytes first uses it. */
 extern size_t gr_gpu_jit_min;
+/* Output blocks per pass of a JIT kernel (tables compiled afterwards). */
+extern int gr_gpu_jit_passrows;
 
 /* Free kernels.cu's shared device tables (gr_gpu_release). */
 void gr_gpu_kernels_release (void);

@@ -35,10 +35,11 @@
 #include "gpu-internal.h"
 
 #define JIT_THREADS 128
-#define JIT_MAXROWS 16          /* 8 * 16 accumulators per thread */
+#define JIT_MAXROWS 32          /* output blocks, in passes */
 #define JIT_MAXCOLS 64
 
 size_t gr_gpu_jit_min = (size_t) 4 << 20;
+int gr_gpu_jit_passrows = 8;
 static int jit_built;
 
 /* Test hook: how many JIT kernels were built in this process. */
@@ -152,7 +153,8 @@ static char *
 gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols)
 {
   struct sbuf b = { NULL, 0, 0, 0 };
-  const int nr = nrows * 8, nc = ncols * 8;
+  const int nc = ncols * 8;
+  const int passrows = gr_gpu_jit_passrows > 0 ? gr_gpu_jit_passrows : nrows;
 
   emit (&b, "%s", prologue);
   emit (&b,
@@ -170,80 +172,95 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols)
     emit (&b, "    const u64 base = t * 8;\n");
   else
     emit (&b, "    const u64 base = (t >> 7) * 1024 + (t & 127);\n");
-  emit (&b, "    u32 o[%d];\n", nr);
-  for (int r = 0; r < nr; r++)
-    emit (&b, "    o[%d] = 0;\n", r);
-  for (int i = 0; i < ncols; i++) {
-    emit (&b, "    {\n      u32 p[8];\n");
-    if (code == GR_CODE_RS)
-      emit (&b,
-            "      const v4 x0 = *(const v4 *) (ip + %d * vlen + base);\n"
-            "      const v4 x1 = *(const v4 *) (ip + %d * vlen + base + 4);\n"
-            "      p[0] = x0.x; p[1] = x0.y; p[2] = x0.z; p[3] = x0.w;\n"
-            "      p[4] = x1.x; p[5] = x1.y; p[6] = x1.z; p[7] = x1.w;\n"
-            "      TR8(p)\n", i, i);
-    else
-      for (int c = 0; c < 8; c++)
-        emit (&b, "      p[%d] = ip[%d * vlen + base + %d];\n", c, i, c * 128);
-    /* Common subexpressions: the XOR of every subset of planes 0-3 (g0)
-     * and of planes 4-7 (g1) that some row needs, each one XOR from a
-     * smaller one; then each row takes at most two of them. */
-    {
-      int need[2][16] = { { 0 } };
+  /* Passes of at most passrows output blocks: fewer live accumulators
+   * (occupancy) for re-reading the inputs, mostly from L2. */
+  for (int j0 = 0; j0 < nrows; j0 += passrows) {
+    const int j1 = j0 + passrows < nrows ? j0 + passrows : nrows;
+    const int r0 = j0 * 8, r1 = j1 * 8;
 
-      for (int r = 0; r < nr; r++) {
-        const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
-        for (int h = 0; h < 2; h++) {
-          int sub = 0;
-          for (int c = 0; c < 4; c++)
-            sub |= row[h * 4 + c] ? 1 << c : 0;
-          for (; sub; sub &= sub - 1)  /* the chain of prefixes */
-            need[h][sub] = 1;
+    /* Each pass reads the inputs through a pointer the compiler cannot
+     * see through, so that it loads them again instead of keeping the
+     * previous pass's values live (which spills registers). */
+    emit (&b, "    {\n    const u32 *ipp;\n"
+          "    asm volatile (\"mov.b64 %%0, %%1;\" : \"=l\" (ipp) : \"l\" (ip));\n"
+          "    u32 o[%d];\n", r1 - r0);
+    for (int r = r0; r < r1; r++)
+      emit (&b, "    o[%d] = 0;\n", r - r0);
+    for (int i = 0; i < ncols; i++) {
+      emit (&b, "    {\n      u32 p[8];\n");
+      if (code == GR_CODE_RS)
+        emit (&b,
+              "      const v4 x0 = *(const v4 *) (ipp + %d * vlen + base);\n"
+              "      const v4 x1 = *(const v4 *) (ipp + %d * vlen + base + 4);\n"
+              "      p[0] = x0.x; p[1] = x0.y; p[2] = x0.z; p[3] = x0.w;\n"
+              "      p[4] = x1.x; p[5] = x1.y; p[6] = x1.z; p[7] = x1.w;\n"
+              "      TR8(p)\n", i, i);
+      else
+        for (int c = 0; c < 8; c++)
+          emit (&b, "      p[%d] = ipp[%d * vlen + base + %d];\n", c, i,
+                c * 128);
+      /* Common subexpressions: the XOR of every subset of planes 0-3 (g0)
+       * and of planes 4-7 (g1) that some row needs, each one XOR from a
+       * smaller one; then each row takes at most two of them. */
+      {
+        int need[2][16] = { { 0 } };
+
+        for (int r = r0; r < r1; r++) {
+          const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
+          for (int h = 0; h < 2; h++) {
+            int sub = 0;
+            for (int c = 0; c < 4; c++)
+              sub |= row[h * 4 + c] ? 1 << c : 0;
+            for (; sub; sub &= sub - 1)  /* the chain of prefixes */
+              need[h][sub] = 1;
+          }
         }
+        for (int h = 0; h < 2; h++)
+          for (int sub = 1; sub < 16; sub++) {
+            if (!need[h][sub])
+              continue;
+            const int low = __builtin_ctz (sub), rest = sub & (sub - 1);
+            if (rest == 0)
+              emit (&b, "      const u32 g%d_%d = p[%d];\n", h, sub,
+                    h * 4 + low);
+            else
+              emit (&b, "      const u32 g%d_%d = g%d_%d ^ p[%d];\n", h,
+                    sub, h, rest, h * 4 + low);
+          }
       }
-      for (int h = 0; h < 2; h++)
-        for (int sub = 1; sub < 16; sub++) {
-          if (!need[h][sub])
-            continue;
-          const int low = __builtin_ctz (sub), rest = sub & (sub - 1);
-          if (rest == 0)
-            emit (&b, "      const u32 g%d_%d = p[%d];\n", h, sub,
-                  h * 4 + low);
-          else
-            emit (&b, "      const u32 g%d_%d = g%d_%d ^ p[%d];\n", h, sub,
-                  h, rest, h * 4 + low);
-        }
-    }
-    for (int r = 0; r < nr; r++) {
-      const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
-      int sub[2] = { 0, 0 };
+      for (int r = r0; r < r1; r++) {
+        const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
+        int sub[2] = { 0, 0 };
 
-      for (int c = 0; c < 8; c++)
-        sub[c / 4] |= row[c] ? 1 << (c % 4) : 0;
-      if (sub[0] && sub[1])
-        emit (&b, "      o[%d] ^= g0_%d ^ g1_%d;\n", r, sub[0], sub[1]);
-      else if (sub[0] || sub[1])
-        emit (&b, "      o[%d] ^= g%d_%d;\n", r, sub[0] ? 0 : 1,
-              sub[0] ? sub[0] : sub[1]);
+        for (int c = 0; c < 8; c++)
+          sub[c / 4] |= row[c] ? 1 << (c % 4) : 0;
+        if (sub[0] && sub[1])
+          emit (&b, "      o[%d] ^= g0_%d ^ g1_%d;\n", r - r0, sub[0],
+                sub[1]);
+        else if (sub[0] || sub[1])
+          emit (&b, "      o[%d] ^= g%d_%d;\n", r - r0, sub[0] ? 0 : 1,
+                sub[0] ? sub[0] : sub[1]);
+      }
+      emit (&b, "    }\n");
+    }
+    for (int j = j0; j < j1; j++) {
+      if (code == GR_CODE_RS)
+        emit (&b,
+              "    {\n      u32 q[8];\n"
+              "      for (int r = 0; r < 8; r++) q[r] = o[%d + r];\n"
+              "      TR8(q)\n"
+              "      v4 y0, y1;\n"
+              "      y0.x = q[0]; y0.y = q[1]; y0.z = q[2]; y0.w = q[3];\n"
+              "      y1.x = q[4]; y1.y = q[5]; y1.z = q[6]; y1.w = q[7];\n"
+              "      *(v4 *) (op + %d * vlen + base) = y0;\n"
+              "      *(v4 *) (op + %d * vlen + base + 4) = y1;\n"
+              "    }\n", (j - j0) * 8, j, j);
+      else
+        for (int r = 0; r < 8; r++)
+          emit (&b, "    op[%d * vlen + base + %d] = o[%d];\n", j, r * 128,
+                (j - j0) * 8 + r);
     }
     emit (&b, "    }\n");
-  }
-  for (int j = 0; j < nrows; j++) {
-    if (code == GR_CODE_RS)
-      emit (&b,
-            "    {\n      u32 q[8];\n"
-            "      for (int r = 0; r < 8; r++) q[r] = o[%d + r];\n"
-            "      TR8(q)\n"
-            "      v4 y0, y1;\n"
-            "      y0.x = q[0]; y0.y = q[1]; y0.z = q[2]; y0.w = q[3];\n"
-            "      y1.x = q[4]; y1.y = q[5]; y1.z = q[6]; y1.w = q[7];\n"
-            "      *(v4 *) (op + %d * vlen + base) = y0;\n"
-            "      *(v4 *) (op + %d * vlen + base + 4) = y1;\n"
-            "    }\n", j * 8, j, j);
-    else
-      for (int r = 0; r < 8; r++)
-        emit (&b, "    op[%d * vlen + base + %d] = o[%d];\n", j, r * 128,
-              j * 8 + r);
   }
   emit (&b, "  }\n}\n");
   if (b.oom) {
