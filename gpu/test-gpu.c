@@ -504,6 +504,7 @@ extern int gr_gpu_set_variants (int rs, int crs);
 extern size_t gr_gpu_set_jit_min (size_t min_bytes);
 extern int gr_gpu_jit_built (void);
 extern int gr_gpu_set_jit_async (int on);
+extern int gr_gpu_set_jit_passrows (int n);
 
 int
 main (void)
@@ -572,6 +573,14 @@ main (void)
 
       printf ("kernels: JIT XOR networks on every batch, reduced set\n");
       run_suite (ref, gpu);
+      {
+        const int pr = gr_gpu_set_jit_passrows (2);
+
+        printf ("kernels: JIT XOR networks in passes of 2 output blocks, "
+                "reduced set\n");
+        run_suite (ref, gpu);
+        gr_gpu_set_jit_passrows (pr);
+      }
       gr_gpu_set_jit_min (jm);
       gr_gpu_set_jit_async (as);
       if (gr_gpu_jit_built () == before)
