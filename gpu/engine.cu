@@ -384,6 +384,39 @@ is_pinned (const void *p)
   return a.type == cudaMemoryTypeHost;
 }
 
+/* Direct copies: blocks that lie back to back both in the caller's memory
+ * and in the device layout go in one cudaMemcpyAsync (fewer, larger
+ * copies run closer to the link's bandwidth). */
+struct copy_run {
+  uint8_t *dst;
+  const uint8_t *src;
+  size_t len;
+  enum cudaMemcpyKind kind;
+  cudaStream_t st;
+  cudaError_t e;
+};
+
+static void
+run_flush (struct copy_run *r)
+{
+  if (r->len && r->e == cudaSuccess)
+    r->e = cudaMemcpyAsync (r->dst, r->src, r->len, r->kind, r->st);
+  r->len = 0;
+}
+
+static void
+run_add (struct copy_run *r, uint8_t *dst, const uint8_t *src, size_t len)
+{
+  if (r->len && dst == r->dst + r->len && src == r->src + r->len) {
+    r->len += len;
+    return;
+  }
+  run_flush (r);
+  r->dst = dst;
+  r->src = src;
+  r->len = len;
+}
+
 static int
 chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
 {
@@ -418,19 +451,23 @@ chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
       return gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
   }
   else {
-    for (s = 0; s < ch->ns && e == cudaSuccess; s++)
-      for (c = 0; c < j->ncols && e == cudaSuccess; c++)
-        e = cudaMemcpyAsync (d_in + (s * j->ncols + c) * ch->wp,
-                             j->in[(ch->s0 + s) * j->ncols + c] + ch->o0,
-                             ch->w, cudaMemcpyHostToDevice, sl->st);
-    if (j->acc)
-      for (s = 0; s < ch->ns && e == cudaSuccess; s++)
-        for (c = 0; c < j->nrows && e == cudaSuccess; c++)
-          e = cudaMemcpyAsync (d_out + (s * j->nrows + c) * ch->wp,
-                               j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
-                               ch->w, cudaMemcpyHostToDevice, sl->st);
-    if (e != cudaSuccess)
-      return gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
+    struct copy_run run = { NULL, NULL, 0, cudaMemcpyHostToDevice, sl->st,
+                            cudaSuccess };
+
+    for (s = 0; s < ch->ns; s++)
+      for (c = 0; c < j->ncols; c++)
+        run_add (&run, d_in + (s * j->ncols + c) * ch->wp,
+                 j->in[(ch->s0 + s) * j->ncols + c] + ch->o0, ch->w);
+    run_flush (&run);
+    if (j->acc) {
+      for (s = 0; s < ch->ns; s++)
+        for (c = 0; c < j->nrows; c++)
+          run_add (&run, d_out + (s * j->nrows + c) * ch->wp,
+                   j->out[(ch->s0 + s) * j->nrows + c] + ch->o0, ch->w);
+      run_flush (&run);
+    }
+    if (run.e != cudaSuccess)
+      return gr_gpu_fail (run.e, "cudaMemcpyAsync (upload)");
   }
 
   e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
@@ -443,11 +480,15 @@ chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
                          sl->st);
   }
   else {
-    for (s = 0; s < ch->ns && e == cudaSuccess; s++)
-      for (c = 0; c < j->nrows && e == cudaSuccess; c++)
-        e = cudaMemcpyAsync (j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
-                             d_out + (s * j->nrows + c) * ch->wp,
-                             ch->w, cudaMemcpyDeviceToHost, sl->st);
+    struct copy_run run = { NULL, NULL, 0, cudaMemcpyDeviceToHost, sl->st,
+                            cudaSuccess };
+
+    for (s = 0; s < ch->ns; s++)
+      for (c = 0; c < j->nrows; c++)
+        run_add (&run, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
+                 d_out + (s * j->nrows + c) * ch->wp, ch->w);
+    run_flush (&run);
+    e = run.e;
   }
   if (e != cudaSuccess)
     return gr_gpu_fail (e, "cudaMemcpyAsync (download)");

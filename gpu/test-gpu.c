@@ -91,7 +91,7 @@ fill_r (uint64_t *s, uint8_t *p, size_t n)
  * block ends exactly at the end of its allocation). */
 struct batch {
   size_t ns, len;
-  int n, pinned;
+  int n, pinned;                /* 0 malloc, 1 page-locked, 2 one region */
   uint8_t **mem, **blk;
 };
 
@@ -109,6 +109,16 @@ batch_new (struct batch *b, size_t ns, int n, size_t len, int misalign,
   b->blk = calloc (ns * n, sizeof *b->blk);
   if (b->mem == NULL || b->blk == NULL)
     return -1;
+  if (pinned == 2) {             /* one page-locked region, back to back */
+    b->mem[0] = gr_gpu_host_alloc (ns * n * len);
+    if (b->mem[0] == NULL)
+      return -1;
+    for (i = 0; i < ns * n; i++) {
+      b->blk[i] = b->mem[0] + i * len;
+      fill_r (s, b->blk[i], len);
+    }
+    return 0;
+  }
   for (i = 0; i < ns * n; i++) {
     size_t off = misalign ? rnd_r (s) % 17 : 0;
 
@@ -227,7 +237,9 @@ test_case (struct gr_coder *cr, struct gr_coder *cg, size_t ns, size_t len,
   int r, di, er[GR_MAX_MEMBERS], nsets = 0;
 
   printf ("  %d+%d %s: %zu stripes x %zu bytes%s%s\n", k, m, code, ns, len,
-          misalign ? ", misaligned" : "", pinned ? ", page-locked" : "");
+          misalign ? ", misaligned" : "",
+          pinned == 2 ? ", page-locked, back to back"
+          : pinned ? ", page-locked" : "");
   fflush (stdout);
   if (batch_new (&a, ns, n, len, misalign, 0, &rng) < 0 ||
       batch_new (&b, ns, n, len, misalign, pinned, &rng) < 0 ||
@@ -472,6 +484,8 @@ run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
       if (k == 4 && m == 2) {   /* page-locked blocks: the direct path */
         const size_t pl = quick ? 256 << 10 : MiB;
         test_case (cr, cg, quick ? 2 : 3, ci == 0 ? pl + 3 : pl, 1, 1, 0, 3);
+        /* ... with blocks back to back (merged copies) */
+        test_case (cr, cg, quick ? 2 : 3, pl, 0, 2, 0, 3);
       }
       if (k == 10 && m == 4)
         test_threads (cr, cg);
