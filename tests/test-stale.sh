@@ -89,7 +89,7 @@ while True:
     args=()
     for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
     expect_refusal "$tmpdir/refuse.log" 'error' \
-      run_nbdkit -U - "$PLUGIN" "${args[@]}" m=$m --run 'exit 0'
+      nbdkit "$PLUGIN" "${args[@]}" m=$m
     sha256sum -c --quiet "$tmpdir/before.sum" ||
       { echo "$0: FAIL: members changed by the refused start"; exit 1; }
     mv "$tmpdir/gone.img" "${members[0]}"
