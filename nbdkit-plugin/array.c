@@ -564,23 +564,26 @@ assemble_array (void)
     nbdkit_debug ("gpuraid: members placed by their superblock index, not "
                   "by command-line order");
 
-  for (i = 0; i < nprobes; i++)
-    if (probes[i].fd == -1)
-      nbdkit_error ("warning: member=%s cannot be opened (%s); treating it "
-                    "as missing", probes[i].path,
-                    strerror (probes[i].open_errno));
-
   for (i = 0; i < n; i++) {
     struct probe *p = slot[i];
     struct gr_member *mb = &gr_a.mem[i];
-    char why[128];
+    char why[256];
 
     if (p == NULL) {
       /* Mark it failed in the in-memory superblock; persisted before the
-       * first write (gr_array_begin_write). */
-      snprintf (why, sizeof why, "missing");
+       * first write (gr_array_begin_write).  At creation the command-line
+       * order is the index, so an unopenable path at position i is
+       * probably member i. */
+      if (i < nprobes && probes[i].fd == -1) {
+        snprintf (why, sizeof why, "missing; probably member=%s, which "
+                  "cannot be opened: %s", probes[i].path,
+                  strerror (probes[i].open_errno));
+        mb->path = probes[i].path;
+      }
+      else
+        snprintf (why, sizeof why, "missing");
       fail_locked (i, why, false);
-      nbdkit_error ("warning: member %d is missing", i);
+      nbdkit_error ("warning: member %d is %s", i, why);
       continue;
     }
     mb->path = p->path;
@@ -601,6 +604,11 @@ assemble_array (void)
     mb->fd = p->fd;
     p->fd = -1;
   }
+  for (i = 0; i < nprobes; i++)
+    if (probes[i].fd == -1 && (i >= n || gr_a.mem[i].path != probes[i].path))
+      nbdkit_error ("warning: member=%s cannot be opened (%s); treating it "
+                    "as missing", probes[i].path,
+                    strerror (probes[i].open_errno));
   if (gr_a.nfailed > gr_a.geom.m) {
     nbdkit_error ("too many members missing or failed: %d of %d, the array "
                   "tolerates %d", gr_a.nfailed, n, gr_a.geom.m);
@@ -611,11 +619,14 @@ assemble_array (void)
     size_t len = 0;
 
     for (i = 0; i < n && len < sizeof list - 64; i++)
-      if (gr_a.mem[i].failed)
-        len += snprintf (list + len, sizeof list - len, "%s%d (%s: %s)",
-                         len ? ", " : "", i,
-                         gr_a.mem[i].path ? gr_a.mem[i].path : "no path",
-                         gr_a.mem[i].why);
+      if (gr_a.mem[i].failed) {
+        const struct gr_member *f = &gr_a.mem[i];
+        bool show = f->path && strstr (f->why, f->path) == NULL;
+
+        len += snprintf (list + len, sizeof list - len, "%s%d (%s%s%s)",
+                         len ? ", " : "", i, show ? f->path : "",
+                         show ? ": " : "", f->why);
+      }
     nbdkit_error ("warning: starting degraded with %d of %d members, "
                   "%d more failures tolerated; missing: %s",
                   n - gr_a.nfailed, n, gr_a.geom.m - gr_a.nfailed, list);

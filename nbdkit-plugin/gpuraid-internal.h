@@ -48,7 +48,7 @@ struct gr_member {
   /* Set (atomically) when the member is missing, stale or failed.  A
    * failed member is never read and never written again. */
   int failed;
-  char why[128];                /* why it failed, for logs */
+  char why[256];                /* why it failed, for logs */
 };
 
 /* The one array this plugin serves. */
