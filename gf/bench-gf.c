@@ -2,7 +2,8 @@
  * encode and reconstruct (m data blocks lost) of k+m stripes with 1 MiB
  * chunks, for 10+4 and 8+8.  Prints GB/s of data (k * chunk per stripe).
  *   BENCH_SECONDS  minimum time per measurement (default 0.5)
- *   BENCH_CHUNK    chunk size in bytes (default 1048576) */
+ *   BENCH_CHUNK    chunk size in bytes (default 1048576)
+ *   BENCH_BACKEND  only this backend */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,9 @@ main (void)
         double gbs[2];
         int op;
 
+        if (getenv ("BENCH_BACKEND") &&
+            strcmp (getenv ("BENCH_BACKEND"), gr_backend_name (be)) != 0)
+          continue;
         if (gr_backend_probe (be) != 0 ||
             gr_coder_new (&c, k, m, code, be) != 0)
           continue;

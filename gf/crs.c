@@ -41,10 +41,18 @@
 
 #include "gf-internal.h"
 
+/* An XOR schedule: output packet R (R = 0 .. rows-1, computed in that
+ * order) is the XOR of the packets listed in src[start[R] .. start[R+1]-1].
+ * An index C < cols is input packet C (block C / 8, packet C % 8); an
+ * index C >= cols is output packet C - cols, computed earlier.  Using an
+ * earlier output (when the two rows of the bitmatrix share most of their
+ * ones) saves XORs, as Jerasure's "smart" schedules do; it is not used
+ * when accumulating into the outputs (update). */
 struct xsched {
-  int rows;                     /* output packets (elements rows * 8) */
+  int rows;                     /* output packets */
+  int cols;                     /* input packets */
   uint32_t *start;              /* rows + 1 offsets into src */
-  uint16_t *src;                /* input packet index: c*8 + b */
+  uint16_t *src;
 };
 
 struct crs_state {
@@ -64,35 +72,72 @@ xsched_free (struct xsched *x)
 }
 
 /* Schedule for a bitmatrix of rows*8 rows, cols*8 columns, row stride
- * bstride bytes. */
+ * bstride bytes.  smart: outputs may be built from earlier outputs. */
 static struct xsched *
-xsched_new (const uint8_t *bits, size_t bstride, int rows, int cols)
+xsched_new (const uint8_t *bits, size_t bstride, int rows, int cols,
+            int smart)
 {
   struct xsched *x = calloc (1, sizeof *x);
-  size_t nset = 0, i;
-  int R, C;
+  int R8 = rows * 8, C8 = cols * 8, W = (C8 + 63) / 64;
+  uint64_t *rb = NULL;
+  int *cnt = NULL;
+  size_t i;
+  int R, P, C, w;
 
   if (x == NULL)
     return NULL;
-  for (R = 0; R < rows * 8; R++)
-    for (C = 0; C < cols * 8; C++)
-      nset += bits[R * bstride + C] != 0;
-  x->rows = rows * 8;
-  x->start = malloc ((rows * 8 + 1) * sizeof *x->start);
-  x->src = malloc ((nset ? nset : 1) * sizeof *x->src);
-  if (x->start == NULL || x->src == NULL) {
-    xsched_free (x);
-    return NULL;
-  }
+  x->rows = R8;
+  x->cols = C8;
+  rb = calloc ((size_t) R8 * W, sizeof *rb);
+  cnt = calloc (R8, sizeof *cnt);
+  x->start = malloc ((R8 + 1) * sizeof *x->start);
+  /* A row never costs more than its own ones, so this is enough. */
+  x->src = malloc (((size_t) R8 * C8 + 1) * sizeof *x->src);
+  if (rb == NULL || cnt == NULL || x->start == NULL || x->src == NULL)
+    goto nomem;
+  for (R = 0; R < R8; R++)
+    for (C = 0; C < C8; C++)
+      if (bits[R * bstride + C]) {
+        rb[(size_t) R * W + C / 64] |= (uint64_t) 1 << (C % 64);
+        cnt[R]++;
+      }
+
   i = 0;
-  for (R = 0; R < rows * 8; R++) {
+  for (R = 0; R < R8; R++) {
+    const uint64_t *r = rb + (size_t) R * W, *base = NULL;
+    int best = cnt[R], bestp = -1;
+
+    for (P = 0; smart && P < R; P++) {
+      const uint64_t *p = rb + (size_t) P * W;
+      int d = 1;
+      for (w = 0; w < W && d < best; w++)
+        d += __builtin_popcountll (r[w] ^ p[w]);
+      if (d < best) {
+        best = d;
+        bestp = P;
+      }
+    }
     x->start[R] = i;
-    for (C = 0; C < cols * 8; C++)
-      if (bits[R * bstride + C])
+    if (bestp >= 0) {
+      x->src[i++] = C8 + bestp;
+      base = rb + (size_t) bestp * W;
+    }
+    for (C = 0; C < C8; C++) {
+      uint64_t bit = (uint64_t) 1 << (C % 64);
+      if ((r[C / 64] ^ (base ? base[C / 64] : 0)) & bit)
         x->src[i++] = C;
+    }
   }
-  x->start[rows * 8] = i;
+  x->start[R8] = i;
+  free (rb);
+  free (cnt);
   return x;
+
+ nomem:
+  free (rb);
+  free (cnt);
+  xsched_free (x);
+  return NULL;
 }
 
 typedef uint64_t v4 __attribute__ ((vector_size (32)));
@@ -181,7 +226,12 @@ xsched_run (const struct xsched *x, const uint8_t *const *in,
 
       for (i = a; i < b; i++) {
         unsigned C = x->src[i];
-        src[i - a] = in[C / 8] + g + (size_t) (C % 8) * GR_CRS_PACKET;
+        if (C < (unsigned) x->cols)
+          src[i - a] = in[C / 8] + g + (size_t) (C % 8) * GR_CRS_PACKET;
+        else {
+          C -= x->cols;
+          src[i - a] = out[C / 8] + g + (size_t) (C % 8) * GR_CRS_PACKET;
+        }
       }
       xor_packets (out[R / 8] + g + (size_t) (R % 8) * GR_CRS_PACKET,
                    src, b - a, accumulate);
@@ -214,12 +264,12 @@ gr_crs_fast_coder_init (struct gr_coder *c, void **state)
   if (s == NULL)
     return -ENOMEM;
   s->k = c->k;
-  s->enc = xsched_new (c->pbits, bstride, c->m, c->k);
+  s->enc = xsched_new (c->pbits, bstride, c->m, c->k, 1);
   s->upd = calloc (c->k, sizeof *s->upd);
   if (s->enc == NULL || s->upd == NULL)
     goto nomem;
   for (d = 0; d < c->k; d++) {
-    s->upd[d] = xsched_new (c->pbits + d * 8, bstride, c->m, 1);
+    s->upd[d] = xsched_new (c->pbits + d * 8, bstride, c->m, 1, 0);
     if (s->upd[d] == NULL)
       goto nomem;
   }
@@ -240,7 +290,7 @@ gr_crs_fast_plan_init (struct gr_coder *c, struct gr_decode *d)
   if (bits == NULL)
     return -ENOMEM;
   gr_gf_bitmatrix (d->matrix, d->nerased, c->k, bits);
-  d->priv = xsched_new (bits, (size_t) c->k * 8, d->nerased, c->k);
+  d->priv = xsched_new (bits, (size_t) c->k * 8, d->nerased, c->k, 1);
   free (bits);
   return d->priv ? 0 : -ENOMEM;
 }
