@@ -397,10 +397,8 @@ gpuraid_config_complete (void)
       return -1;
     }
   }
-  else if (gr_cfg.force) {
-    nbdkit_error ("force=true is only meaningful with create=true");
-    return -1;
-  }
+  else if (gr_cfg.force)
+    nbdkit_debug ("gpuraid: force=true without create=true has no effect");
   return choose_backend ();
 }
 

@@ -555,9 +555,12 @@ write_piece_locked (const uint8_t *buf, const struct piece *pc,
     pdelta[j] = scratch + (size_t) (n + j) * L;
 
   snapshot_failed (s, failed);
-  for (i = 0; i < n; i++)
-    if (failed[i])
-      (i < k ? failed_data++ : failed_parity++);
+  for (i = 0; i < n; i++) {
+    if (failed[i] && i < k)
+      failed_data++;
+    else if (failed[i])
+      failed_parity++;
+  }
   if (failed_data + failed_parity > m)
     return 1;
 
