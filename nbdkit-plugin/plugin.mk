@@ -21,5 +21,6 @@ nbdkit-plugin/test-superblock: nbdkit-plugin/test-superblock.o \
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 
 CHECK_PROGS += nbdkit-plugin/test-superblock
-CHECK_TESTS += nbdkit-plugin/test-superblock nbdkit-plugin/test-gpu-fallback.sh
+CHECK_TESTS += nbdkit-plugin/test-superblock nbdkit-plugin/test-sb-state.sh \
+               nbdkit-plugin/test-gpu-fallback.sh
 CLEAN_FILES += nbdkit-plugin/test-superblock

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Superblock state transitions on disk, as docs/format.md describes them:
+# creation (event 1, clean, indexes, same UUID, crc32c), no change for a
+# read-only session, dirty + event+1 before the first write and clean +
+# event+1 at a clean shutdown, dirty left after a crash (and the warning
+# at the next start), and a degraded write recording the missing member
+# in the failed bitmap so that it is stale when it comes back.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+plugin=${GPURAID_PLUGIN:-$top/nbdkit-plugin/nbdkit-gpuraid-plugin.so}
+PY=/usr/bin/python3
+
+if [ ! -f "$plugin" ]; then
+  echo "$0: skip: $plugin not built"; exit 77
+fi
+if ! command -v nbdkit >/dev/null || ! $PY -c 'import nbd' 2>/dev/null; then
+  echo "$0: skip: needs nbdkit and python3 with the nbd module"; exit 77
+fi
+tmp=$(mktemp -d /var/tmp/gpuraid-sbstate.XXXXXX)
+server=
+cleanup () { [ -n "$server" ] && kill -9 "$server" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail () { echo "$0: FAIL: $*"; exit 1; }
+
+# sb.py FILE: print "uuid index k m code chunk flags doff dsize event failed"
+# after checking magic, version, size field, reserved bytes and crc32c.
+cat > "$tmp/sb.py" <<'PYEOF'
+import struct, sys
+def crc32c(b):
+    c = 0xffffffff
+    for x in b:
+        c ^= x
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82f63b78 if c & 1 else c >> 1
+    return c ^ 0xffffffff
+assert crc32c(b"123456789") == 0xe3069283
+b = open(sys.argv[1], "rb").read(4096)
+if b[:8] != b"GPURAID\0": sys.exit("bad magic")
+ver, size = struct.unpack_from("<II", b, 8)
+if ver != 1 or size != 4096: sys.exit("bad version/size")
+if any(b[120:4092]): sys.exit("reserved bytes not zero")
+if struct.unpack_from("<I", b, 4092)[0] != crc32c(b[:4092]): sys.exit("bad crc")
+k, m, code, chunk, idx, flags = struct.unpack_from("<6I", b, 32)
+doff, dsize, event, ctime = struct.unpack_from("<4Q", b, 56)
+failed = [i for i in range(256) if b[88 + i // 8] >> (i % 8) & 1]
+print(b[16:32].hex(), idx, k, m, code, chunk, flags, doff, dsize, event,
+      ",".join(map(str, failed)) or "-")
+PYEOF
+
+sb () { $PY "$tmp/sb.py" "$1" || fail "$1: invalid superblock"; }
+field () { sb "$1" | cut -d' ' -f"$2"; }      # 1 uuid 2 idx ... 10 event 11 failed
+
+n=3
+args=()
+for (( i = 0; i < n; i++ )); do
+  truncate -s 3M "$tmp/d$i"
+  args+=("member=$tmp/d$i")
+done
+io () {           # io URI w|r BYTE
+  $PY -c "
+import nbd, sys
+h = nbd.NBD(); h.connect_uri(sys.argv[1])
+pat = bytes([int(sys.argv[3])]) * 70000
+if sys.argv[2] == 'w': h.pwrite(pat, 12345); h.flush()
+else: assert h.pread(70000, 12345) == pat, 'data differs'
+" "$@"
+}
+start () {       # start LOG ARGS...: background server on $tmp/sock
+  local log=$1; shift
+  rm -f "$tmp/sock"
+  nbdkit -f -U "$tmp/sock" "$plugin" "$@" 2>"$log" &
+  server=$!
+  for (( i = 0; i < 100; i++ )); do [ -S "$tmp/sock" ] && return; sleep 0.1; done
+  cat "$log"; fail "server did not start"
+}
+stop () { kill "$server"; wait "$server"; server=; }
+uri="nbd+unix:///?socket=$tmp/sock"
+
+# 1. Creation.
+nbdkit -U - "$plugin" "${args[@]}" m=1 chunk=8K code=crs create=true \
+  --run true || fail "create"
+uuid=$(field "$tmp/d0" 1)
+for (( i = 0; i < n; i++ )); do
+  read -r u idx k m code chunk flags doff dsize event failed <<<"$(sb "$tmp/d$i")"
+  [ "$u $idx $k $m $code $chunk $flags $event $failed" = \
+    "$uuid $i 2 1 2 8192 0 1 -" ] || fail "member $i after create: $(sb "$tmp/d$i")"
+  [ "$doff" = 1048576 ] && [ "$dsize" = $(( 2 * 1024 * 1024 )) ] ||
+    fail "member $i: data offset/size $doff $dsize"
+done
+echo "create: OK ($(sb "$tmp/d0"))"
+
+# 2. A read-only session changes nothing.
+cp "$tmp/d0" "$tmp/before"
+start "$tmp/log1" "${args[@]}"
+$PY -c "import nbd,sys; h=nbd.NBD(); h.connect_uri(sys.argv[1]); h.pread(4096,0)" "$uri"
+stop
+cmp -s "$tmp/d0" "$tmp/before" || fail "a read-only session changed member 0"
+echo "read-only session: OK"
+
+# 3. Dirty while writing, clean after a clean shutdown.
+start "$tmp/log2" "${args[@]}"
+io "$uri" w 171
+[ "$(field "$tmp/d1" 7) $(field "$tmp/d1" 10)" = "1 2" ] ||
+  fail "while writing: want dirty, event 2: $(sb "$tmp/d1")"
+stop
+for (( i = 0; i < n; i++ )); do
+  [ "$(field "$tmp/d$i" 7) $(field "$tmp/d$i" 10)" = "0 3" ] ||
+    fail "after clean stop, member $i: $(sb "$tmp/d$i")"
+done
+echo "dirty/clean: OK"
+
+# 4. A crash leaves the array dirty; the next start warns.
+start "$tmp/log3" "${args[@]}"
+io "$uri" w 172
+kill -9 "$server"; wait "$server" 2>/dev/null; server=
+[ "$(field "$tmp/d2" 7)" = 1 ] || fail "after a crash: not dirty: $(sb "$tmp/d2")"
+nbdkit -U - "$plugin" "${args[@]}" --run "$PY -c 'pass'" 2>"$tmp/log4" ||
+  fail "restart after a crash"
+grep -q "not shut down cleanly" "$tmp/log4" || fail "no dirty warning: $(cat "$tmp/log4")"
+echo "crash: OK"
+
+# 5. Degraded write: the missing member is recorded failed, then stale.
+mv "$tmp/d1" "$tmp/d1.away"
+ev=$(field "$tmp/d0" 10)
+start "$tmp/log5" "${args[@]}"
+grep -q "member 1 is missing" "$tmp/log5" || fail "missing member 1 not logged"
+io "$uri" w 173
+stop
+for i in 0 2; do
+  [ "$(field "$tmp/d$i" 11)" = 1 ] ||
+    fail "member $i does not record member 1 failed: $(sb "$tmp/d$i")"
+  [ "$(field "$tmp/d$i" 10)" -gt "$ev" ] || fail "event not bumped"
+done
+mv "$tmp/d1.away" "$tmp/d1"
+# The stale member still holds byte 172 over the range: reads must give 173.
+start "$tmp/log6" "${args[@]}"
+io "$uri" r 173 || fail "restart with the stale member: wrong data"
+stop
+grep -Eq "member 1 .*(stale|marked failed)" "$tmp/log6" ||
+  fail "member 1 not reported stale: $(cat "$tmp/log6")"
+echo "degraded write + stale member: OK"
+echo "$0: PASS"
