@@ -4,15 +4,23 @@
 #
 # Modelled on nbdkit's tests/functions.sh.  Provides:
 #   requires CMD [ARGS...]     skip (exit 77) unless CMD [ARGS] succeeds
-#   requires_plugin            skip unless the plugin has been built
+#   requires_cmd CMD...        skip unless each CMD is on $PATH
+#   requires_plugin, requires_check, requires_py
 #   cleanup_fn CMD [ARGS...]   run CMD on exit (last registered runs first)
-#   start_nbdkit -P PIDFILE ...  start nbdkit in the background, wait for
-#                              the pidfile, kill it on exit; the server's
+#   start_nbdkit -P PIDFILE ...  start nbdkit -f in the background, wait for
+#                              the pidfile, kill it (by pid) on exit; its
 #                              stderr goes to $nbdkit_log (appended)
 #   stop_nbdkit PIDFILE        kill that server and wait until it is gone
 #   run_nbdkit ...             run nbdkit in the foreground (sanitizer env)
-#   $tmpdir                    a private temporary directory (removed on exit)
-#   $top, $PLUGIN (override: GPURAID_PLUGIN=path), $PY (python3 with the nbd module), $CHECK (gpuraid-check)
+#   expect_refusal LOG RE nbdkit ARGS...  nbdkit must refuse to start
+#   make_members N SIZE [PREFIX], member_args FILE..., data_offset CHUNK,
+#   snapshot_members DIR, restore_members DIR, check_parity K M CHUNK CODE
+#   [gpuraid-check args] MEMBER..., expect_verify URI REF, randio ARGS...
+#   $tmpdir                    a private temporary directory (removed on
+#                              exit; KEEP_TMPDIR=1 keeps it on failure)
+#   $top, $PLUGIN (override: GPURAID_PLUGIN=path), $PY (python3 with the
+#   nbd module, also first on $PATH for nbdsh), $CHECK (gpuraid-check),
+#   $TEST_SEED (printed; set it to repeat a run)
 #
 # Sanitizers: when the plugin is linked against libasan (make SANITIZE=1),
 # nbdkit (not instrumented) is run with the ASan and UBSan runtimes in
