@@ -17,6 +17,7 @@
 #define GR_MIN_DATA_OFFSET (1024 * 1024)
 #define GR_NLOCKS 1024                  /* stripe lock table size */
 #define GR_MAX_CHUNK (UINT32_C (64) << 20)    /* 64 MiB */
+#define GR_GPU_MIN_BYTES (256 * 1024)   /* accel=auto: smaller ops on CPU */
 
 extern int gpuraid_debug_verbose;
 
@@ -69,6 +70,7 @@ struct gr_array {
   struct gr_coder *coder;       /* the chosen backend (maybe "cuda") */
   struct gr_coder *cpu_coder;   /* CPU coder; == coder when no GPU */
   int gpu_fallen_back;          /* atomic: coder failed, use cpu_coder */
+  bool gpu_all;                 /* accel=gpu/backend=cuda: every op on GPU */
   char gpu_name[256];
 
   pthread_rwlock_t locks[GR_NLOCKS];

@@ -492,8 +492,11 @@ setup_gpu_coder (void)
                     name[0] ? name : gr_gpu_last_error (),
                     gr_backend_name (cpu_best));
     }
-    else if (gr_coder_len_multiple (gr_a.coder) > gr_a.lm)
-      gr_a.lm = gr_coder_len_multiple (gr_a.coder);
+    else {
+      gr_a.gpu_all = forced;
+      if (gr_coder_len_multiple (gr_a.coder) > gr_a.lm)
+        gr_a.lm = gr_coder_len_multiple (gr_a.coder);
+    }
   }
 #endif
   if (!use_gpu && gpuraid_debug_fake_gpu) {
@@ -503,14 +506,16 @@ setup_gpu_coder (void)
       nbdkit_error ("fake_gpu: %s", strerror (-fr));
       return -1;
     }
+    gr_a.gpu_all = true;
     nbdkit_debug ("gpuraid: testing: fake failing GPU coder in front of "
                   "CPU backend %s", gr_backend_name (cpu_best));
     return 0;
   }
   if (use_gpu)
-    nbdkit_debug ("gpuraid: using GPU %d (%s), backend cuda; "
-                  "CPU fallback backend %s", gr_cfg.gpu_device,
-                  gr_a.gpu_name, gr_backend_name (cpu_best));
+    nbdkit_debug ("gpuraid: using GPU %d (%s), backend cuda%s; "
+                  "CPU backend %s", gr_cfg.gpu_device, gr_a.gpu_name,
+                  gr_a.gpu_all ? "" : " for operations of 256K or more",
+                  gr_backend_name (cpu_best));
   else
     nbdkit_debug ("gpuraid: using CPU backend %s",
                   gr_backend_name (cpu_best));

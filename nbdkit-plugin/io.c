@@ -113,11 +113,16 @@ stripe_lock (uint64_t s)
 
 /* --- coding, with the GPU -> CPU fallback ------------------------------ */
 
+/* Use the GPU coder for an operation on `bytes` bytes of data?  With
+ * accel=auto small operations stay on the CPU: the round trip over PCIe
+ * costs more than the coding. */
 static bool
-gpu_active (void)
+gpu_active (size_t bytes)
 {
-  return gr_a.coder != gr_a.cpu_coder &&
-    !__atomic_load_n (&gr_a.gpu_fallen_back, __ATOMIC_ACQUIRE);
+  if (gr_a.coder == gr_a.cpu_coder ||
+      __atomic_load_n (&gr_a.gpu_fallen_back, __ATOMIC_ACQUIRE))
+    return false;
+  return gr_a.gpu_all || bytes >= GR_GPU_MIN_BYTES;
 }
 
 static void
@@ -142,7 +147,7 @@ do_encode (uint8_t *const *blocks, size_t nstripes, size_t len)
 {
   int r;
 
-  if (gpu_active ()) {
+  if (gpu_active (nstripes * len * gr_a.geom.k)) {
     r = gr_encode (gr_a.coder, blocks, nstripes, len);
     if (r == 0)
       return 0;
@@ -158,7 +163,7 @@ do_reconstruct (const int *erased, int nerased, uint8_t *const *blocks,
 {
   int r;
 
-  if (gpu_active ()) {
+  if (gpu_active (len * gr_a.geom.k)) {
     r = gr_reconstruct (gr_a.coder, erased, nerased, blocks, 1, len);
     if (r == 0)
       return 0;
@@ -178,7 +183,7 @@ do_update (int index, const uint8_t *delta, uint8_t *const *parity,
   int m = gr_a.geom.m, j, r;
   size_t x;
 
-  if (gpu_active ()) {
+  if (gpu_active (len)) {
     for (j = 0; j < m; j++)
       memset (pdelta[j], 0, len);
     r = gr_update (gr_a.coder, index, &delta, pdelta, 1, len);
