@@ -19,6 +19,7 @@
 #include <nbdkit-plugin.h>
 
 #include "gpuraid-internal.h"
+#include "plan.h"
 
 #define PARITY_BATCH_BYTES (32 * 1024 * 1024)   /* full-stripe batches */
 #define ZERO_BUF_MAX (4 * 1024 * 1024)
@@ -289,65 +290,6 @@ fail_eio (const char *op, uint64_t offset)
   return -1;
 }
 
-/* --- stripe geometry helpers ------------------------------------------- */
-
-/* The part of a stripe a request touches: data bytes [so, so+len) of
- * stripe s, i.e. chunks i0..i1; chunk i is touched over [a(i), b(i)). */
-struct piece {
-  uint64_t s;
-  uint32_t so, len;
-  int i0, i1;
-  uint32_t lo, hi;              /* union of the touched ranges, aligned */
-};
-
-static uint32_t
-piece_a (const struct piece *pc, int i)
-{
-  uint64_t start = (uint64_t) i * gr_a.geom.chunk;
-  return pc->so > start ? (uint32_t) (pc->so - start) : 0;
-}
-
-static uint32_t
-piece_b (const struct piece *pc, int i)
-{
-  uint64_t start = (uint64_t) i * gr_a.geom.chunk;
-  uint64_t end = (uint64_t) pc->so + pc->len;
-  uint64_t b = end - start;
-  return b < gr_a.geom.chunk ? (uint32_t) b : gr_a.geom.chunk;
-}
-
-/* Pointer into the request buffer for chunk i at chunk offset a. */
-static size_t
-piece_bufoff (const struct piece *pc, int i, uint32_t a)
-{
-  return (size_t) ((uint64_t) i * gr_a.geom.chunk + a - pc->so);
-}
-
-static void
-piece_init (struct piece *pc, uint64_t s, uint32_t so, uint32_t len)
-{
-  uint32_t C = gr_a.geom.chunk, lm = gr_a.lm;
-  int i;
-
-  pc->s = s;
-  pc->so = so;
-  pc->len = len;
-  pc->i0 = so / C;
-  pc->i1 = (so + len - 1) / C;
-  pc->lo = C;
-  pc->hi = 0;
-  for (i = pc->i0; i <= pc->i1; i++) {
-    if (piece_a (pc, i) < pc->lo)
-      pc->lo = piece_a (pc, i);
-    if (piece_b (pc, i) > pc->hi)
-      pc->hi = piece_b (pc, i);
-  }
-  pc->lo -= pc->lo % lm;
-  pc->hi = (pc->hi + lm - 1) / lm * lm;
-  if (pc->hi > C)
-    pc->hi = C;
-}
-
 static uint64_t
 moff (uint64_t s, uint32_t chunk_off)
 {
@@ -398,7 +340,7 @@ snapshot_failed (uint64_t s, bool *failed)
 }
 
 static int
-read_piece (uint8_t *buf, const struct piece *pc)
+read_piece (uint8_t *buf, const struct gr_piece *pc)
 {
   const struct gr_geom *g = &gr_a.geom;
   bool failed[GR_MAX_MEMBERS];
@@ -417,10 +359,10 @@ read_piece (uint8_t *buf, const struct piece *pc)
   if (i > pc->i1) {
     /* Healthy: read straight into the request buffer. */
     for (i = pc->i0; i <= pc->i1; i++) {
-      uint32_t a = piece_a (pc, i), b = piece_b (pc, i);
+      uint32_t a = gr_piece_a (pc, i), b = gr_piece_b (pc, i);
 
       if (read_member (gr_map_member (g, pc->s, i),
-                       buf + piece_bufoff (pc, i, a), b - a,
+                       buf + gr_piece_bufoff (pc, i, a), b - a,
                        moff (pc->s, a)) == -1)
         goto again;
     }
@@ -439,8 +381,8 @@ read_piece (uint8_t *buf, const struct piece *pc)
   r = read_and_reconstruct (pc->s, pc->lo, pc->hi, blk, failed);
   if (r == 0)
     for (i = pc->i0; i <= pc->i1; i++) {
-      uint32_t a = piece_a (pc, i), b = piece_b (pc, i);
-      memcpy (buf + piece_bufoff (pc, i, a), blk[i] + (a - pc->lo), b - a);
+      uint32_t a = gr_piece_a (pc, i), b = gr_piece_b (pc, i);
+      memcpy (buf + gr_piece_bufoff (pc, i, a), blk[i] + (a - pc->lo), b - a);
     }
   pthread_rwlock_unlock (stripe_lock (pc->s));
   if (r == 1)
@@ -456,7 +398,7 @@ gr_io_pread (void *buf, uint32_t count, uint64_t offset)
 {
   uint64_t width = gr_map_stripe_width (&gr_a.geom);
   uint8_t *p = buf;
-  struct piece pc;
+  struct gr_piece pc;
 
   gr_verbose ("pread count=%" PRIu32 " offset=%" PRIu64, count, offset);
   while (count > 0) {
@@ -464,7 +406,7 @@ gr_io_pread (void *buf, uint32_t count, uint64_t offset)
     uint32_t so = (uint32_t) (offset % width);
     uint32_t len = count < width - so ? count : (uint32_t) (width - so);
 
-    piece_init (&pc, s, so, len);
+    gr_piece_init (&pc, gr_a.geom.chunk, gr_a.lm, s, so, len);
     if (read_piece (p, &pc) == -1)
       return -1;
     p += len;
@@ -538,7 +480,7 @@ write_full_stripes (uint64_t s0, uint64_t ns, const uint8_t *buf,
 
 /* Part of one stripe.  Returns 0, 1 to redo (a read failed), or -1. */
 static int
-write_piece_locked (const uint8_t *buf, const struct piece *pc,
+write_piece_locked (const uint8_t *buf, const struct gr_piece *pc,
                     bool *touched)
 {
   const struct gr_geom *g = &gr_a.geom;
@@ -547,8 +489,8 @@ write_piece_locked (const uint8_t *buf, const struct piece *pc,
   bool failed[GR_MAX_MEMBERS];
   uint8_t *blk[GR_MAX_MEMBERS], *pdelta[GR_MAX_MEMBERS];
   uint8_t *scratch;
-  int failed_data = 0, failed_parity = 0, t = pc->i1 - pc->i0 + 1;
-  int rcw_reads = 0, rmw_reads;
+  enum gr_write_plan plan;
+  int reads;
   uint64_t s = pc->s;
 
   scratch = get_scratch ((size_t) (n + m) * L);
@@ -560,41 +502,26 @@ write_piece_locked (const uint8_t *buf, const struct piece *pc,
     pdelta[j] = scratch + (size_t) (n + j) * L;
 
   snapshot_failed (s, failed);
-  for (i = 0; i < n; i++) {
-    if (failed[i] && i < k)
-      failed_data++;
-    else if (failed[i])
-      failed_parity++;
-  }
-  if (failed_data + failed_parity > m)
+  plan = gr_plan_write (pc, k, m, failed, &reads);
+  if (plan == GR_WRITE_TOO_MANY)
     return 1;
 
-  if (failed_data > 0) {
+  if (plan == GR_WRITE_DEGRADED) {
     /* Degraded: rebuild the old stripe over [lo, hi), overlay the new
      * data, re-encode every parity, write the live members. */
     r = read_and_reconstruct (s, lo, hi, blk, failed);
     if (r != 0)
       return r;
     for (i = pc->i0; i <= pc->i1; i++) {
-      uint32_t a = piece_a (pc, i), b = piece_b (pc, i);
-      memcpy (blk[i] + (a - lo), buf + piece_bufoff (pc, i, a), b - a);
+      uint32_t a = gr_piece_a (pc, i), b = gr_piece_b (pc, i);
+      memcpy (blk[i] + (a - lo), buf + gr_piece_bufoff (pc, i, a), b - a);
     }
     if (do_encode (blk, 1, L) == -1)
       return -1;
     goto write_out;
   }
 
-  /* All data chunks live: read-modify-write or reconstruct-write,
-   * whichever reads fewer chunks (like md). */
-  for (i = 0; i < k; i++) {
-    bool covers = i >= pc->i0 && i <= pc->i1 &&
-      piece_a (pc, i) <= lo && piece_b (pc, i) >= hi;
-    if (!covers)
-      rcw_reads++;
-  }
-  rmw_reads = t + (m - failed_parity);
-
-  if (rmw_reads < rcw_reads) {
+  if (plan == GR_WRITE_RMW) {
     /* Read-modify-write: delta = old ^ new over the touched bytes only
      * (zero elsewhere in [lo, hi)), parity ^= G * delta. */
     for (j = k; j < n; j++)
@@ -606,8 +533,8 @@ write_piece_locked (const uint8_t *buf, const struct piece *pc,
       else
         memset (blk[j], 0, L);
     for (i = pc->i0; i <= pc->i1; i++) {
-      uint32_t a = piece_a (pc, i), b = piece_b (pc, i), x;
-      const uint8_t *nw = buf + piece_bufoff (pc, i, a);
+      uint32_t a = gr_piece_a (pc, i), b = gr_piece_b (pc, i), x;
+      const uint8_t *nw = buf + gr_piece_bufoff (pc, i, a);
       uint8_t *d = blk[i];
 
       memset (d, 0, a - lo);
@@ -621,35 +548,37 @@ write_piece_locked (const uint8_t *buf, const struct piece *pc,
     for (i = pc->i0; i <= pc->i1; i++)
       if (do_update (i, blk[i], &blk[k], pdelta, L) == -1)
         return -1;
-    gr_verbose ("write: stripe %" PRIu64 " rmw [%" PRIu32 ",%" PRIu32 ")",
-                s, lo, hi);
+    gr_verbose ("write: stripe %" PRIu64 " rmw [%" PRIu32 ",%" PRIu32
+                "), %d reads", s, lo, hi, reads);
   }
   else {
     /* Reconstruct-write: read the data not overwritten, encode. */
     for (i = 0; i < k; i++) {
-      bool tch = i >= pc->i0 && i <= pc->i1;
-      uint32_t a = tch ? piece_a (pc, i) : 0, b = tch ? piece_b (pc, i) : 0;
+      uint32_t a, b;
 
-      if (tch && a <= lo && b >= hi) {
-        blk[i] = (uint8_t *) buf + piece_bufoff (pc, i, lo);
+      if (gr_piece_covers (pc, i)) {
+        blk[i] = (uint8_t *) buf + gr_piece_bufoff (pc, i, lo);
         continue;
       }
       if (read_member (gr_map_member (g, s, i), blk[i], L,
                        moff (s, lo)) == -1)
         return 1;
-      if (tch)
-        memcpy (blk[i] + (a - lo), buf + piece_bufoff (pc, i, a), b - a);
+      if (i >= pc->i0 && i <= pc->i1) {
+        a = gr_piece_a (pc, i);
+        b = gr_piece_b (pc, i);
+        memcpy (blk[i] + (a - lo), buf + gr_piece_bufoff (pc, i, a), b - a);
+      }
     }
     if (do_encode (blk, 1, L) == -1)
       return -1;
-    gr_verbose ("write: stripe %" PRIu64 " rcw [%" PRIu32 ",%" PRIu32 ")",
-                s, lo, hi);
+    gr_verbose ("write: stripe %" PRIu64 " rcw [%" PRIu32 ",%" PRIu32
+                "), %d reads", s, lo, hi, reads);
   }
 
  write_out:
   for (i = pc->i0; i <= pc->i1; i++) {
-    uint32_t a = piece_a (pc, i), b = piece_b (pc, i);
-    write_member (gr_map_member (g, s, i), buf + piece_bufoff (pc, i, a),
+    uint32_t a = gr_piece_a (pc, i), b = gr_piece_b (pc, i);
+    write_member (gr_map_member (g, s, i), buf + gr_piece_bufoff (pc, i, a),
                   b - a, moff (s, a), touched);
   }
   for (j = k; j < n; j++)
@@ -658,7 +587,7 @@ write_piece_locked (const uint8_t *buf, const struct piece *pc,
 }
 
 static int
-write_piece (const uint8_t *buf, const struct piece *pc, bool *touched)
+write_piece (const uint8_t *buf, const struct gr_piece *pc, bool *touched)
 {
   int r;
 
@@ -695,7 +624,7 @@ write_range (const uint8_t *p, uint32_t count, uint64_t offset,
              bool *touched)
 {
   uint64_t width = gr_map_stripe_width (&gr_a.geom);
-  struct piece pc;
+  struct gr_piece pc;
 
   while (count > 0) {
     uint64_t s = offset / width;
@@ -709,7 +638,7 @@ write_range (const uint8_t *p, uint32_t count, uint64_t offset,
       len = (uint32_t) (ns * width);
     }
     else {
-      piece_init (&pc, s, so, len);
+      gr_piece_init (&pc, gr_a.geom.chunk, gr_a.lm, s, so, len);
       if (write_piece (p, &pc, touched) == -1)
         return -1;
     }

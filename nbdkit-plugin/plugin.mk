@@ -1,6 +1,6 @@
 # nbdkit-plugin/ - the gpuraid nbdkit plugin.
 PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
-PLUGIN_OBJS = nbdkit-plugin/gpuraid.o nbdkit-plugin/array.o \
+PLUGIN_OBJS = nbdkit-plugin/gpuraid.o nbdkit-plugin/array.o nbdkit-plugin/plan.o \
               nbdkit-plugin/io.o nbdkit-plugin/superblock.o
 
 # Callbacks have fixed signatures: unused parameters are normal there.
@@ -24,3 +24,11 @@ CHECK_PROGS += nbdkit-plugin/test-superblock
 CHECK_TESTS += nbdkit-plugin/test-superblock nbdkit-plugin/test-sb-state.sh \
                nbdkit-plugin/test-gpu-fallback.sh
 CLEAN_FILES += nbdkit-plugin/test-superblock
+
+nbdkit-plugin/test-plan: nbdkit-plugin/test-plan.o nbdkit-plugin/plan.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^
+
+nbdkit-plugin/test-plan.o: CFLAGS_ALL += -I.
+CHECK_PROGS += nbdkit-plugin/test-plan
+CHECK_TESTS += nbdkit-plugin/test-plan
+CLEAN_FILES += nbdkit-plugin/test-plan
