@@ -279,13 +279,20 @@ write_member (int member, const void *buf, size_t len, uint64_t off,
                         ": %s", len, off, strerror (-r));
 }
 
+/* A request that cannot be served: EIO.  Logged for the first few and
+ * then every 1024th, so that a failed array does not flood the log. */
 static int
 fail_eio (const char *op, uint64_t offset)
 {
-  nbdkit_error ("%s at offset %" PRIu64 ": too many failed members "
-                "(%d of %d, the array tolerates %d)", op, offset,
-                __atomic_load_n (&gr_a.nfailed, __ATOMIC_ACQUIRE), gr_a.n,
-                gr_a.geom.m);
+  static uint64_t count;
+  uint64_t c = __atomic_add_fetch (&count, 1, __ATOMIC_RELAXED);
+
+  if (c <= 5 || c % 1024 == 0)
+    nbdkit_error ("%s at offset %" PRIu64 ": too many failed members "
+                  "(%d of %d, the array tolerates %d); %" PRIu64
+                  " requests failed so far", op, offset,
+                  __atomic_load_n (&gr_a.nfailed, __ATOMIC_ACQUIRE), gr_a.n,
+                  gr_a.geom.m, c);
   errno = EIO;
   return -1;
 }
