@@ -3,7 +3,8 @@
 # Zero and trim requests, whole stripes and partial: zeroed ranges read
 # back as zeros, trimmed ranges as either the old data or zeros (both are
 # allowed by NBD) and stay settled; parity stays consistent
-# (gpuraid-check) and degraded reads equal healthy reads.
+# (gpuraid-check) and degraded reads equal healthy reads.  Zero and trim
+# are also done on a degraded array, checked the same way.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -52,5 +53,31 @@ for g in 4:2:16384:rs:2M 3:1:4096:crs:2M; do
     stop_nbdkit "$pid"
     for (( i = gone; i <= last && i < n; i++ )); do mv "$tmpdir/gone$i" "${members[$i]}"; done
   done
+
+  # Zero and trim while degraded (member 1 gone): the reconstructing
+  # read-modify-write paths.  Parity of what is left must be consistent
+  # and, for m >= 2, reads with another member gone must agree.
+  restore_members "$tmpdir/snap"
+  mv "${members[1]}" "$tmpdir/gone1"
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m ||
+    { echo "$0: FAIL: degraded start (member 1 gone)"; exit 1; }
+  seed=$(( seed + 1 ))
+  randio trimzero "$uri" "$ref" --seed $seed --ops 40 --chunk $chunk --k $k ||
+    { echo "$0: FAIL: degraded trim/zero (seed $seed)"; exit 1; }
+  stop_nbdkit "$pid"
+  check_members=("${members[@]}")
+  check_members[1]=-
+  check_parity $k $m $chunk $code -d "$tmpdir/dump.img" "${check_members[@]}"
+  cmp "$tmpdir/dump.img" "$ref" ||
+    { echo "$0: FAIL: offline decode after degraded trim/zero differs"; exit 1; }
+  if [ "$m" -ge 2 ]; then
+    mv "${members[0]}" "$tmpdir/gone0"
+    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m ||
+      { echo "$0: FAIL: start with members 0, 1 gone"; exit 1; }
+    expect_verify "$uri" "$ref" "members 0, 1 gone after degraded trim/zero"
+    stop_nbdkit "$pid"
+    mv "$tmpdir/gone0" "${members[0]}"
+  fi
+  mv "$tmpdir/gone1" "${members[1]}"
 done
 echo "$0: PASS"
