@@ -4,8 +4,29 @@
  * CPU backends (gf/gf-backend.h) under the name "cuda": gr_encode,
  * gr_reconstruct and gr_update on a coder made with this backend run on
  * the GPU, bit-identical to the CPU reference.  Functions return 0 or a
- * negative errno; the CUDA message of the last failure is kept and can be
- * read with gr_gpu_last_error().
+ * negative errno (-ENODEV no usable device, -ENOMEM, -EIO any other CUDA
+ * failure); the CUDA message of the last failure is kept and can be read
+ * with gr_gpu_last_error().
+ *
+ * The backend:
+ *  - prefer is below the CPU backends isal and gfc (above ref), so
+ *    gr_backend_best() picks the CPU: ask for "cuda" by name;
+ *  - probe() succeeds only when device gr_gpu_select()ed (default 0) is
+ *    usable (driver present, compute capability 9.0+: kernels are built
+ *    for sm_90 with compute_90 PTX);
+ *  - is thread-safe: any number of threads may code on one coder; they
+ *    share a fixed pool of 4 CUDA streams, each with 64 MiB of page-locked
+ *    staging memory and 64 MiB of device memory (allocated on first use,
+ *    freed by gr_gpu_release()), and wait for a free one;
+ *  - uploads each coder's matrix once (coder_init) and each decode plan's
+ *    once (plan_init); batches of 4 MiB of data or more also get a kernel
+ *    compiled for that matrix at run time (NVRTC, loaded with dlopen; in a
+ *    background thread; the generic kernel runs meanwhile and whenever
+ *    NVRTC is missing).
+ * Batches are copied host to device and back around each kernel, so they
+ * pay PCIe; blocks in page-locked memory (gr_gpu_host_alloc) skip the
+ * engine's own staging copy, and blocks back to back in such memory go in
+ * single large copies.  docs/performance.md has the measured figures.
  */
 #ifndef GPURAID_GPU_H
 #define GPURAID_GPU_H

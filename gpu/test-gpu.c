@@ -9,10 +9,14 @@
  * originals); batches of 1, 3 and 17 stripes; RS lengths 1, 13, 4101 and
  * 1 MiB, CRS lengths 4096, 8192 and 1 MiB; host blocks at random offsets
  * 0..16 from their allocation (misaligned, and at the very end); blocks in
- * page-locked memory (the engine's direct path); four threads sharing one
- * coder.  Cases whose reference computation would be slow are left out
- * (printed).  QUICK=1 runs a reduced set (for compute-sanitizer).
- * TEST_SEED sets the random seed (printed).
+ * page-locked memory (the engine's direct path), also back to back in one
+ * region (merged copies); four threads sharing one coder.  Cases whose
+ * reference computation would be slow are left out (printed).  Then the
+ * same suite, reduced, with the other generic kernel variants (RS log/exp,
+ * the other CRS one), with the run-time compiled XOR networks on every
+ * batch, and with those in passes of 2 output blocks.  QUICK=1 runs the
+ * reduced set throughout (for compute-sanitizer).  TEST_SEED sets the
+ * random seed (printed).
  *
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
  */
