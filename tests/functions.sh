@@ -441,3 +441,17 @@ expect_refusal ()
   fi
   echo "  (refused: exit status $wait_status, message matches /$re/)"
 }
+
+# sb_failed_bits FILE: the failed-member bitmap of FILE's superblock
+# (docs/format.md: 32 bytes at offset 88) as a list of member indices.
+sb_failed_bits ()
+{
+  od -An -v -tu1 -j 88 -N 32 "$1" | tr -s ' ' '\n' | grep -v '^$' |
+    awk '{ for (b = 0; b < 8; b++) if (int($1 / 2^b) % 2) printf "%d ", (NR - 1) * 8 + b }'
+}
+
+# sb_event FILE: the event counter of FILE's superblock (offset 72).
+sb_event ()
+{
+  od -An -v -tu8 -j 72 -N 8 "$1" | tr -d ' '
+}

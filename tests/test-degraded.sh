@@ -84,6 +84,17 @@ for s in 2 0,5 1,3; do
   randio write "$uri" "$ref" --seed "$seed" --ops 100 --chunk $chunk --k $k ||
     { echo "$0: FAIL: degraded random I/O, members ${gone[*]} missing (seed $seed)"; exit 1; }
   stop_nbdkit "$pid"
+  # The survivors' superblocks record the missing members as failed
+  # (docs/format.md: written before any data while degraded).
+  want=$(printf '%s\n' "${gone[@]}" | sort -n | tr '\n' ' ')
+  for (( i = 0; i < n; i++ )); do
+    [ -e "${members[$i]}" ] || continue
+    bits=$(sb_failed_bits "${members[$i]}")
+    if [ "$bits" != "$want" ]; then
+      echo "$0: FAIL: member $i's superblock marks '${bits}' failed, expected '$want'"
+      exit 1
+    fi
+  done
   # Offline: decode with the missing members, compare with the reference;
   # with one member missing the other parity is checked as well.
   check_members=("${members[@]}")

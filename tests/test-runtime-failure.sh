@@ -67,6 +67,22 @@ if [ "$transition" != 1 ]; then
   exit 1
 fi
 
+# The surviving superblocks record the failure (docs/format.md: failed
+# bitmap, event counter above the failed member's last one).
+for (( i = 0; i < n; i++ )); do
+  [ "$i" = "$fail" ] && continue
+  bits=$(sb_failed_bits "${members[$i]}")
+  echo "member $i superblock: event $(sb_event "${members[$i]}"), failed: ${bits:-none}"
+  if [ "$bits" != "$fail " ]; then
+    echo "$0: FAIL: member $i's superblock does not mark (only) member $fail failed"
+    exit 1
+  fi
+  if [ "$(sb_event "${members[$i]}")" -le "$(sb_event "$tmpdir/before-failure.img")" ]; then
+    echo "$0: FAIL: member $i's event counter did not advance past the failed member's"
+    exit 1
+  fi
+done
+
 # Put the old, intact-looking contents back: it must not be trusted.
 cp --sparse=always "$tmpdir/before-failure.img" "${members[$fail]}"
 # Negative control: the restored copy really is stale.
