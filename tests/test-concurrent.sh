@@ -72,4 +72,46 @@ for g in 4:2:16384:rs:3M:6 3:1:4096:crs:3M:4 2:2:8192:rs:2M:4; do
     mv "$tmpdir/gone0" "${members[0]}"
   fi
 done
+
+# A slow member (nbdfuse over `nbdkit --filter=delay memory`) keeps
+# requests in flight longer, so overlapping read-modify-writes of one
+# stripe are more likely to meet.
+if command -v nbdfuse >/dev/null && [ -c /dev/fuse ] && [ -w /dev/fuse ]; then
+  echo "=== 3+1 with a slow member (delay filter, 1 ms per read and write)"
+  fmnt=$tmpdir/fuse
+  mkdir "$fmnt"
+  dsock=$tmpdir/dsock
+  nbdkit -f -P "$tmpdir/delay.pid" -U "$dsock" --filter=delay memory 3M \
+    rdelay=1ms wdelay=1ms </dev/null >"$tmpdir/delay.log" 2>&1 &
+  cleanup_fn _kill_pid $!
+  for (( i = 0; i < 100; i++ )); do [ -s "$tmpdir/delay.pid" ] && break; sleep 0.1; done
+  nbdfuse "$fmnt/slow" "$(sock_uri "$dsock")" >"$tmpdir/nbdfuse.log" 2>&1 &
+  cleanup_fn _kill_pid $!
+  for (( i = 0; i < 100; i++ )); do [ -f "$fmnt/slow" ] && break; sleep 0.1; done
+  cleanup_fn fusermount3 -u "$fmnt"
+  if [ -f "$fmnt/slow" ]; then
+    k=3 m=1 chunk=4096 code=rs
+    make_members 3 3M
+    members=("${members[0]}" "$fmnt/slow" "${members[1]}" "${members[2]}")
+    # shellcheck disable=SC2046
+    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
+      m=$m chunk=$chunk code=$code create=true || exit 1
+    seed=$(( seed + 1 ))
+    "$prog" write "$uri" $seed 4 $(( 2 * 1024 * 1024 )) 8 ||
+      { echo "$0: FAIL: concurrent writes with a slow member (seed $seed)"; exit 1; }
+    stop_nbdkit "$pid"
+    check_parity $k $m $chunk $code "${members[@]}"
+    # Verify without the slow member (everything it held reconstructed).
+    args=("member=${members[0]}" "member=$tmpdir/nonexistent" "member=${members[2]}" "member=${members[3]}")
+    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m ||
+      { echo "$0: FAIL: start without the slow member"; exit 1; }
+    "$prog" verify "$uri" $seed 4 $(( 2 * 1024 * 1024 )) 8 ||
+      { echo "$0: FAIL: verify without the slow member (seed $seed)"; exit 1; }
+    stop_nbdkit "$pid"
+  else
+    echo "$0: note: nbdfuse did not start, slow-member part not run"
+  fi
+else
+  echo "$0: note: no nbdfuse or /dev/fuse, slow-member part not run"
+fi
 echo "$0: PASS"
