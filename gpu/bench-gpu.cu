@@ -386,10 +386,10 @@ bench_kernels (void)
   /* JIT kernels: output blocks per pass (fewer accumulators, higher
    * occupancy, inputs re-read). */
   if (!quick) {
-    const int saved = gr_gpu_jit_passrows;
+    const int saved = gr_gpu_jit_passrows, saved_split = gr_gpu_jit_split;
 
-    printf ("\n(a3) JIT output blocks per pass, encode (GB/s of data; "
-            "compile ms)\n");
+    printf ("\n(a3) JIT output blocks per pass, and output groups on "
+            "separate warps, encode (GB/s of data; compile ms)\n");
     for (int pi = 6; pi < npairs; pi++) {      /* 8+8, 16+16 */
       const int k = pairs[pi][0], m = pairs[pi][1];
       const size_t ns = GiB / ((size_t) k * len);
@@ -405,6 +405,7 @@ bench_kernels (void)
           double secs, t0;
 
           gr_gpu_jit_passrows = pr;
+          gr_gpu_jit_split = 1;
           if (gr_gpu_tab_make (code, ci == 0 ? GR_GPU_RS_IMAD : GR_GPU_CRS_MASK,
                                gen + (size_t) k * k, m, k, &t) < 0)
             exit (1);
@@ -419,6 +420,28 @@ bench_kernels (void)
           }
           gr_gpu_tab_free (&t);
         }
+        /* Output groups on separate warps, one pass each. */
+        for (int sp = 2; sp <= 4; sp *= 2) {
+          struct gr_gpu_tab t;
+          double secs, t0;
+
+          gr_gpu_jit_passrows = saved;
+          gr_gpu_jit_split = sp;
+          if (gr_gpu_tab_make (code, ci == 0 ? GR_GPU_RS_IMAD : GR_GPU_CRS_MASK,
+                               gen + (size_t) k * k, m, k, &t) < 0)
+            exit (1);
+          t0 = now ();
+          if (gr_gpu_tab_jit (&t) == 0) {
+            t0 = now () - t0;
+            secs = time_dev (5, [&] {
+                CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
+              });
+            printf ("  split %d: %7.1f (%4.0f ms)", sp,
+                    ns * k * len / secs / 1e9, t0 * 1e3);
+          }
+          gr_gpu_tab_free (&t);
+        }
+        gr_gpu_jit_split = saved_split;
         printf ("\n");
       }
       free (gen);

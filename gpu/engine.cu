@@ -59,6 +59,15 @@ gr_gpu_set_variants (int rs, int crs)
 /* Test hook: batches of at least min_bytes of data compile the JIT kernel
  * (SIZE_MAX: never).  Returns the previous value. */
 extern "C" int
+gr_gpu_set_jit_split (int n)
+{
+  const int old = gr_gpu_jit_split;
+
+  gr_gpu_jit_split = n;
+  return old;
+}
+
+extern "C" int
 gr_gpu_set_jit_passrows (int n)
 {
   const int old = gr_gpu_jit_passrows;

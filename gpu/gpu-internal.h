@@ -49,6 +49,7 @@ struct gr_gpu_tab {
   int jit_state;
   void *jit;            /* cudaKernel_t */
   void *jit_lib;        /* cudaLibrary_t */
+  int jit_split;        /* warps per item group (gr_gpu_jit_split) */
 };
 
 /* Most output rows per kernel pass, per variant (0 = the kernel's own
@@ -93,6 +94,9 @@ cudaError_t gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din,
 extern size_t gr_gpu_jit_min;
 /* Output blocks per pass of a JIT kernel (tables compiled afterwards). */
 extern int gr_gpu_jit_passrows;
+/* Groups of output blocks computed by separate warps on the same items
+ * (1, 2 or 4; tables compiled afterwards). */
+extern int gr_gpu_jit_split;
 
 /* Free kernels.cu's shared device tables (gr_gpu_release). */
 void gr_gpu_kernels_release (void);

@@ -42,6 +42,7 @@ size_t gr_gpu_jit_min = (size_t) 4 << 20;
 /* Measured on an H200 (bench-gpu (a3)): one pass beats 8 or 4 output
  * blocks per pass for 8+8 and 16+16, so passes start beyond 16. */
 int gr_gpu_jit_passrows = 16;
+int gr_gpu_jit_split = 1;
 static int jit_built;
 
 /* Test hook: how many JIT kernels were built in this process. */
@@ -150,51 +151,34 @@ static const char prologue[] =
   "  SWP(a[0], a[4], 4, 0x0f0f0f0fu) SWP(a[1], a[5], 4, 0x0f0f0f0fu) \\\n"
   "  SWP(a[2], a[6], 4, 0x0f0f0f0fu) SWP(a[3], a[7], 4, 0x0f0f0f0fu)\n";
 
-/* bits: (nrows*8) x (ncols*8), row-major, 0/1 bytes. */
-static char *
-gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols)
+/* Emit the code for output blocks [ja, jb) in passes of passrows. */
+static void
+emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
+           int ncols, int ja, int jb, int passrows)
 {
-  struct sbuf b = { NULL, 0, 0, 0 };
   const int nc = ncols * 8;
-  const int passrows = gr_gpu_jit_passrows > 0 ? gr_gpu_jit_passrows : nrows;
 
-  emit (&b, "%s", prologue);
-  emit (&b,
-        "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-        "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
-        " u64 vlen, u64 nstripes)\n{\n"
-        "  const u64 items = vlen / 8;\n"
-        "  for (u64 s = blockIdx.y; s < nstripes; s += gridDim.y)\n"
-        "  for (u64 t = (u64) blockIdx.x * blockDim.x + threadIdx.x;"
-        " t < items; t += (u64) gridDim.x * blockDim.x) {\n"
-        "    const u32 *ip = in + s * %d * vlen;\n"
-        "    u32 *op = out + s * %d * vlen;\n",
-        JIT_THREADS, ncols, nrows);
-  if (code == GR_CODE_RS)
-    emit (&b, "    const u64 base = t * 8;\n");
-  else
-    emit (&b, "    const u64 base = (t >> 7) * 1024 + (t & 127);\n");
   /* Passes of at most passrows output blocks: fewer live accumulators
    * (occupancy) for re-reading the inputs, mostly from L2. */
-  for (int j0 = 0; j0 < nrows; j0 += passrows) {
-    const int j1 = j0 + passrows < nrows ? j0 + passrows : nrows;
+  for (int j0 = ja; j0 < jb; j0 += passrows) {
+    const int j1 = j0 + passrows < jb ? j0 + passrows : jb;
     const int r0 = j0 * 8, r1 = j1 * 8;
 
     /* Each pass reads the inputs through a pointer the compiler cannot
      * see through, so that it loads them again instead of keeping the
      * previous pass's values live (which spills registers). */
-    if (j0 == 0)
-      emit (&b, "    {\n    const u32 *ipp = ip;\n");
+    if (j0 == ja)
+      emit (b, "    {\n    const u32 *ipp = ip;\n");
     else
-      emit (&b, "    {\n    const u32 *ipp;\n"
+      emit (b, "    {\n    const u32 *ipp;\n"
             "    asm volatile (\"mov.b64 %%0, %%1;\" : \"=l\" (ipp) : \"l\" (ip));\n");
-    emit (&b, "    u32 o[%d];\n", r1 - r0);
+    emit (b, "    u32 o[%d];\n", r1 - r0);
     for (int r = r0; r < r1; r++)
-      emit (&b, "    o[%d] = 0;\n", r - r0);
+      emit (b, "    o[%d] = 0;\n", r - r0);
     for (int i = 0; i < ncols; i++) {
-      emit (&b, "    {\n      u32 p[8];\n");
+      emit (b, "    {\n      u32 p[8];\n");
       if (code == GR_CODE_RS)
-        emit (&b,
+        emit (b,
               "      const v4 x0 = *(const v4 *) (ipp + %d * vlen + base);\n"
               "      const v4 x1 = *(const v4 *) (ipp + %d * vlen + base + 4);\n"
               "      p[0] = x0.x; p[1] = x0.y; p[2] = x0.z; p[3] = x0.w;\n"
@@ -202,7 +186,7 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols)
               "      TR8(p)\n", i, i);
       else
         for (int c = 0; c < 8; c++)
-          emit (&b, "      p[%d] = ipp[%d * vlen + base + %d];\n", c, i,
+          emit (b, "      p[%d] = ipp[%d * vlen + base + %d];\n", c, i,
                 c * 128);
       /* Common subexpressions: the XOR of every subset of planes 0-3 (g0)
        * and of planes 4-7 (g1) that some row needs, each one XOR from a
@@ -226,10 +210,10 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols)
               continue;
             const int low = __builtin_ctz (sub), rest = sub & (sub - 1);
             if (rest == 0)
-              emit (&b, "      const u32 g%d_%d = p[%d];\n", h, sub,
+              emit (b, "      const u32 g%d_%d = p[%d];\n", h, sub,
                     h * 4 + low);
             else
-              emit (&b, "      const u32 g%d_%d = g%d_%d ^ p[%d];\n", h,
+              emit (b, "      const u32 g%d_%d = g%d_%d ^ p[%d];\n", h,
                     sub, h, rest, h * 4 + low);
           }
       }
@@ -240,17 +224,17 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols)
         for (int c = 0; c < 8; c++)
           sub[c / 4] |= row[c] ? 1 << (c % 4) : 0;
         if (sub[0] && sub[1])
-          emit (&b, "      o[%d] ^= g0_%d ^ g1_%d;\n", r - r0, sub[0],
+          emit (b, "      o[%d] ^= g0_%d ^ g1_%d;\n", r - r0, sub[0],
                 sub[1]);
         else if (sub[0] || sub[1])
-          emit (&b, "      o[%d] ^= g%d_%d;\n", r - r0, sub[0] ? 0 : 1,
+          emit (b, "      o[%d] ^= g%d_%d;\n", r - r0, sub[0] ? 0 : 1,
                 sub[0] ? sub[0] : sub[1]);
       }
-      emit (&b, "    }\n");
+      emit (b, "    }\n");
     }
     for (int j = j0; j < j1; j++) {
       if (code == GR_CODE_RS)
-        emit (&b,
+        emit (b,
               "    {\n      u32 q[8];\n"
               "      for (int r = 0; r < 8; r++) q[r] = o[%d + r];\n"
               "      TR8(q)\n"
@@ -262,10 +246,51 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols)
               "    }\n", (j - j0) * 8, j, j);
       else
         for (int r = 0; r < 8; r++)
-          emit (&b, "    op[%d * vlen + base + %d] = o[%d];\n", j, r * 128,
+          emit (b, "    op[%d * vlen + base + %d] = o[%d];\n", j, r * 128,
                 (j - j0) * 8 + r);
     }
-    emit (&b, "    }\n");
+    emit (b, "    }\n");
+  }
+}
+
+/* bits: (nrows*8) x (ncols*8), row-major, 0/1 bytes.  split: 1, 2 or 4
+ * groups of output blocks, each computed by its own warps (the warps of a
+ * block that share items load the same inputs, mostly from L1). */
+static char *
+gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
+            int split)
+{
+  struct sbuf b = { NULL, 0, 0, 0 };
+  const int passrows = gr_gpu_jit_passrows > 0 ? gr_gpu_jit_passrows : nrows;
+  const int per_block = JIT_THREADS / split;
+
+  emit (&b, "%s", prologue);
+  emit (&b,
+        "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+        "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
+        " u64 vlen, u64 nstripes)\n{\n"
+        "  const u64 items = vlen / 8;\n"
+        "  const unsigned w = threadIdx.x >> 5, h = w %% %d;\n"
+        "  for (u64 s = blockIdx.y; s < nstripes; s += gridDim.y)\n"
+        "  for (u64 t = (u64) blockIdx.x * %d + (w / %d) * 32 + (threadIdx.x & 31);"
+        " t < items; t += (u64) gridDim.x * %d) {\n"
+        "    const u32 *ip = in + s * %d * vlen;\n"
+        "    u32 *op = out + s * %d * vlen;\n",
+        JIT_THREADS, split, per_block, split, per_block, ncols, nrows);
+  if (code == GR_CODE_RS)
+    emit (&b, "    const u64 base = t * 8;\n");
+  else
+    emit (&b, "    const u64 base = (t >> 7) * 1024 + (t & 127);\n");
+  for (int g = 0; g < split; g++) {
+    const int per = (nrows + split - 1) / split;
+    const int ja = g * per, jb = ja + per < nrows ? ja + per : nrows;
+
+    if (split > 1)
+      emit (&b, "    %sif (h == %d) {\n", g ? "else " : "", g);
+    if (ja < jb)
+      emit_rows (&b, code, bits, ncols, ja, jb, passrows);
+    if (split > 1)
+      emit (&b, "    }\n");
   }
   emit (&b, "  }\n}\n");
   if (b.oom) {
@@ -304,7 +329,16 @@ jit_build (struct gr_gpu_tab *t)
     return -EIO;
   snprintf (arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
 
-  src = gen_source (t->code, t->bits, t->nrows, t->ncols);
+  {
+    int split = gr_gpu_jit_split;
+
+    while (split > 1 && split > t->nrows)
+      split /= 2;
+    if (split != 1 && split != 2 && split != 4)
+      split = 1;
+    t->jit_split = split;
+    src = gen_source (t->code, t->bits, t->nrows, t->ncols, split);
+  }
   if (src == NULL)
     return -ENOMEM;
   nr = rtc.create (&prog, src, "gr_jit.cu", 0, NULL, NULL);
@@ -481,8 +515,8 @@ gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din, void *dout,
                    size_t nstripes, size_t lp, cudaStream_t st)
 {
   unsigned long long vlen = lp / 4, ns = nstripes;
-  const size_t items = vlen / 8;
-  size_t gx = (items + JIT_THREADS - 1) / JIT_THREADS;
+  const size_t items = vlen / 8, per_block = JIT_THREADS / t->jit_split;
+  size_t gx = (items + per_block - 1) / per_block;
   dim3 grid ((unsigned) (gx > 65535 ? 65535 : gx ? gx : 1),
              (unsigned) (nstripes > 65535 ? 65535 : nstripes));
   void *args[] = { (void *) &din, (void *) &dout, &vlen, &ns };

@@ -14,7 +14,8 @@
  * reference computation would be slow are left out (printed).  Then the
  * same suite, reduced, with the other generic kernel variants (RS log/exp,
  * the other CRS one), with the run-time compiled XOR networks on every
- * batch, and with those in passes of 2 output blocks.  QUICK=1 runs the
+ * batch, with those in passes of 2 output blocks on 2 groups of warps,
+ * and on 4 groups of warps.  QUICK=1 runs the
  * reduced set throughout (for compute-sanitizer).  TEST_SEED sets the
  * random seed (printed).
  *
@@ -523,6 +524,7 @@ extern size_t gr_gpu_set_jit_min (size_t min_bytes);
 extern int gr_gpu_jit_built (void);
 extern int gr_gpu_set_jit_async (int on);
 extern int gr_gpu_set_jit_passrows (int n);
+extern int gr_gpu_set_jit_split (int n);
 
 int
 main (void)
@@ -593,11 +595,17 @@ main (void)
       run_suite (ref, gpu);
       {
         const int pr = gr_gpu_set_jit_passrows (2);
+        const int sp = gr_gpu_set_jit_split (2);
 
-        printf ("kernels: JIT XOR networks in passes of 2 output blocks, "
-                "reduced set\n");
+        printf ("kernels: JIT XOR networks in 2 groups of warps, passes of "
+                "2 output blocks, reduced set\n");
         run_suite (ref, gpu);
         gr_gpu_set_jit_passrows (pr);
+        gr_gpu_set_jit_split (4);
+        printf ("kernels: JIT XOR networks in 4 groups of warps, "
+                "reduced set\n");
+        run_suite (ref, gpu);
+        gr_gpu_set_jit_split (sp);
       }
       gr_gpu_set_jit_min (jm);
       gr_gpu_set_jit_async (as);
