@@ -20,6 +20,7 @@
 #define GR_GPU_MIN_BYTES (256 * 1024)   /* accel=auto: smaller ops on CPU */
 
 extern int gpuraid_debug_verbose;
+extern int gpuraid_debug_no_uring;
 
 #define gr_verbose(fs, ...)                                     \
   do {                                                          \

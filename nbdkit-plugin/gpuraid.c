@@ -26,6 +26,10 @@ NBDKIT_DLL_PUBLIC int gpuraid_debug_verbose = 0;
  * runtime GPU -> CPU fallback can be tested on machines without a GPU. */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_gpu = 0;
 
+/* -D gpuraid.no_uring=1: read chunks one by one with pread (for
+ * comparison), even when built with liburing. */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_no_uring = 0;
+
 struct gr_config gr_cfg = { .m = -1, .gpu_device = 0 };
 struct gr_array gr_a;
 

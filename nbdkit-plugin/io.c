@@ -8,6 +8,7 @@
  * stripe is redone degraded; a write error marks the member failed and the
  * other writes go on, so the live members still hold one consistent
  * codeword in which the failed member's chunk is simply erased. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,6 +21,7 @@
 
 #include "gpuraid-internal.h"
 #include "plan.h"
+#include "uring.h"
 
 #define PARITY_BATCH_BYTES (32 * 1024 * 1024)   /* full-stripe batches */
 #define ZERO_BUF_MAX (4 * 1024 * 1024)
@@ -400,14 +402,104 @@ read_piece (uint8_t *buf, const struct gr_piece *pc)
   return r;
 }
 
+/* A read of several chunks: submit every healthy chunk read of the
+ * request at once through io_uring; stripes with a failed member, and
+ * reads that failed, are then done by read_piece (which rebuilds, marks
+ * members failed and retries).  Returns 0, -1 on error, or -2 if
+ * io_uring cannot be used. */
+static int
+pread_batched (uint8_t *buf, uint32_t count, uint64_t offset)
+{
+  const struct gr_geom *g = &gr_a.geom;
+  uint64_t width = gr_map_stripe_width (g);
+  uint64_t s0 = offset / width;
+  uint64_t nst = (offset + count - 1) / width - s0 + 1, st;
+  size_t maxio = (size_t) count / g->chunk + 2 * nst, nio = 0, i;
+  bool failed[GR_MAX_MEMBERS];
+  struct gr_rio *v;
+  bool *slow;
+  struct gr_piece pc;
+  uint64_t off;
+  uint8_t *p;
+  int r = 0;
+
+  v = malloc (maxio * sizeof *v);
+  slow = calloc (nst, sizeof *slow);
+  if (v == NULL || slow == NULL) {
+    free (v);
+    free (slow);
+    return -2;
+  }
+  for (st = 0, off = offset, p = buf; st < nst; st++) {
+    uint32_t so = (uint32_t) (off % width);
+    uint32_t len = (uint64_t) (offset + count - off) < width - so
+      ? (uint32_t) (offset + count - off) : (uint32_t) (width - so);
+    int c;
+
+    gr_piece_init (&pc, g->chunk, gr_a.lm, s0 + st, so, len);
+    snapshot_failed (pc.s, failed);
+    for (c = pc.i0; c <= pc.i1; c++)
+      if (failed[c])
+        slow[st] = true;
+    for (c = pc.i0; !slow[st] && c <= pc.i1; c++) {
+      uint32_t a = gr_piece_a (&pc, c), b = gr_piece_b (&pc, c);
+
+      assert (nio < maxio);
+      v[nio].fd = gr_a.mem[gr_map_member (g, pc.s, c)].fd;
+      v[nio].buf = p + gr_piece_bufoff (&pc, c, a);
+      v[nio].len = b - a;
+      v[nio].off = moff (pc.s, a);
+      v[nio].tag = st;
+      nio++;
+    }
+    p += len;
+    off += len;
+  }
+  if (gr_uring_read_batch (v, nio) == -1) {
+    r = -2;
+    goto out;
+  }
+  for (i = 0; i < nio; i++)
+    if (v[i].res != 0)
+      slow[v[i].tag] = true;
+  /* The slow way for the rest: rebuilds, and redoes failed reads with
+   * pread, marking members failed on a real error. */
+  for (st = 0, off = offset, p = buf; st < nst; st++) {
+    uint32_t so = (uint32_t) (off % width);
+    uint32_t len = (uint64_t) (offset + count - off) < width - so
+      ? (uint32_t) (offset + count - off) : (uint32_t) (width - so);
+
+    if (slow[st]) {
+      gr_piece_init (&pc, g->chunk, gr_a.lm, s0 + st, so, len);
+      if (read_piece (p, &pc) == -1) {
+        r = -1;
+        goto out;
+      }
+    }
+    p += len;
+    off += len;
+  }
+ out:
+  free (v);
+  free (slow);
+  return r;
+}
+
 int
 gr_io_pread (void *buf, uint32_t count, uint64_t offset)
 {
   uint64_t width = gr_map_stripe_width (&gr_a.geom);
   uint8_t *p = buf;
   struct gr_piece pc;
+  int r;
 
   gr_verbose ("pread count=%" PRIu32 " offset=%" PRIu64, count, offset);
+  if (count > gr_a.geom.chunk && !gpuraid_debug_no_uring &&
+      !gr_array_too_degraded () && gr_uring_available ()) {
+    r = pread_batched (buf, count, offset);
+    if (r != -2)
+      return r;
+  }
   while (count > 0) {
     uint64_t s = offset / width;
     uint32_t so = (uint32_t) (offset % width);
