@@ -473,28 +473,29 @@ setup_gpu_coder (void)
 #ifdef GR_HAVE_CUDA
   bool forced = gr_cfg.accel == GR_ACCEL_GPU ||
     (gr_cfg.backend && strcmp (gr_cfg.backend, "cuda") == 0);
-  char name[256] = "";
+  char name[256] = "", why[512] = "";
   int r;
 
   if (use_gpu) {
     r = gr_gpu_probe_device (gr_cfg.gpu_device, name, sizeof name);
-    if (r == 0)
-      r = gr_gpu_select (gr_cfg.gpu_device);
-    if (r == 0)
-      r = gr_coder_new (&gr_a.coder, gr_a.geom.k, gr_a.geom.m, gr_a.code,
-                        gr_gpu_backend ());
+    if (r < 0)
+      snprintf (why, sizeof why, "%s", name);
+    if (r == 0 && (r = gr_gpu_select (gr_cfg.gpu_device)) < 0)
+      snprintf (why, sizeof why, "select: %s", gr_gpu_last_error ());
+    if (r == 0 &&
+        (r = gr_coder_new (&gr_a.coder, gr_a.geom.k, gr_a.geom.m, gr_a.code,
+                           gr_gpu_backend ())) < 0)
+      snprintf (why, sizeof why, "coder: %s: %s", strerror (-r),
+                gr_gpu_last_error ());
     if (r < 0) {
       gr_a.coder = gr_a.cpu_coder;
       use_gpu = false;
       if (forced) {
-        nbdkit_error ("cannot use GPU %d: %s (%s)", gr_cfg.gpu_device,
-                      strerror (-r), name[0] ? name : gr_gpu_last_error ());
+        nbdkit_error ("cannot use GPU %d: %s", gr_cfg.gpu_device, why);
         return -1;
       }
       nbdkit_debug ("gpuraid: accel=auto: no usable GPU (%s), "
-                    "using CPU backend %s",
-                    name[0] ? name : gr_gpu_last_error (),
-                    gr_backend_name (cpu_best));
+                    "using CPU backend %s", why, gr_backend_name (cpu_best));
     }
     else {
       gr_a.gpu_all = forced;
