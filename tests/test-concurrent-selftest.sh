@@ -16,6 +16,8 @@ requires nbdkit sh --version
 
 cat > "$tmpdir/rmw.sh" <<'SHEOF'
 #!/bin/bash
+# Not the gpuraid plugin: no sanitizer runtime for dd & co.
+unset LD_PRELOAD
 f=$DISK
 case "$1" in
   thread_model) echo "$MODEL" ;;
