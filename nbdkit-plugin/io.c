@@ -308,8 +308,11 @@ moff (uint64_t s, uint32_t chunk_off)
 /* --- reads --------------------------------------------------------------- */
 
 /* Read the first k surviving chunks of stripe s over [lo, hi) into blk
- * and rebuild the erased ones.  Stripe lock held (shared or exclusive).
- * Returns 0, 1 if a member failed (redo), or -1. */
+ * and rebuild the failed data chunks (and any failed parity chunk below
+ * the k-th survivor, which must be listed as erased so that it is not
+ * taken for a survivor; failed parity beyond it is neither read nor
+ * rebuilt).  Stripe lock held (shared or exclusive).  Returns 0, 1 if a
+ * member failed (redo), or -1. */
 static int
 read_and_reconstruct (uint64_t s, uint32_t lo, uint32_t hi,
                       uint8_t *const *blk, const bool *failed)
@@ -319,8 +322,10 @@ read_and_reconstruct (uint64_t s, uint32_t lo, uint32_t hi,
   uint32_t L = hi - lo;
 
   for (i = 0; i < n; i++) {
-    if (failed[i])
-      erased[nerased++] = i;
+    if (failed[i]) {
+      if (got < k)
+        erased[nerased++] = i;
+    }
     else if (got < k) {
       if (read_member (gr_map_member (&gr_a.geom, s, i), blk[i], L,
                        moff (s, lo)) == -1)
@@ -378,20 +383,26 @@ read_piece (uint8_t *buf, const struct gr_piece *pc)
     return 0;
   }
 
-  /* Degraded: rebuild under the shared stripe lock. */
+  /* Degraded: rebuild under the shared stripe lock.  Data chunks the
+   * request covers over [lo, hi) are read, or rebuilt, straight into the
+   * request buffer; the others go through scratch. */
   L = pc->hi - pc->lo;
   scratch = get_scratch ((size_t) gr_a.n * L);
   if (scratch == NULL)
     return -1;
   for (i = 0; i < gr_a.n; i++)
-    blk[i] = scratch + (size_t) i * L;
+    blk[i] = gr_piece_covers (pc, i)
+      ? buf + gr_piece_bufoff (pc, i, pc->lo) : scratch + (size_t) i * L;
   pthread_rwlock_rdlock (stripe_lock (pc->s));
   snapshot_failed (pc->s, failed);
   r = read_and_reconstruct (pc->s, pc->lo, pc->hi, blk, failed);
   if (r == 0)
     for (i = pc->i0; i <= pc->i1; i++) {
       uint32_t a = gr_piece_a (pc, i), b = gr_piece_b (pc, i);
-      memcpy (buf + gr_piece_bufoff (pc, i, a), blk[i] + (a - pc->lo), b - a);
+
+      if (!gr_piece_covers (pc, i))
+        memcpy (buf + gr_piece_bufoff (pc, i, a), blk[i] + (a - pc->lo),
+                b - a);
     }
   pthread_rwlock_unlock (stripe_lock (pc->s));
   if (r == 1)

@@ -29,6 +29,7 @@ nbdkit-plugin/test-superblock: nbdkit-plugin/test-superblock.o \
 
 CHECK_PROGS += nbdkit-plugin/test-superblock
 CHECK_TESTS += nbdkit-plugin/test-superblock nbdkit-plugin/test-sb-state.sh \
+               nbdkit-plugin/test-degraded-reads.sh \
                nbdkit-plugin/test-gpu-fallback.sh
 CLEAN_FILES += nbdkit-plugin/test-superblock
 
