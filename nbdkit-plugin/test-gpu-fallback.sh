@@ -10,6 +10,10 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 plugin=${GPURAID_PLUGIN:-$top/nbdkit-plugin/nbdkit-gpuraid-plugin.so}
 PY=/usr/bin/python3
+# Sanitizer builds: nbdkit runs with the ASan/UBSan runtimes preloaded.
+. "$top/tests/sanitizer-env.sh"
+gr_sanitizer_env "$plugin"
+nbdkit () { gr_nbdkit "$@"; }
 
 if [ ! -f "$plugin" ]; then
   echo "$0: skip: $plugin not built"; exit 77

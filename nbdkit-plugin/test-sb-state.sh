@@ -10,6 +10,10 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 plugin=${GPURAID_PLUGIN:-$top/nbdkit-plugin/nbdkit-gpuraid-plugin.so}
 PY=/usr/bin/python3
+# Sanitizer builds: nbdkit runs with the ASan/UBSan runtimes preloaded.
+. "$top/tests/sanitizer-env.sh"
+gr_sanitizer_env "$plugin"
+nbdkit () { gr_nbdkit "$@"; }
 
 if [ ! -f "$plugin" ]; then
   echo "$0: skip: $plugin not built"; exit 77
@@ -69,12 +73,21 @@ else: assert h.pread(70000, 12345) == pat, 'data differs'
 start () {       # start LOG ARGS...: background server on $tmp/sock
   local log=$1; shift
   rm -f "$tmp/sock"
-  nbdkit -f -U "$tmp/sock" "$plugin" "$@" 2>"$log" &
+  # env execs nbdkit, so $! is the server itself.
+  env ${NBDKIT_PRELOAD:+LD_PRELOAD="$NBDKIT_PRELOAD"} \
+    nbdkit -f -U "$tmp/sock" "$plugin" "$@" 2>"$log" &
   server=$!
   for (( i = 0; i < 100; i++ )); do [ -S "$tmp/sock" ] && return; sleep 0.1; done
   cat "$log"; fail "server did not start"
 }
-stop () { kill "$server"; wait "$server"; server=; }
+stop () {         # SIGTERM, then wait (a sanitizer build can hang in exit())
+  kill "$server"
+  while kill -0 "$server" 2>/dev/null; do
+    _exit_deadlocked "$server" && kill -9 "$server"
+    sleep 0.1
+  done
+  wait "$server" 2>/dev/null; server=
+}
 uri="nbd+unix:///?socket=$tmp/sock"
 
 # 1. Creation.

@@ -141,20 +141,9 @@ requires_py ()
 
 # ---- sanitizers ------------------------------------------------------------
 
-NBDKIT_PRELOAD=
-if [ -f "$PLUGIN" ] && ldd "$PLUGIN" 2>/dev/null | grep -q libasan; then
-  for lib in libasan.so libubsan.so; do
-    p=$(${CC:-gcc} -print-file-name=$lib)
-    if [ -f "$p" ]; then
-      NBDKIT_PRELOAD=${NBDKIT_PRELOAD:+$NBDKIT_PRELOAD:}$p
-    fi
-  done
-  # nbdkit itself is not instrumented and keeps some allocations until
-  # exit, so leak checking is off unless asked for.
-  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}:abort_on_error=1:halt_on_error=1:protect_shadow_gap=0:log_path=$tmpdir/asan"
-  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$tmpdir/asan"
-  echo "$0: plugin built with sanitizers, nbdkit LD_PRELOAD=$NBDKIT_PRELOAD"
-fi
+# shellcheck source=tests/sanitizer-env.sh
+. "$top/tests/sanitizer-env.sh"
+gr_sanitizer_env "$PLUGIN" "$tmpdir"
 
 _check_sanitizer_logs ()
 {
@@ -222,25 +211,6 @@ start_nbdkit ()
   done
   echo "$0: start_nbdkit: $pidfile not created after 60 s"
   exit 1
-}
-
-# _exit_deadlocked PID: true if PID is a single-threaded process asleep
-# on a futex, repeatedly: nothing can ever wake it (nbdkit uses no
-# process-shared futexes).  That is the signature of a known deadlock in
-# exit() when nbdkit runs with libasan preloaded (make SANITIZE=1): after
-# the plugin called strerror (even through %m), glibc's setlocale lock is
-# found corrupt in p11-kit's destructor (freelocale) during _dl_fini.  It
-# happens after nbdkit has unloaded the plugin, so killing the process
-# then loses no sanitizer report (leak checking is off).
-_exit_deadlocked ()
-{
-  local pid=$1 j
-  for (( j = 0; j < 5; j++ )); do
-    [ "$(ls "/proc/$pid/task" 2>/dev/null | wc -l)" = 1 ] || return 1
-    grep -q futex "/proc/$pid/wchan" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 0
 }
 
 # _wait_exit PID TENTHS: wait up to TENTHS/10 s for PID (a child) to exit.  Sets
