@@ -55,7 +55,7 @@ gr_nbdkit ()
 {
   local args=() a next_is_run=0 sf pid rc p killed=0
   if [ -z "${NBDKIT_PRELOAD:-}" ]; then
-    nbdkit "$@"
+    command nbdkit "$@"   # the binary, even where a function wraps it
     return
   fi
   sf=$(mktemp)
