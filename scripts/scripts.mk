@@ -22,3 +22,9 @@ bench: all scripts/nbdbench
 	scripts/bench
 
 CLEAN_FILES += scripts/nbdbench
+
+# On a GPU machine: 10+4 and 8+8 arrays on tmpfs, accel=gpu vs accel=cpu.
+bench-array-gpu: all scripts/nbdbench
+	scripts/bench-array-gpu
+
+.PHONY: bench-array-gpu

@@ -26,8 +26,11 @@ TESTS_SCRIPTS = \
 	tests/test-degraded.sh \
 	tests/test-concurrent.sh \
 	tests/test-backends.sh \
-	tests/test-mount.sh
+	tests/test-mount.sh \
+	tests/test-gpu-array.sh
 
 CHECK_PROGS += $(TESTS_PROGS)
 CHECK_TESTS += $(TESTS_SCRIPTS)
+# On the GPU machine: GPU parity inside the array (skips without a GPU).
+GPU_TESTS += tests/test-gpu-array.sh
 CLEAN_FILES += $(TESTS_PROGS) tests/logs/*.log

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# GPU parity inside the array: an array written with accel=gpu reads back
+# with accel=cpu (healthy and with m members gone), and an array written
+# degraded with accel=cpu reads back degraded with accel=gpu, and back;
+# parity on disk is checked offline against the reference coder.  Both
+# codes, 10+4, chunk 64K (stripe width 640K).  Writes go through nbdcopy
+# (several connections): 4 MiB requests (whole stripes plus partial
+# ones) and 4 KiB requests (read-modify-write: GPU parity updates).
+# Needs no python, so it also runs on the GPU machine's kit.
+# Skips, saying why, where the plugin has no CUDA or there is no GPU.
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_check
+requires_cmd nbdcopy nbdinfo cmp
+
+if ! run_nbdkit "$PLUGIN" --dump-plugin | grep -qx 'gpuraid_cuda=yes'; then
+  echo "$0: SKIP: plugin built without CUDA (gpuraid_cuda=no)"
+  exit 77
+fi
+
+sock=$tmpdir/sock
+pid=$tmpdir/nbdkit.pid
+uri=$(sock_uri "$sock")
+ref=$tmpdir/ref.img
+k=10 m=4 chunk=64K
+n=$(( k + m ))
+seed=$TEST_SEED
+
+# Does a GPU answer?  accel=gpu refuses to start without one.
+make_members $n 8M probe
+if ! start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
+     m=$m create=true accel=gpu; then
+  echo "$0: SKIP: no usable GPU: $(grep -i 'gpu' "$nbdkit_log" | tail -n 1)"
+  exit 77
+fi
+stop_nbdkit "$pid"
+rm -f "${members[@]}"
+
+# put SRC REQSIZE: copy image SRC to the export from offset 0.
+put () { nbdcopy --request-size="$2" "$1" "$uri" || { echo "$0: FAIL: nbdcopy to the array"; exit 1; }; }
+# verify WHAT: the whole export must equal $expect.
+verify ()
+{
+  rm -f "$tmpdir/out"
+  nbdcopy "$uri" "$tmpdir/out" || { echo "$0: FAIL: nbdcopy from the array ($1)"; exit 1; }
+  if ! cmp "$tmpdir/out" "$expect"; then
+    echo "$0: FAIL: data mismatch ($1)"; exit 1
+  fi
+  echo "ok: $1"
+  rm -f "$tmpdir/out"
+}
+# overlay SRC: the expected image gets SRC at offset 0.
+overlay () { dd if="$1" of="$expect" conv=notrunc status=none; }
+
+expect=$tmpdir/expect.img
+head -c 96M /dev/urandom >"$tmpdir/a.img"
+head -c 8M /dev/urandom >"$tmpdir/b.img"
+head -c 12M /dev/urandom >"$tmpdir/c.img"
+head -c 5M /dev/urandom >"$tmpdir/d.img"
+
+for code in rs crs; do
+  echo "=== code=$code: write with accel=gpu"
+  make_members $n 48M
+  # shellcheck disable=SC2046
+  start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" $(member_args "${members[@]}") \
+    m=$m chunk=$chunk code=$code create=true accel=gpu || exit 1
+  if ! grep -q -i 'cuda' "$nbdkit_log"; then
+    echo "$0: FAIL: the startup log does not name the cuda backend"; exit 1
+  fi
+  grep -i -m 3 -E 'gpu|cuda' "$nbdkit_log"
+  size=$(nbdinfo --size "$uri")
+  rm -f "$expect"; truncate -s "$size" "$expect"
+  put "$tmpdir/a.img" 4194304; overlay "$tmpdir/a.img"
+  put "$tmpdir/b.img" 4096; overlay "$tmpdir/b.img"
+  verify "written and read with accel=gpu"
+  stop_nbdkit "$pid"
+  check_parity $k $m 65536 $code "${members[@]}"
+
+  args=()
+  for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" accel=cpu || exit 1
+  verify "written by gpu, read by cpu"
+  stop_nbdkit "$pid"
+
+  for i in 0 3 7 12; do mv "${members[$i]}" "$tmpdir/gone$i"; done
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" accel=cpu || exit 1
+  verify "written by gpu, members 0 3 7 12 gone, read by cpu"
+  put "$tmpdir/c.img" 65536; overlay "$tmpdir/c.img"
+  stop_nbdkit "$pid"
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" accel=gpu || exit 1
+  verify "degraded, written by cpu, read by gpu"
+  put "$tmpdir/d.img" 4096; overlay "$tmpdir/d.img"
+  verify "degraded, written and read by gpu"
+  stop_nbdkit "$pid"
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" accel=cpu || exit 1
+  verify "degraded, written by gpu, read by cpu"
+  stop_nbdkit "$pid"
+  rm -f "${members[@]}" "$tmpdir"/gone*
+done
+echo "$0: PASS"
