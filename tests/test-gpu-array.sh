@@ -66,10 +66,15 @@ for code in rs crs; do
   # shellcheck disable=SC2046
   start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" $(member_args "${members[@]}") \
     m=$m chunk=$chunk code=$code create=true accel=gpu || exit 1
-  if ! grep -q -i 'cuda' "$nbdkit_log"; then
-    echo "$0: FAIL: the startup log does not name the cuda backend"; exit 1
+  # The GPU coder is made after nbdkit forks (after the pidfile): wait
+  # for its log line, which names the GPU and the cuda backend.
+  for (( i = 0; i < 100; i++ )); do
+    grep -q 'using GPU .*backend cuda' "$nbdkit_log" && break
+    sleep 0.1
+  done
+  if ! grep -m 1 'using GPU .*backend cuda' "$nbdkit_log"; then
+    echo "$0: FAIL: the startup log does not name the GPU and the cuda backend"; exit 1
   fi
-  grep -i -m 3 -E 'gpu|cuda' "$nbdkit_log"
   size=$(nbdinfo --size "$uri")
   rm -f "$expect"; truncate -s "$size" "$expect"
   put "$tmpdir/a.img" 4194304; overlay "$tmpdir/a.img"
