@@ -461,7 +461,7 @@ assemble_array (void)
   struct probe *ref = NULL, *auth = NULL;
   struct probe *slot[GR_MAX_MEMBERS] = { NULL };
   char uuid[37], uuid2[37];
-  bool reordered = false;
+  bool reordered = false, resync;
   int i, n;
 
   for (i = 0; i < nprobes; i++) {
@@ -631,14 +631,46 @@ assemble_array (void)
                   "%d more failures tolerated; missing: %s",
                   n - gr_a.nfailed, n, gr_a.geom.m - gr_a.nfailed, list);
   }
-  if (gr_a.sb.flags & GR_SB_FLAG_DIRTY)
-    nbdkit_error ("warning: the array was not shut down cleanly; parity of "
-                  "stripes being written at the crash may be inconsistent "
-                  "(no resync is done)");
-  /* Reopened dirty: leave the flag set on disk until a clean shutdown. */
+  /* Not shut down cleanly: parity of the stripes being written at the
+   * crash may not match their data.  With every member present, resync
+   * (recompute all parity) before serving, then mark the array clean.
+   * Degraded, it cannot be resynced: warn, and keep the dirty flag set
+   * on disk (gr_a.unsynced) so that no clean shutdown hides it. */
+  resync = false;
+  if (gr_a.sb.flags & GR_SB_FLAG_DIRTY) {
+    if (gr_a.nfailed == 0) {
+      nbdkit_error ("warning: the array was not shut down cleanly; "
+                    "resyncing the parity of all %" PRIu64 " stripes "
+                    "before serving", gr_a.geom.stripes);
+      resync = true;
+    }
+    else {
+      gr_a.unsynced = 1;
+      nbdkit_error ("warning: the array was not shut down cleanly and is "
+                    "degraded: parity of stripes being written at the "
+                    "crash may be inconsistent and cannot be resynced "
+                    "(reads rebuilt from it could be wrong); the dirty "
+                    "flag stays set");
+    }
+  }
   gr_a.dirty_on_disk = 0;
   if (gr_setup_coders (gr_a.geom.k, gr_a.geom.m, gr_a.sb.code) == -1)
     return -1;
+  if (resync) {
+    int r;
+
+    if (gr_io_resync () == -1) {
+      nbdkit_error ("resync failed: not serving an array whose parity "
+                    "may be inconsistent");
+      return -1;
+    }
+    pthread_mutex_lock (&gr_a.sb_lock);
+    gr_a.sb.flags &= ~GR_SB_FLAG_DIRTY;
+    r = write_sbs_locked ();
+    pthread_mutex_unlock (&gr_a.sb_lock);
+    if (r == -1)
+      return -1;
+  }
   log_geometry ("assembled");
   return 0;
 }
@@ -706,7 +738,7 @@ gr_array_close (void)
       }
     if (gr_a.nfailed > gr_a.geom.m)
       ok = false;
-    if (ok) {
+    if (ok && !gr_a.unsynced) {
       gr_a.sb.flags &= ~GR_SB_FLAG_DIRTY;
       if (write_sbs_locked () == 0)
         gr_a.dirty_on_disk = 0;

@@ -67,6 +67,7 @@ struct gr_array {
   pthread_mutex_t sb_lock;
   struct gr_sb sb;
   int dirty_on_disk;            /* atomic: DIRTY flag persisted */
+  int unsynced;                 /* started dirty and degraded: keep DIRTY */
 
   struct gr_coder *coder;       /* the chosen backend (maybe "cuda") */
   struct gr_coder *cpu_coder;   /* CPU coder; == coder when no GPU */
@@ -105,5 +106,6 @@ int gr_io_zero (uint32_t count, uint64_t offset, bool may_trim, bool fast,
                 bool fua);
 int gr_io_trim (uint32_t count, uint64_t offset, bool fua);
 int gr_io_flush (void);
+int gr_io_resync (void);        /* recompute all parity (start-up) */
 
 #endif /* GPURAID_INTERNAL_H */

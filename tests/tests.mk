@@ -27,6 +27,7 @@ TESTS_SCRIPTS = \
 	tests/test-concurrent.sh \
 	tests/test-backends.sh \
 	tests/test-mount.sh \
+	tests/test-resync.sh \
 	tests/test-gpu-array.sh
 
 CHECK_PROGS += $(TESTS_PROGS)
