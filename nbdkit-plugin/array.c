@@ -37,8 +37,11 @@ struct probe {
 static struct probe probes[GR_MAX_MEMBERS];
 static int nprobes;
 
-static int
-pread_full (int fd, void *buf, size_t len, uint64_t off)
+/* Read or write exactly len bytes at off, retrying short transfers and
+ * EINTR.  0, or -errno (-ENODATA: read past the end; -ENOSPC: a write
+ * that made no progress). */
+int
+gr_pread_full (int fd, void *buf, size_t len, uint64_t off)
 {
   uint8_t *p = buf;
 
@@ -56,8 +59,8 @@ pread_full (int fd, void *buf, size_t len, uint64_t off)
   return 0;
 }
 
-static int
-pwrite_full (int fd, const void *buf, size_t len, uint64_t off)
+int
+gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off)
 {
   const uint8_t *p = buf;
 
@@ -115,7 +118,7 @@ probe_member (struct probe *p)
   if (p->size < GR_SB_SIZE)
     p->sb_status = -ENOENT;
   else {
-    r = pread_full (p->fd, buf, GR_SB_SIZE, 0);
+    r = gr_pread_full (p->fd, buf, GR_SB_SIZE, 0);
     if (r < 0) {
       free (buf);
       /* An unreadable member is treated like a missing one. */
@@ -152,7 +155,7 @@ zero_area (struct probe *p, uint64_t off, uint64_t len)
                 "writing zeros", p->pos, p->path);
   while (len > 0) {
     size_t n = len < sizeof zeros ? len : sizeof zeros;
-    r = pwrite_full (p->fd, zeros, n, off);
+    r = gr_pwrite_full (p->fd, zeros, n, off);
     if (r < 0) {
       nbdkit_error ("member %d (%s): zeroing at offset %" PRIu64 ": %s",
                     p->pos, p->path, off, strerror (-r));
@@ -221,7 +224,7 @@ write_sbs_locked (void)
         continue;
       sb.index = i;
       gr_sb_encode (&sb, buf);
-      r = pwrite_full (gr_a.mem[i].fd, buf, GR_SB_SIZE, 0);
+      r = gr_pwrite_full (gr_a.mem[i].fd, buf, GR_SB_SIZE, 0);
       if (r == 0 && fdatasync (gr_a.mem[i].fd) == -1)
         r = -errno;
       if (r < 0) {

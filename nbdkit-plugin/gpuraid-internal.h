@@ -84,6 +84,8 @@ extern struct gr_array gr_a;
 int gr_setup_coders (int k, int m, enum gr_code code);
 
 /* array.c */
+int gr_pread_full (int fd, void *buf, size_t len, uint64_t off);
+int gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off);
 int gr_array_open (void);       /* assemble or create; get_ready */
 void gr_array_close (void);     /* clean shutdown; cleanup */
 int gr_array_mark_failed (int member, const char *fmt, ...)

@@ -212,41 +212,13 @@ do_update (int index, const uint8_t *delta, uint8_t *const *parity,
 static int
 mem_pread (int member, void *buf, size_t len, uint64_t off)
 {
-  int fd = gr_a.mem[member].fd;
-  uint8_t *p = buf;
-
-  while (len > 0) {
-    ssize_t r = pread (fd, p, len, (off_t) off);
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    if (r == 0)
-      return -ENODATA;
-    p += r; len -= r; off += r;
-  }
-  return 0;
+  return gr_pread_full (gr_a.mem[member].fd, buf, len, off);
 }
 
 static int
 mem_pwrite (int member, const void *buf, size_t len, uint64_t off)
 {
-  int fd = gr_a.mem[member].fd;
-  const uint8_t *p = buf;
-
-  while (len > 0) {
-    ssize_t r = pwrite (fd, p, len, (off_t) off);
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    if (r == 0)
-      return -ENOSPC;
-    p += r; len -= r; off += r;
-  }
-  return 0;
+  return gr_pwrite_full (gr_a.mem[member].fd, buf, len, off);
 }
 
 /* Read from a live member; on error mark it failed.  0 or -1. */
