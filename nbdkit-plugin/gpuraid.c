@@ -23,7 +23,10 @@ NBDKIT_DLL_PUBLIC int gpuraid_debug_verbose = 0;
 
 /* -D gpuraid.fake_gpu=1 (for tests): when no GPU is used, put a "GPU"
  * coder in front of the CPU one whose every operation fails, so that the
- * runtime GPU -> CPU fallback can be tested on machines without a GPU. */
+ * runtime GPU -> CPU fallback can be tested on machines without a GPU.
+ * -D gpuraid.fake_gpu=2: a working stand-in instead (a second coder on
+ * the CPU backend), so that every GPU-only path of the plugin, such as
+ * the group commit of full-stripe encodes, runs on machines without one. */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_gpu = 0;
 
 /* -D gpuraid.no_uring=1: read chunks one by one with pread (for
@@ -505,15 +508,17 @@ setup_gpu_coder (void)
   }
 #endif
   if (!use_gpu && gpuraid_debug_fake_gpu) {
+    bool works = gpuraid_debug_fake_gpu == 2;
     int fr = gr_coder_new (&gr_a.coder, gr_a.geom.k, gr_a.geom.m,
-                           gr_a.code, &fake_gpu_backend);
+                           gr_a.code, works ? cpu_best : &fake_gpu_backend);
     if (fr < 0) {
       nbdkit_error ("fake_gpu: %s", strerror (-fr));
       return -1;
     }
     gr_a.gpu_all = true;
-    nbdkit_debug ("gpuraid: testing: fake failing GPU coder in front of "
-                  "CPU backend %s", gr_backend_name (cpu_best));
+    nbdkit_debug ("gpuraid: testing: fake %s GPU coder in front of "
+                  "CPU backend %s", works ? "working" : "failing",
+                  gr_backend_name (cpu_best));
     return 0;
   }
   if (use_gpu)

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NBDKIT_API_VERSION 2
@@ -145,13 +146,117 @@ coding_error (const char *op, int r)
   return -1;
 }
 
+/* Group commit of GPU encodes.  The full-stripe encodes of concurrent
+ * write requests are gathered into one GPU batch by flat combining: the
+ * first thread to queue becomes the leader, waits (at most
+ * BATCH_WAIT_US, and only while other write requests are in flight and
+ * not yet queued) for more stripes, up to BATCH_MAX_BYTES of data, then
+ * encodes everything queued in one gr_encode call and wakes the others
+ * with the result.  The queue is bounded: a writer whose stripes do not
+ * fit waits for the current batch to go (backpressure), so memory does
+ * not grow.  Each request is answered only after its own stripes are
+ * encoded and written, as before, so flush and FUA are unchanged. */
+#define BATCH_MAX_BYTES (64 * 1024 * 1024)
+#define BATCH_WAIT_US 200
+
+struct enc_req {
+  uint8_t *const *blocks;
+  size_t nstripes;
+  int rc;
+  bool done;
+  struct enc_req *next;
+};
+
+static pthread_mutex_t comb_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t comb_cond = PTHREAD_COND_INITIALIZER;
+static struct enc_req *comb_head, **comb_tail = &comb_head;
+static size_t comb_stripes, comb_reqs;
+static bool comb_leading;
+static int writers;                     /* requests inside gr_io_pwrite */
+
+static int
+gpu_encode_combined (uint8_t *const *blocks, size_t nstripes, size_t len)
+{
+  size_t max = BATCH_MAX_BYTES / ((size_t) gr_a.geom.k * len);
+  struct enc_req me = { .blocks = blocks, .nstripes = nstripes };
+  struct enc_req *list, *q;
+  uint8_t **all;
+  size_t total, at, n = gr_a.n;
+  struct timespec deadline;
+  int r;
+
+  if (max < 1)
+    max = 1;
+  pthread_mutex_lock (&comb_lock);
+  while (comb_stripes > 0 && comb_stripes + nstripes > max)
+    pthread_cond_wait (&comb_cond, &comb_lock);
+  *comb_tail = &me;
+  comb_tail = &me.next;
+  comb_stripes += nstripes;
+  comb_reqs++;
+  pthread_cond_broadcast (&comb_cond);
+  if (comb_leading) {                   /* follower: wait for the result */
+    while (!me.done)
+      pthread_cond_wait (&comb_cond, &comb_lock);
+    pthread_mutex_unlock (&comb_lock);
+    return me.rc;
+  }
+  comb_leading = true;
+  clock_gettime (CLOCK_REALTIME, &deadline);
+  deadline.tv_nsec += BATCH_WAIT_US * 1000;
+  if (deadline.tv_nsec >= 1000000000) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000;
+  }
+  while (comb_stripes < max &&
+         comb_reqs < (size_t) __atomic_load_n (&writers, __ATOMIC_RELAXED) &&
+         pthread_cond_timedwait (&comb_cond, &comb_lock, &deadline) == 0)
+    ;
+  list = comb_head;
+  total = comb_stripes;
+  comb_head = NULL;
+  comb_tail = &comb_head;
+  comb_stripes = comb_reqs = 0;
+  comb_leading = false;
+  pthread_cond_broadcast (&comb_cond);  /* writers held back may queue */
+  pthread_mutex_unlock (&comb_lock);
+
+  all = malloc (total * n * sizeof *all);
+  if (all == NULL)
+    r = -ENOMEM;
+  else {
+    for (at = 0, q = list; q; q = q->next) {
+      memcpy (all + at * n, q->blocks, q->nstripes * n * sizeof *all);
+      at += q->nstripes;
+    }
+    r = gr_encode (gr_a.coder, all, total, len);
+    free (all);
+  }
+  if (total > nstripes)
+    gr_verbose ("group commit: %zu stripes from several requests in one "
+                "GPU batch", total);
+  pthread_mutex_lock (&comb_lock);
+  for (q = list; q; q = q->next) {
+    q->rc = r;
+    q->done = true;
+  }
+  pthread_cond_broadcast (&comb_cond);
+  pthread_mutex_unlock (&comb_lock);
+  return r;
+}
+
+/* Full-stripe encodes (len == chunk) on the GPU go through the group
+ * commit above; partial-stripe ones are encoded on their own. */
 static int
 do_encode (uint8_t *const *blocks, size_t nstripes, size_t len)
 {
   int r;
 
   if (gpu_active (nstripes * len * gr_a.geom.k)) {
-    r = gr_encode (gr_a.coder, blocks, nstripes, len);
+    if (len == gr_a.geom.chunk)
+      r = gpu_encode_combined (blocks, nstripes, len);
+    else
+      r = gr_encode (gr_a.coder, blocks, nstripes, len);
     if (r == 0)
       return 0;
     gpu_failed ("encode", r);
@@ -738,9 +843,14 @@ gr_io_pwrite (const void *buf, uint32_t count, uint64_t offset, bool fua)
 
   gr_verbose ("pwrite count=%" PRIu32 " offset=%" PRIu64 "%s", count,
               offset, fua ? " fua" : "");
+  int r;
+
   if (gr_array_begin_write () == -1)
     return -1;
-  if (write_range (buf, count, offset, touched) == -1)
+  __atomic_add_fetch (&writers, 1, __ATOMIC_RELAXED);
+  r = write_range (buf, count, offset, touched);
+  __atomic_sub_fetch (&writers, 1, __ATOMIC_RELAXED);
+  if (r == -1)
     return -1;
   return fua ? sync_touched (touched) : 0;
 }

@@ -28,6 +28,7 @@ TESTS_SCRIPTS = \
 	tests/test-backends.sh \
 	tests/test-mount.sh \
 	tests/test-resync.sh \
+	tests/test-group-commit.sh \
 	tests/test-gpu-array.sh
 
 CHECK_PROGS += $(TESTS_PROGS)
