@@ -5,24 +5,9 @@
 # random reads (odd offsets and lengths, inside and across chunks and
 # stripes) and a full read must match; then writes with one member
 # missing, read back with it (and, for m >= 2, one more) missing.
-set -u
-top=$(cd "$(dirname "$0")/.." && pwd)
-plugin=${GPURAID_PLUGIN:-$top/nbdkit-plugin/nbdkit-gpuraid-plugin.so}
-PY=/usr/bin/python3
-# Sanitizer builds: nbdkit runs with the ASan/UBSan runtimes preloaded.
-. "$top/tests/sanitizer-env.sh"
-gr_sanitizer_env "$plugin"
-nbdkit () { gr_nbdkit "$@"; }
-
-if [ ! -f "$plugin" ]; then
-  echo "$0: skip: $plugin not built"; exit 77
-fi
-if ! command -v nbdkit >/dev/null || ! $PY -c 'import nbd' 2>/dev/null; then
-  echo "$0: skip: needs nbdkit and python3 with the nbd module"; exit 77
-fi
+. "$(dirname "$0")/test-common.sh" dreads
 seed=${TEST_SEED:-$(( (RANDOM << 15) | RANDOM ))}
 echo "$0: TEST_SEED=$seed"
-tmp=$(mktemp -d /var/tmp/gpuraid-dreads.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 cat > "$tmp/io.py" <<'PYEOF'

@@ -6,24 +6,9 @@
 # (parity update, full encode, reconstruct) the requests must succeed,
 # the failure must be logged exactly once, and the data must read back
 # both healthy and with a member removed (so parity is right).
-set -u
-top=$(cd "$(dirname "$0")/.." && pwd)
-plugin=${GPURAID_PLUGIN:-$top/nbdkit-plugin/nbdkit-gpuraid-plugin.so}
-PY=/usr/bin/python3
-# Sanitizer builds: nbdkit runs with the ASan/UBSan runtimes preloaded.
-. "$top/tests/sanitizer-env.sh"
-gr_sanitizer_env "$plugin"
-nbdkit () { gr_nbdkit "$@"; }
-
-if [ ! -f "$plugin" ]; then
-  echo "$0: skip: $plugin not built"; exit 77
-fi
-if ! command -v nbdkit >/dev/null || ! $PY -c 'import nbd' 2>/dev/null; then
-  echo "$0: skip: needs nbdkit and python3 with the nbd module"; exit 77
-fi
+. "$(dirname "$0")/test-common.sh" fallback
 seed=${TEST_SEED:-$(( (RANDOM << 15) | RANDOM ))}
 echo "$0: TEST_SEED=$seed"
-tmp=$(mktemp -d /var/tmp/gpuraid-fallback.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 # io.py MODE URI REF SEED: "update" (first op is a read-modify-write),

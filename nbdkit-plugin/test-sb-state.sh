@@ -6,22 +6,7 @@
 # event+1 at a clean shutdown, dirty left after a crash (and the warning
 # at the next start), and a degraded write recording the missing member
 # in the failed bitmap so that it is stale when it comes back.
-set -u
-top=$(cd "$(dirname "$0")/.." && pwd)
-plugin=${GPURAID_PLUGIN:-$top/nbdkit-plugin/nbdkit-gpuraid-plugin.so}
-PY=/usr/bin/python3
-# Sanitizer builds: nbdkit runs with the ASan/UBSan runtimes preloaded.
-. "$top/tests/sanitizer-env.sh"
-gr_sanitizer_env "$plugin"
-nbdkit () { gr_nbdkit "$@"; }
-
-if [ ! -f "$plugin" ]; then
-  echo "$0: skip: $plugin not built"; exit 77
-fi
-if ! command -v nbdkit >/dev/null || ! $PY -c 'import nbd' 2>/dev/null; then
-  echo "$0: skip: needs nbdkit and python3 with the nbd module"; exit 77
-fi
-tmp=$(mktemp -d /var/tmp/gpuraid-sbstate.XXXXXX)
+. "$(dirname "$0")/test-common.sh" sbstate
 server=
 cleanup () { [ -n "$server" ] && kill -9 "$server" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
