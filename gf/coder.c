@@ -332,6 +332,16 @@ cache_remove (struct gr_coder *c, struct gr_plan *p)
   return --p->refs == 0 ? p : NULL;
 }
 
+/* A cache hit: take a reference and move the plan to the LRU front.
+ * c->lock held. */
+static void
+plan_touch (struct gr_coder *c, struct gr_plan *p)
+{
+  p->refs++;
+  lru_unlink (c, p);
+  lru_push_front (c, p);
+}
+
 /* Get a referenced plan for the sorted set e[0..ne-1]. */
 static int
 plan_get (struct gr_coder *c, const int *e, int ne, struct gr_plan **out)
@@ -343,9 +353,7 @@ plan_get (struct gr_coder *c, const int *e, int ne, struct gr_plan **out)
   pthread_mutex_lock (&c->lock);
   p = cache_find (c, e, ne, hash);
   if (p) {
-    p->refs++;
-    lru_unlink (c, p);
-    lru_push_front (c, p);
+    plan_touch (c, p);
     pthread_mutex_unlock (&c->lock);
     *out = p;
     return 0;
@@ -360,9 +368,7 @@ plan_get (struct gr_coder *c, const int *e, int ne, struct gr_plan **out)
   pthread_mutex_lock (&c->lock);
   p = cache_find (c, e, ne, hash);
   if (p) {
-    p->refs++;
-    lru_unlink (c, p);
-    lru_push_front (c, p);
+    plan_touch (c, p);
   }
   else {
     p = built;

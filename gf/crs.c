@@ -323,15 +323,11 @@ gr_crs_fast_reconstruct (struct gr_coder *c, const struct gr_decode *d,
   const uint8_t *in[GR_MAX_MEMBERS];
   uint8_t *out[GR_MAX_MEMBERS];
   size_t st;
-  int i;
 
   for (st = 0; st < nstripes; st++) {
     uint8_t *const *b = blocks + st * c->n;
 
-    for (i = 0; i < c->k; i++)
-      in[i] = b[d->survivors[i]];
-    for (i = 0; i < d->nerased; i++)
-      out[i] = b[d->erased[i]];
+    gr_decode_gather (c, d, b, in, out);
     xsched_run (d->priv, in, out, len, 0);
   }
   return 0;

@@ -70,6 +70,20 @@ int gr_crs_fast_update (struct gr_coder *c, void *state, int data_index,
                         const uint8_t *const *delta, uint8_t *const *parity,
                         size_t nstripes, size_t len);
 
+/* For one stripe's block pointers b: the k survivors a decode plan reads
+ * (in) and the blocks it rebuilds (out), in the decode matrix's order. */
+static inline void
+gr_decode_gather (const struct gr_coder *c, const struct gr_decode *d,
+                  uint8_t *const *b, const uint8_t **in, uint8_t **out)
+{
+  int i;
+
+  for (i = 0; i < c->k; i++)
+    in[i] = b[d->survivors[i]];
+  for (i = 0; i < d->nerased; i++)
+    out[i] = b[d->erased[i]];
+}
+
 /* The built-in backends. */
 extern const struct gr_backend gr_backend_ref;
 extern const struct gr_backend gr_backend_isal;

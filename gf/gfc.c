@@ -159,17 +159,13 @@ gfc_reconstruct (struct gr_coder *c, const struct gr_decode *d,
   const uint8_t *in[GR_MAX_MEMBERS];
   uint8_t *out[GR_MAX_MEMBERS];
   size_t s;
-  int i;
 
   if (c->code == GR_CODE_CRS)
     return gr_crs_fast_reconstruct (c, d, blocks, nstripes, len);
   for (s = 0; s < nstripes; s++) {
     uint8_t *const *b = blocks + s * c->n;
 
-    for (i = 0; i < c->k; i++)
-      in[i] = b[d->survivors[i]];
-    for (i = 0; i < d->nerased; i++)
-      out[i] = b[d->erased[i]];
+    gr_decode_gather (c, d, b, in, out);
     gfc_apply (&p->gf, d->matrix, c->k, d->nerased, c->k, in, out, len);
   }
   return 0;

@@ -111,17 +111,13 @@ isal_reconstruct (struct gr_coder *c, const struct gr_decode *d,
 {
   uint8_t *in[GR_MAX_MEMBERS], *out[GR_MAX_MEMBERS];
   size_t s;
-  int i;
 
   if (c->code == GR_CODE_CRS)
     return gr_crs_fast_reconstruct (c, d, blocks, nstripes, len);
   for (s = 0; s < nstripes; s++) {
     uint8_t *const *b = blocks + s * c->n;
 
-    for (i = 0; i < c->k; i++)
-      in[i] = b[d->survivors[i]];
-    for (i = 0; i < d->nerased; i++)
-      out[i] = b[d->erased[i]];
+    gr_decode_gather (c, d, b, (const uint8_t **) in, out);
     isal_apply (c->k, d->nerased, d->priv, in, out, len);
   }
   return 0;

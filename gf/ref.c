@@ -119,15 +119,11 @@ ref_reconstruct (struct gr_coder *c, const struct gr_decode *d,
   const uint8_t *in[GR_MAX_MEMBERS];
   uint8_t *out[GR_MAX_MEMBERS];
   size_t s;
-  int i;
 
   for (s = 0; s < nstripes; s++) {
     uint8_t *const *b = blocks + s * c->n;
 
-    for (i = 0; i < c->k; i++)
-      in[i] = b[d->survivors[i]];
-    for (i = 0; i < d->nerased; i++)
-      out[i] = b[d->erased[i]];
+    gr_decode_gather (c, d, b, in, out);
     if (c->code == GR_CODE_CRS)
       ref_crs_apply (d->priv, (size_t) c->k * 8, d->nerased, c->k,
                      in, out, len, 0);
