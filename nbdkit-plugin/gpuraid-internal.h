@@ -17,10 +17,10 @@
 #define GR_MIN_DATA_OFFSET (1024 * 1024)
 #define GR_NLOCKS 1024                  /* stripe lock table size */
 #define GR_MAX_CHUNK (UINT32_C (64) << 20)    /* 64 MiB */
-#define GR_GPU_MIN_BYTES (256 * 1024)   /* accel=auto: smaller ops on CPU */
 
 extern int gpuraid_debug_verbose;
 extern int gpuraid_debug_no_uring;
+extern int gpuraid_debug_fake_auto;
 
 #define gr_verbose(fs, ...)                                     \
   do {                                                          \
@@ -74,6 +74,9 @@ struct gr_array {
   int gpu_fallen_back;          /* atomic: coder failed, use cpu_coder */
   bool gpu_all;                 /* accel=gpu/backend=cuda: every op on GPU */
   char gpu_name[256];
+  /* Page-locked memory for GPU operations (NULL: none). */
+  void *(*host_alloc) (size_t size);
+  void (*host_free) (void *p);
 
   pthread_rwlock_t locks[GR_NLOCKS];
   uint8_t *zero_buf;            /* k * chunk zero bytes */
@@ -98,6 +101,31 @@ gr_member_failed (int member)
 {
   return __atomic_load_n (&gr_a.mem[member].failed, __ATOMIC_ACQUIRE);
 }
+
+/* accel.c: which coder runs an operation of `bytes` data bytes (for a
+ * reconstruct, with nerased blocks lost); GPU failures; the start-up
+ * measurement that sets accel=auto's thresholds (logged); page-locked
+ * scratch memory from a bounded pool. */
+enum gr_op { GR_OP_ENCODE, GR_OP_RECONSTRUCT, GR_OP_UPDATE };
+bool gr_accel_gpu_usable (void);
+bool gr_accel_gpu (enum gr_op op, size_t bytes, int nerased);
+void gr_accel_failed (const char *op, int r);
+int gr_accel_calibrate (void);
+bool gr_host_alloc_wanted (size_t size);
+void *gr_host_alloc (size_t size);
+void gr_host_free (void *p, size_t size);
+
+/* io.c: one coding operation on the GPU coder if gpu (and it is still
+ * usable; a failure there is redone on the CPU coder), else on the CPU
+ * coder.  0, or -1 with errno EIO.  gr_code_update's GPU path computes
+ * into pdelta (m blocks of scratch) and XORs that into parity. */
+int gr_code_encode (bool gpu, uint8_t *const *blocks, size_t nstripes,
+                    size_t len);
+int gr_code_reconstruct (bool gpu, const int *erased, int nerased,
+                         uint8_t *const *blocks, size_t len);
+int gr_code_update (bool gpu, int index, const uint8_t *delta,
+                    uint8_t *const *parity, uint8_t *const *pdelta,
+                    size_t len);
 
 /* io.c */
 int gr_io_init (void);

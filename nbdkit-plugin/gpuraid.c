@@ -26,8 +26,19 @@ NBDKIT_DLL_PUBLIC int gpuraid_debug_verbose = 0;
  * runtime GPU -> CPU fallback can be tested on machines without a GPU.
  * -D gpuraid.fake_gpu=2: a working stand-in instead (a second coder on
  * the CPU backend), so that every GPU-only path of the plugin, such as
- * the group commit of full-stripe encodes, runs on machines without one. */
+ * the group commit of full-stripe encodes, runs on machines without one.
+ * -D gpuraid.fake_gpu=3: a stand-in whose rebuilt blocks are wrong (one
+ * byte flipped), which accel=auto's start-up check must catch. */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_gpu = 0;
+
+/* -D gpuraid.fake_auto=1 (for tests, with fake_gpu): route operations
+ * between the fake GPU and the CPU as accel=auto does with a real GPU
+ * (measured at start-up) instead of sending them all to the fake GPU;
+ * the fake GPU's "page-locked" scratch is ordinary memory.
+ * -D gpuraid.fake_auto=2: the same, but after the measurement every
+ * operation goes to the fake GPU (so that its paths run whatever was
+ * measured). */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_auto = 0;
 
 /* -D gpuraid.no_uring=1: read chunks one by one with pread (for
  * comparison), even when built with liburing. */
@@ -427,6 +438,14 @@ gr_setup_coders (int k, int m, enum gr_code code)
   return 0;
 }
 
+static void *
+fake_host_alloc (size_t size)
+{
+  void *p;
+
+  return posix_memalign (&p, 4096, size) == 0 ? p : NULL;
+}
+
 /* The failing backend behind -D gpuraid.fake_gpu=1. */
 static int
 fake_gpu_probe (void)
@@ -468,6 +487,44 @@ static const struct gr_backend fake_gpu_backend = {
   .update = fake_gpu_update,
 };
 
+/* -D gpuraid.fake_gpu=3: right parity, wrong rebuilt bytes. */
+static int
+wrong_gpu_encode (struct gr_coder *c, uint8_t *const *blocks,
+                  size_t nstripes, size_t len)
+{
+  return gr_encode (gr_a.cpu_coder, blocks, nstripes, len);
+}
+
+static int
+wrong_gpu_reconstruct (struct gr_coder *c, const struct gr_decode *d,
+                       uint8_t *const *blocks, size_t nstripes, size_t len)
+{
+  int r = gr_reconstruct (gr_a.cpu_coder, d->erased, d->nerased, blocks,
+                          nstripes, len);
+
+  if (r == 0 && d->nerased > 0 && len > 0)
+    blocks[d->erased[0]][len / 2] ^= 0x01;
+  return r;
+}
+
+static int
+wrong_gpu_update (struct gr_coder *c, int data_index,
+                  const uint8_t *const *delta, uint8_t *const *parity,
+                  size_t nstripes, size_t len)
+{
+  return gr_update (gr_a.cpu_coder, data_index, delta, parity, nstripes,
+                    len);
+}
+
+static const struct gr_backend wrong_gpu_backend = {
+  .name = "wrong-gpu",
+  .prefer = -1000,
+  .probe = fake_gpu_probe,
+  .encode = wrong_gpu_encode,
+  .reconstruct = wrong_gpu_reconstruct,
+  .update = wrong_gpu_update,
+};
+
 /* In the server process (after nbdkit's fork): the GPU coder, if the
  * GPU was chosen at config time. */
 static int
@@ -502,6 +559,8 @@ setup_gpu_coder (void)
     }
     else {
       gr_a.gpu_all = forced;
+      gr_a.host_alloc = gr_gpu_host_alloc;
+      gr_a.host_free = gr_gpu_host_free;
       if (gr_coder_len_multiple (gr_a.coder) > gr_a.lm)
         gr_a.lm = gr_coder_len_multiple (gr_a.coder);
     }
@@ -510,21 +569,30 @@ setup_gpu_coder (void)
   if (!use_gpu && gpuraid_debug_fake_gpu) {
     bool works = gpuraid_debug_fake_gpu == 2;
     int fr = gr_coder_new (&gr_a.coder, gr_a.geom.k, gr_a.geom.m,
-                           gr_a.code, works ? cpu_best : &fake_gpu_backend);
+                           gr_a.code, works ? cpu_best
+                           : gpuraid_debug_fake_gpu == 3 ? &wrong_gpu_backend
+                           : &fake_gpu_backend);
     if (fr < 0) {
       nbdkit_error ("fake_gpu: %s", strerror (-fr));
       return -1;
     }
-    gr_a.gpu_all = true;
+    gr_a.gpu_all = !gpuraid_debug_fake_auto;
+    if (gpuraid_debug_fake_auto) {
+      gr_a.host_alloc = fake_host_alloc;
+      gr_a.host_free = free;
+    }
     nbdkit_debug ("gpuraid: testing: fake %s GPU coder in front of "
-                  "CPU backend %s", works ? "working" : "failing",
-                  gr_backend_name (cpu_best));
+                  "CPU backend %s%s", works ? "working"
+                  : gpuraid_debug_fake_gpu == 3 ? "wrong" : "failing",
+                  gr_backend_name (cpu_best),
+                  gpuraid_debug_fake_auto ? ", routed as accel=auto" : "");
     return 0;
   }
   if (use_gpu)
     nbdkit_debug ("gpuraid: using GPU %d (%s), backend cuda%s; "
                   "CPU backend %s", gr_cfg.gpu_device, gr_a.gpu_name,
-                  gr_a.gpu_all ? "" : " for operations of 256K or more",
+                  gr_a.gpu_all ? " for every operation"
+                  : " for operations large enough to pay (measured next)",
                   gr_backend_name (cpu_best));
   else
     nbdkit_debug ("gpuraid: using CPU backend %s",
@@ -543,7 +611,12 @@ gpuraid_get_ready (void)
 static int
 gpuraid_after_fork (void)
 {
-  return setup_gpu_coder ();
+  if (setup_gpu_coder () == -1)
+    return -1;
+  /* accel=auto: where the GPU starts to pay (failures are logged and
+   * leave the coding on the CPU; they do not stop the server). */
+  (void) gr_accel_calibrate ();
+  return 0;
 }
 
 static void
@@ -551,6 +624,10 @@ gpuraid_cleanup (void)
 {
   gr_io_fini ();
   gr_array_close ();
+#ifdef GR_HAVE_CUDA
+  if (use_gpu)
+    gr_gpu_release ();
+#endif
 }
 
 static void

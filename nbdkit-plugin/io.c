@@ -34,7 +34,19 @@ static size_t zero_len;
 struct scratch {
   size_t size;
   void *p;
+  bool pinned;                  /* from gr_host_alloc */
 };
+
+static void
+scratch_release (struct scratch *s)
+{
+  if (s->pinned)
+    gr_host_free (s->p, s->size);
+  else
+    free (s->p);
+  s->p = NULL;
+  s->size = 0;
+}
 
 static void
 scratch_free (void *v)
@@ -42,13 +54,15 @@ scratch_free (void *v)
   struct scratch *s = v;
 
   if (s) {
-    free (s->p);
+    scratch_release (s);
     free (s);
   }
 }
 
 /* A per-thread buffer of at least size bytes, 4096-aligned, reused.
- * Only one user at a time in a thread. */
+ * Only one user at a time in a thread.  When the GPU is in use it is
+ * page-locked memory if the bounded pool allows (accel.c), so that GPU
+ * operations on it skip the engine's staging copies. */
 static uint8_t *
 get_scratch (size_t size)
 {
@@ -62,17 +76,19 @@ get_scratch (size_t size)
       return NULL;
     }
   }
-  if (s->size < size) {
-    void *p;
+  if (s->size < size || (!s->pinned && gr_host_alloc_wanted (size))) {
+    void *p = gr_host_alloc (size);
+    bool pinned = p != NULL;
 
-    if (posix_memalign (&p, 4096, size) != 0) {
+    if (p == NULL && posix_memalign (&p, 4096, size) != 0) {
       nbdkit_error ("posix_memalign: %zu bytes: %m", size);
       errno = ENOMEM;
       return NULL;
     }
-    free (s->p);
+    scratch_release (s);
     s->p = p;
     s->size = size;
+    s->pinned = pinned;
   }
   return s->p;
 }
@@ -117,26 +133,9 @@ stripe_lock (uint64_t s)
 
 /* --- coding, with the GPU -> CPU fallback ------------------------------ */
 
-/* Use the GPU coder for an operation on `bytes` bytes of data?  With
- * accel=auto small operations stay on the CPU: the round trip over PCIe
- * costs more than the coding. */
-static bool
-gpu_active (size_t bytes)
-{
-  if (gr_a.coder == gr_a.cpu_coder ||
-      __atomic_load_n (&gr_a.gpu_fallen_back, __ATOMIC_ACQUIRE))
-    return false;
-  return gr_a.gpu_all || bytes >= GR_GPU_MIN_BYTES;
-}
-
-static void
-gpu_failed (const char *op, int r)
-{
-  if (!__atomic_exchange_n (&gr_a.gpu_fallen_back, 1, __ATOMIC_ACQ_REL))
-    nbdkit_error ("GPU %s failed: %s; redoing it and all later coding on "
-                  "the CPU backend %s", op, strerror (-r),
-                  gr_backend_name (gr_coder_backend (gr_a.cpu_coder)));
-}
+/* The route (GPU or CPU) of each operation is chosen by the caller with
+ * gr_accel_gpu (accel.c); a GPU failure redoes the operation, and all
+ * later ones, on the CPU coder. */
 
 static int
 coding_error (const char *op, int r)
@@ -247,35 +246,36 @@ gpu_encode_combined (uint8_t *const *blocks, size_t nstripes, size_t len)
 
 /* Full-stripe encodes (len == chunk) on the GPU go through the group
  * commit above; partial-stripe ones are encoded on their own. */
-static int
-do_encode (uint8_t *const *blocks, size_t nstripes, size_t len)
+int
+gr_code_encode (bool gpu, uint8_t *const *blocks, size_t nstripes,
+                size_t len)
 {
   int r;
 
-  if (gpu_active (nstripes * len * gr_a.geom.k)) {
+  if (gpu && gr_accel_gpu_usable ()) {
     if (len == gr_a.geom.chunk)
       r = gpu_encode_combined (blocks, nstripes, len);
     else
       r = gr_encode (gr_a.coder, blocks, nstripes, len);
     if (r == 0)
       return 0;
-    gpu_failed ("encode", r);
+    gr_accel_failed ("encode", r);
   }
   r = gr_encode (gr_a.cpu_coder, blocks, nstripes, len);
   return r == 0 ? 0 : coding_error ("encode", r);
 }
 
-static int
-do_reconstruct (const int *erased, int nerased, uint8_t *const *blocks,
-                size_t len)
+int
+gr_code_reconstruct (bool gpu, const int *erased, int nerased,
+                     uint8_t *const *blocks, size_t len)
 {
   int r;
 
-  if (gpu_active (len * gr_a.geom.k)) {
+  if (gpu && gr_accel_gpu_usable ()) {
     r = gr_reconstruct (gr_a.coder, erased, nerased, blocks, 1, len);
     if (r == 0)
       return 0;
-    gpu_failed ("reconstruct", r);
+    gr_accel_failed ("reconstruct", r);
   }
   r = gr_reconstruct (gr_a.cpu_coder, erased, nerased, blocks, 1, len);
   return r == 0 ? 0 : coding_error ("reconstruct", r);
@@ -284,14 +284,14 @@ do_reconstruct (const int *erased, int nerased, uint8_t *const *blocks,
 /* parity[j] ^= G[j][i] * delta.  On the GPU the update goes into the
  * zeroed pdelta buffers first and is XORed in here, so that a GPU failure
  * half-way cannot leave parity half-updated before the CPU redo. */
-static int
-do_update (int index, const uint8_t *delta, uint8_t *const *parity,
-           uint8_t *const *pdelta, size_t len)
+int
+gr_code_update (bool gpu, int index, const uint8_t *delta,
+                uint8_t *const *parity, uint8_t *const *pdelta, size_t len)
 {
   int m = gr_a.geom.m, j, r;
   size_t x;
 
-  if (gpu_active (len)) {
+  if (gpu && gr_accel_gpu_usable ()) {
     for (j = 0; j < m; j++)
       memset (pdelta[j], 0, len);
     r = gr_update (gr_a.coder, index, &delta, pdelta, 1, len);
@@ -306,7 +306,7 @@ do_update (int index, const uint8_t *delta, uint8_t *const *parity,
       }
       return 0;
     }
-    gpu_failed ("update", r);
+    gr_accel_failed ("update", r);
   }
   r = gr_update (gr_a.cpu_coder, index, &delta, parity, 1, len);
   return r == 0 ? 0 : coding_error ("update", r);
@@ -388,11 +388,11 @@ moff (uint64_t s, uint32_t chunk_off)
  * and rebuild the failed data chunks (and any failed parity chunk below
  * the k-th survivor, which must be listed as erased so that it is not
  * taken for a survivor; failed parity beyond it is neither read nor
- * rebuilt).  Stripe lock held (shared or exclusive).  Returns 0, 1 if a
+ * rebuilt), on the GPU if gpu.  Stripe lock held (shared or exclusive).  Returns 0, 1 if a
  * member failed (redo), or -1. */
 static int
 read_and_reconstruct (uint64_t s, uint32_t lo, uint32_t hi,
-                      uint8_t *const *blk, const bool *failed)
+                      uint8_t *const *blk, const bool *failed, bool gpu)
 {
   int k = gr_a.geom.k, n = gr_a.n, i, got = 0, nerased = 0;
   int erased[GR_MAX_MEMBERS];
@@ -414,7 +414,7 @@ read_and_reconstruct (uint64_t s, uint32_t lo, uint32_t hi,
     return 1;
   if (nerased == 0)
     return 0;
-  return do_reconstruct (erased, nerased, blk, L);
+  return gr_code_reconstruct (gpu, erased, nerased, blk, L);
 }
 
 /* Snapshot which code indices of stripe s sit on failed members. */
@@ -439,6 +439,7 @@ read_piece (uint8_t *buf, const struct gr_piece *pc)
   uint8_t *scratch;
   int i, r;
   uint32_t L;
+  bool gpu;
 
  again:
   if (gr_array_too_degraded ())
@@ -460,24 +461,29 @@ read_piece (uint8_t *buf, const struct gr_piece *pc)
     return 0;
   }
 
-  /* Degraded: rebuild under the shared stripe lock.  Data chunks the
-   * request covers over [lo, hi) are read, or rebuilt, straight into the
-   * request buffer; the others go through scratch. */
+  /* Degraded: rebuild under the shared stripe lock.  On the CPU, data
+   * chunks the request covers over [lo, hi) are read, or rebuilt,
+   * straight into the request buffer, and the others go through scratch.
+   * On the GPU every chunk goes through scratch, which is then
+   * page-locked memory the GPU copies from and to directly, and the
+   * request's part is copied out. */
   L = pc->hi - pc->lo;
+  gpu = gr_accel_gpu (GR_OP_RECONSTRUCT, (size_t) g->k * L,
+                      snapshot_failed (pc->s, failed));
   scratch = get_scratch ((size_t) gr_a.n * L);
   if (scratch == NULL)
     return -1;
   for (i = 0; i < gr_a.n; i++)
-    blk[i] = gr_piece_covers (pc, i)
+    blk[i] = !gpu && gr_piece_covers (pc, i)
       ? buf + gr_piece_bufoff (pc, i, pc->lo) : scratch + (size_t) i * L;
   pthread_rwlock_rdlock (stripe_lock (pc->s));
   snapshot_failed (pc->s, failed);
-  r = read_and_reconstruct (pc->s, pc->lo, pc->hi, blk, failed);
+  r = read_and_reconstruct (pc->s, pc->lo, pc->hi, blk, failed, gpu);
   if (r == 0)
     for (i = pc->i0; i <= pc->i1; i++) {
       uint32_t a = gr_piece_a (pc, i), b = gr_piece_b (pc, i);
 
-      if (!gr_piece_covers (pc, i))
+      if (gpu || !gr_piece_covers (pc, i))
         memcpy (buf + gr_piece_bufoff (pc, i, a), blk[i] + (a - pc->lo),
                 b - a);
     }
@@ -640,7 +646,8 @@ write_full_stripes (uint64_t s0, uint64_t ns, const uint8_t *buf,
       for (j = 0; j < m; j++)
         blocks[st * n + k + j] = parity + (st * m + j) * C;
     }
-    if (do_encode (blocks, nb, C) == -1) {
+    if (gr_code_encode (gr_accel_gpu (GR_OP_ENCODE, nb * C * k, 0),
+                        blocks, nb, C) == -1) {
       free (blocks);
       return -1;
     }
@@ -677,7 +684,7 @@ write_piece_locked (const uint8_t *buf, const struct gr_piece *pc,
   uint8_t *blk[GR_MAX_MEMBERS], *pdelta[GR_MAX_MEMBERS];
   uint8_t *scratch;
   enum gr_write_plan plan;
-  int reads;
+  int reads, nf;
   uint64_t s = pc->s;
 
   scratch = get_scratch ((size_t) (n + m) * L);
@@ -688,7 +695,7 @@ write_piece_locked (const uint8_t *buf, const struct gr_piece *pc,
   for (j = 0; j < m; j++)
     pdelta[j] = scratch + (size_t) (n + j) * L;
 
-  snapshot_failed (s, failed);
+  nf = snapshot_failed (s, failed);
   plan = gr_plan_write (pc, k, m, failed, &reads);
   if (plan == GR_WRITE_TOO_MANY)
     return 1;
@@ -696,14 +703,17 @@ write_piece_locked (const uint8_t *buf, const struct gr_piece *pc,
   if (plan == GR_WRITE_DEGRADED) {
     /* Degraded: rebuild the old stripe over [lo, hi), overlay the new
      * data, re-encode every parity, write the live members. */
-    r = read_and_reconstruct (s, lo, hi, blk, failed);
+    r = read_and_reconstruct (s, lo, hi, blk, failed,
+                              gr_accel_gpu (GR_OP_RECONSTRUCT,
+                                            (size_t) k * L, nf));
     if (r != 0)
       return r;
     for (i = pc->i0; i <= pc->i1; i++) {
       uint32_t a = gr_piece_a (pc, i), b = gr_piece_b (pc, i);
       memcpy (blk[i] + (a - lo), buf + gr_piece_bufoff (pc, i, a), b - a);
     }
-    if (do_encode (blk, 1, L) == -1)
+    if (gr_code_encode (gr_accel_gpu (GR_OP_ENCODE, (size_t) k * L, 0),
+                        blk, 1, L) == -1)
       return -1;
     goto write_out;
   }
@@ -733,7 +743,8 @@ write_piece_locked (const uint8_t *buf, const struct gr_piece *pc,
         d[a - lo + x] ^= nw[x];
     }
     for (i = pc->i0; i <= pc->i1; i++)
-      if (do_update (i, blk[i], &blk[k], pdelta, L) == -1)
+      if (gr_code_update (gr_accel_gpu (GR_OP_UPDATE, L, 0), i, blk[i],
+                          &blk[k], pdelta, L) == -1)
         return -1;
     gr_verbose ("write: stripe %" PRIu64 " rmw [%" PRIu32 ",%" PRIu32
                 "), %d reads", s, lo, hi, reads);
@@ -756,7 +767,8 @@ write_piece_locked (const uint8_t *buf, const struct gr_piece *pc,
         memcpy (blk[i] + (a - lo), buf + gr_piece_bufoff (pc, i, a), b - a);
       }
     }
-    if (do_encode (blk, 1, L) == -1)
+    if (gr_code_encode (gr_accel_gpu (GR_OP_ENCODE, (size_t) k * L, 0),
+                        blk, 1, L) == -1)
       return -1;
     gr_verbose ("write: stripe %" PRIu64 " rcw [%" PRIu32 ",%" PRIu32
                 "), %d reads", s, lo, hi, reads);

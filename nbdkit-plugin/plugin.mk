@@ -1,6 +1,7 @@
 # nbdkit-plugin/ - the gpuraid nbdkit plugin.
 PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 PLUGIN_OBJS = nbdkit-plugin/gpuraid.o nbdkit-plugin/array.o nbdkit-plugin/plan.o \
+              nbdkit-plugin/accel.o \
               nbdkit-plugin/io.o nbdkit-plugin/superblock.o nbdkit-plugin/uring.o
 
 # liburing (optional): parallel chunk reads.  NOURING=1 leaves it out.

@@ -29,6 +29,7 @@ TESTS_SCRIPTS = \
 	tests/test-mount.sh \
 	tests/test-resync.sh \
 	tests/test-group-commit.sh \
+	tests/test-accel-auto.sh \
 	tests/test-gpu-array.sh
 
 CHECK_PROGS += $(TESTS_PROGS)

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# accel=auto's routing between GPU and CPU, tested without a GPU through
+# the stand-in GPU coders (-D gpuraid.fake_gpu=N -D gpuraid.fake_auto=M):
+#  1. fake_auto=1: the start-up measurement runs and logs, for encode,
+#     reconstruct (1 and m lost) and parity update, the time per call on
+#     each side and the size from which the GPU is used, then a summary;
+#     random I/O (partial, whole-stripe, degraded) reads back right.
+#  2. fake_auto=2: every operation on the stand-in GPU through the same
+#     paths (degraded reads rebuilt in scratch from the page-locked pool
+#     and copied out, updates through pdelta); data and parity checked,
+#     healthy and with two members gone.
+#  3. fake_gpu=3 (a GPU that rebuilds wrong bytes): the start-up check
+#     catches it, says so once, and everything runs on the CPU, correctly.
+#  4. fake_gpu=1 (a GPU whose every call fails): the measurement stops
+#     with one logged failure, the server starts and serves from the CPU.
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_check
+requires_py
+
+sock=$tmpdir/sock
+pid=$tmpdir/nbdkit.pid
+uri=$(sock_uri "$sock")
+k=4 m=2 chunk=65536 n=6
+ref=$tmpdir/ref
+seed=${TEST_SEED:-$(( (RANDOM << 15) | RANDOM ))}
+echo "$0: TEST_SEED=$seed"
+
+fail () { echo "$0: FAIL: $*"; tail -15 "$nbdkit_log"; exit 1; }
+
+make_members $n 8M
+args=()
+for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+
+# serve [NBDKIT-OPTION...] [-- PLUGIN-PARAM...]: serve the array.
+serve () {
+  local opts=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" -v "${opts[@]}" "$PLUGIN" "${args[@]}" \
+    "$@" || fail "server did not start (${opts[*]} $*)"
+}
+
+# --- 1. measured routing -------------------------------------------------
+serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=1 -- m=$m chunk=$chunk \
+  create=true
+grep -q 'fake working GPU coder .* routed as accel=auto' "$nbdkit_log" ||
+  fail "the stand-in GPU was not routed as accel=auto"
+for what in "encode" "reconstruct with 1 of $k+$m lost" \
+            "reconstruct with $m of $k+$m lost" \
+            "parity update from one data delta"; do
+  line=$(grep "accel=auto: $what, us per call CPU/GPU:" "$nbdkit_log") ||
+    fail "no measurement logged for: $what"
+  # Sizes measured, each with a CPU and a GPU time, and a decision.
+  grep -Eq '( [0-9.]+[KM] [0-9]+/[0-9]+){3,}; GPU from ([0-9.]+[KM]|never)$' \
+    <<<"$line" || fail "measurement line malformed: $line"
+  echo "${line#*debug: }"
+done
+grep -Eq 'accel=auto: on the GPU from \(data bytes per operation\): encode ([0-9.]+[KM]|never), reconstruct' \
+  "$nbdkit_log" || fail "no summary of the routing decision"
+randio zeroref "$uri" "$ref" || fail "zeroref"
+randio write "$uri" "$ref" --seed "$seed" --ops 150 --chunk $chunk --k $k ||
+  fail "random I/O with measured routing"
+stop_nbdkit "$pid"
+check_parity $k $m $chunk rs "${members[@]}"
+
+# --- 2. every operation on the stand-in GPU, pool-backed scratch ----------
+serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=2
+grep -q 'every operation to the fake GPU' "$nbdkit_log" ||
+  fail "fake_auto=2 not in effect"
+randio write "$uri" "$ref" --seed $(( seed + 1 )) --ops 150 --chunk $chunk \
+  --k $k || fail "random I/O, all on the stand-in GPU"
+stop_nbdkit "$pid"
+check_parity $k $m $chunk rs "${members[@]}"
+mv "${members[1]}" "$tmpdir/gone1"; mv "${members[4]}" "$tmpdir/gone4"
+serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=2
+expect_verify "$uri" "$ref" "degraded read rebuilt on the stand-in GPU"
+randio write "$uri" "$ref" --seed $(( seed + 2 )) --ops 80 --chunk $chunk \
+  --k $k || fail "degraded random I/O on the stand-in GPU"
+stop_nbdkit "$pid"
+# Written degraded: read back on the plain CPU path with the same two
+# members still gone.
+serve
+expect_verify "$uri" "$ref" "degraded array read on the CPU"
+stop_nbdkit "$pid"
+
+# --- 3. a GPU that rebuilds wrong bytes is caught at start-up -------------
+serve -D gpuraid.fake_gpu=3 -D gpuraid.fake_auto=1
+c=$(grep -c 'GPU check: the GPU rebuilt different bytes' "$nbdkit_log")
+[ "$c" = 1 ] || fail "expected one GPU check failure, got $c"
+grep -q 'measurement not completed; all coding on the CPU' "$nbdkit_log" ||
+  fail "wrong GPU not taken out of use"
+expect_verify "$uri" "$ref" "degraded read after the failed GPU check"
+stop_nbdkit "$pid"
+
+# --- 4. a GPU whose calls fail during the measurement ---------------------
+serve -D gpuraid.fake_gpu=1 -D gpuraid.fake_auto=1
+c=$(grep -c 'error: GPU .* failed' "$nbdkit_log")
+[ "$c" = 1 ] || fail "expected one GPU failure message, got $c"
+grep -q 'measurement not completed; all coding on the CPU' "$nbdkit_log" ||
+  fail "failed GPU not taken out of use"
+expect_verify "$uri" "$ref" "degraded read after the failed GPU"
+stop_nbdkit "$pid"
+echo "$0: PASS"
