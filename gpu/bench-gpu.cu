@@ -16,7 +16,10 @@
  *      max(bytes moved / copy_bw, instruction lanes / issue rate),
  *      predicted vs measured.
  *
- * QUICK=1: fewer geometries and repetitions.
+ * QUICK=1: fewer geometries and repetitions.  BENCH_ONLY=a,a2,a3,a4,b,c
+ * runs only the sections named (a4: JIT code generation options; bx: the
+ * direct path's chunk size, sizes in MiB in BENCH_CHUNKS, default
+ * 1,2,4,8,16).
  */
 #include <errno.h>
 #include <math.h>
@@ -47,6 +50,26 @@
   } while (0)
 
 static int quick;
+static const char *only;
+
+/* Is section name in BENCH_ONLY (or BENCH_ONLY unset)? */
+static int
+want (const char *name)
+{
+  const char *p = only;
+  const size_t n = strlen (name);
+
+  if (p == NULL || *p == 0)
+    return strcmp (name, "bx") != 0;
+  while (*p) {
+    const char *e = strchr (p, ',');
+    const size_t l = e ? (size_t) (e - p) : strlen (p);
+    if (l == n && strncmp (p, name, n) == 0)
+      return 1;
+    p += l + (e != NULL);
+  }
+  return 0;
+}
 static double copy_bw, h2d_bw, d2h_bw;
 static int nsm, clock_khz;
 
@@ -250,6 +273,72 @@ decode_matrix (const uint8_t *gen, int k, int m, uint8_t *dm)
   free (inv);
 }
 
+/* (a4) JIT code generation options (gpu/jit.cu), encode: inputs loaded
+ * ahead (pf), RS swap form (XOR or select), grid of one resident wave
+ * (persist), __launch_bounds__ minimum blocks. */
+static void
+bench_jit_options (void *din, void *dout)
+{
+  static const int geo[][3] = {     /* k, m, RS? */
+    { 16, 16, 1 }, { 8, 8, 1 }, { 10, 4, 1 }, { 16, 16, 0 }, { 8, 8, 0 },
+  };
+  static const int cfg[][4] = {     /* pf, select, persist, minblocks */
+    { 0, 0, 0, 0 }, { 0, 1, 0, 0 }, { 0, 1, 1, 0 }, { 1, 1, 1, 0 },
+    { 2, 1, 1, 0 }, { 1, 0, 1, 0 }, { 2, 0, 1, 0 }, { 1, 1, 0, 0 },
+  };
+  const int save[4] = { gr_gpu_jit_prefetch, gr_gpu_jit_swap,
+                        gr_gpu_jit_persist, gr_gpu_jit_minblocks };
+  const size_t len = MiB;
+
+  printf ("\n(a4) JIT options, encode GB/s of data (median of 5): "
+          "pf = inputs loaded ahead, sel = RS swaps as selects, "
+          "wave = grid of one resident wave, mb = launch-bounds min blocks\n");
+  for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
+    const int k = geo[gi][0], m = geo[gi][1];
+    const enum gr_code code = geo[gi][2] ? GR_CODE_RS : GR_CODE_CRS;
+    const size_t ns = GiB / ((size_t) k * len);
+    uint8_t *gen = (uint8_t *) malloc ((size_t) (k + m) * k);
+
+    gr_gf_gen_matrix (k, m, gen);
+    for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
+      struct gr_gpu_tab t;
+      double secs, t0;
+
+      if (code == GR_CODE_CRS && cfg[ci][1] == 0)
+        continue;               /* no transposes in CRS */
+      gr_gpu_jit_prefetch = cfg[ci][0];
+      gr_gpu_jit_swap = cfg[ci][1];
+      gr_gpu_jit_persist = cfg[ci][2];
+      gr_gpu_jit_minblocks = cfg[ci][3];
+      if (gr_gpu_tab_make (code, code == GR_CODE_RS ? GR_GPU_RS_IMAD
+                           : GR_GPU_CRS_MASK, gen + (size_t) k * k, m, k,
+                           &t) < 0)
+        exit (1);
+      t0 = now ();
+      if (gr_gpu_tab_jit (&t) == 0) {
+        t0 = now () - t0;
+        secs = time_dev (5, [&] {
+            CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
+          });
+        printf ("%d+%d %-3s pf=%d sel=%d wave=%d mb=%d: %7.1f GB/s "
+                "(%.1f%% of roofline; compile %.0f ms)\n", k, m,
+                code == GR_CODE_RS ? "RS" : "CRS", cfg[ci][0], cfg[ci][1],
+                cfg[ci][2], cfg[ci][3], ns * k * len / secs / 1e9,
+                100 * ns * k * len / secs / (copy_bw * k / (k + m)),
+                t0 * 1e3);
+      }
+      else
+        printf ("%d+%d jit failed: %s\n", k, m, gr_gpu_last_error ());
+      gr_gpu_tab_free (&t);
+    }
+    free (gen);
+  }
+  gr_gpu_jit_prefetch = save[0];
+  gr_gpu_jit_swap = save[1];
+  gr_gpu_jit_persist = save[2];
+  gr_gpu_jit_minblocks = save[3];
+}
+
 static void
 bench_kernels (void)
 {
@@ -269,11 +358,13 @@ bench_kernels (void)
   CK (cudaGetLastError ());
   CK (cudaDeviceSynchronize ());
 
+  if (want ("a")) {
   printf ("\n(a) kernel throughput, device-resident, blocks of 1 MiB, "
           ">= 1 GiB of data per launch (median of %d)\n", quick ? 3 : 7);
   printf ("%-6s %-4s %-10s %-6s %9s %9s %7s %9s %7s\n", "k+m", "code",
           "variant", "op", "GB/s", "roofline", "%roof", "model", "err");
-  for (int pi = 0; pi < (quick ? 4 : npairs); pi++) {
+  }
+  for (int pi = 0; pi < (quick ? 4 : npairs) && want ("a"); pi++) {
     const int k = pairs[pi][0], m = pairs[pi][1];
     const size_t ns = GiB / ((size_t) k * len) + (GiB % ((size_t) k * len) != 0);
     const size_t data = ns * k * len;
@@ -348,7 +439,7 @@ bench_kernels (void)
   }
   /* Rows per pass: more rows share each input load, fewer keep
    * registers (and occupancy) free. */
-  if (!quick) {
+  if (!quick && want ("a2")) {
     printf ("\n(a2) rows-per-pass sweep, encode (GB/s of data)\n");
     for (int pi = 3; pi < npairs; pi += 3) {   /* 10+4, 8+8 */
       const int k = pairs[pi][0], m = pairs[pi][1];
@@ -385,7 +476,7 @@ bench_kernels (void)
   }
   /* JIT kernels: output blocks per pass (fewer accumulators, higher
    * occupancy, inputs re-read). */
-  if (!quick) {
+  if (!quick && want ("a3")) {
     const int saved = gr_gpu_jit_passrows, saved_split = gr_gpu_jit_split;
 
     printf ("\n(a3) JIT output blocks per pass, and output groups on "
@@ -448,9 +539,12 @@ bench_kernels (void)
     }
     gr_gpu_jit_passrows = saved;
   }
-  printf ("(d) model: predicted GB/s = data / max(data*(k+m)/k / copy_bw, "
-          "instruction lanes / (SMs x %d MHz x pipe width)); mean |error| "
-          "%.0f%%\n", clock_khz / 1000, 100 * err_sum / err_n);
+  if (want ("a4"))
+    bench_jit_options (din, dout);
+  if (want ("a"))
+    printf ("(d) model: predicted GB/s = data / max(data*(k+m)/k / copy_bw, "
+            "instruction lanes / (SMs x %d MHz x pipe width)); mean |error| "
+            "%.0f%%\n", clock_khz / 1000, 100 * err_sum / err_n);
   CK (cudaFree (din));
   CK (cudaFree (dout));
 }
@@ -607,6 +701,63 @@ bench_host (enum gr_code code, int k, int m)
   free (blk);
 }
 
+extern "C" size_t gr_gpu_set_chunk (size_t bytes);
+
+/* (bx) The direct path's chunk size: %% of pinned H2D by batch. */
+static void
+bench_chunks (void)
+{
+  static const int geo[][3] = { { 10, 4, 1 }, { 10, 4, 0 }, { 8, 8, 1 } };
+  const char *e = getenv ("BENCH_CHUNKS");
+  char list[256];
+  const size_t maxdata = 256 * MiB;
+  const size_t old = gr_gpu_set_chunk (0);
+
+  snprintf (list, sizeof list, "%s", e && *e ? e : "1,2,4,8,16");
+  printf ("\n(bx) direct path chunk size (MiB of data per chunk): %% of "
+          "pinned H2D (%.1f GB/s), median of 7\n", h2d_bw / 1e9);
+  for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
+    const int k = geo[gi][0], m = geo[gi][1], n = k + m;
+    const enum gr_code code = geo[gi][2] ? GR_CODE_RS : GR_CODE_CRS;
+    struct gr_coder *c;
+    uint8_t *pin, **blk;
+
+    if (gr_coder_new (&c, k, m, code, gr_backend_find ("cuda")) < 0)
+      exit (1);
+    pin = (uint8_t *) gr_gpu_host_alloc (maxdata / k * n + MiB);
+    blk = (uint8_t **) malloc (sizeof *blk * n * (maxdata / (k * MiB) + 1));
+    if (pin == NULL || blk == NULL)
+      exit (1);
+    memset (pin, 3, maxdata / k * n + MiB);
+    printf ("%d+%d %-3s", k, m, code == GR_CODE_RS ? "RS" : "CRS");
+    for (size_t b = 16 * MiB; b <= maxdata; b *= 2)
+      printf (" %7zu MiB", b / MiB);
+    printf ("\n");
+    for (char *p = list; *p;) {
+      const size_t ch = strtoul (p, &p, 10) * MiB;
+
+      if (*p == ',')
+        p++;
+      if (ch == 0)
+        break;
+      gr_gpu_set_chunk (ch);
+      printf ("  chunk %2zu", ch / MiB);
+      for (size_t b = 16 * MiB; b <= maxdata; b *= 2) {
+        const size_t len = MiB, ns = b / (k * len);
+
+        set_blocks (blk, pin, n, ns, len);
+        printf (" %6.1f%%  ", 100 * ns * k * len /
+                time_encode (c, blk, ns, len, 7) / h2d_bw);
+      }
+      printf ("\n");
+    }
+    gr_coder_free (c);
+    gr_gpu_host_free (pin);
+    free (blk);
+  }
+  gr_gpu_set_chunk (old);
+}
+
 /* ---- (c) --------------------------------------------------------------- */
 
 struct isal_arg {
@@ -691,6 +842,7 @@ main (void)
 
   setvbuf (stdout, NULL, _IOLBF, 0);
   quick = e && *e && strcmp (e, "0") != 0;
+  only = getenv ("BENCH_ONLY");
   if (gr_gpu_probe_device (0, name, sizeof name) < 0) {
     printf ("SKIP: no usable CUDA device (%s)\n", name);
     return 77;
@@ -712,13 +864,20 @@ main (void)
           gr_gpu_variant_names[gr_gpu_crs_variant], gr_gpu_jit_min >> 20);
   gr_gpu_jit_async = 0;         /* (b): JIT kernel ready before timing */
   references ();
-  bench_kernels ();
-  bench_host (GR_CODE_RS, 10, 4);
-  bench_host (GR_CODE_CRS, 10, 4);
-  if (!quick)
-    bench_host (GR_CODE_RS, 8, 8);
-  printf ("\n");
-  bench_isal (10, 4);
-  bench_isal (8, 8);
+  if (want ("a") || want ("a2") || want ("a3") || want ("a4"))
+    bench_kernels ();
+  if (want ("bx"))
+    bench_chunks ();
+  if (want ("b")) {
+    bench_host (GR_CODE_RS, 10, 4);
+    bench_host (GR_CODE_CRS, 10, 4);
+    if (!quick)
+      bench_host (GR_CODE_RS, 8, 8);
+  }
+  if (want ("c")) {
+    printf ("\n");
+    bench_isal (10, 4);
+    bench_isal (8, 8);
+  }
   return 0;
 }

@@ -38,6 +38,11 @@
 #define SLOT_BYTES ((size_t) 64 << 20)
 #define CHUNK_MIN ((size_t) 4 << 20)
 #define DIRECT_MIN ((size_t) 64 << 10)
+#define SLOT_BUFS 16            /* chunk buffers per slot (direct path) */
+#define PIN_SAMPLES 16          /* blocks checked for page-locking */
+
+/* Direct path: data bytes per chunk (test hook gr_gpu_set_chunk). */
+static size_t direct_chunk = (size_t) 4 << 20;
 
 int gr_gpu_rs_variant = GR_GPU_RS_IMAD;
 int gr_gpu_crs_variant = GR_GPU_CRS_MASK;
@@ -82,6 +87,18 @@ gr_gpu_set_jit_async (int on)
   const int old = gr_gpu_jit_async;
 
   gr_gpu_jit_async = on;
+  return old;
+}
+
+/* Test hook: data bytes per chunk of the direct (page-locked) path; 0
+ * leaves it.  Returns the previous value. */
+extern "C" size_t
+gr_gpu_set_chunk (size_t bytes)
+{
+  const size_t old = direct_chunk;
+
+  if (bytes > 0)
+    direct_chunk = bytes;
   return old;
 }
 
@@ -148,8 +165,12 @@ static pthread_cond_t eng_cond = PTHREAD_COND_INITIALIZER;
 static int gpu_dev;
 static int probed_dev = -1, probed_result;
 
+/* st carries the staged path's chunks, and the direct path's uploads;
+ * st_k and st_d the direct path's kernels and downloads; ev[b] the
+ * direct path's events for chunk buffer b: uploaded, coded, free. */
 struct slot {
-  cudaStream_t st;
+  cudaStream_t st, st_k, st_d;
+  cudaEvent_t ev[SLOT_BUFS][3];
   uint8_t *h, *d;
   int busy, ready;
 };
@@ -292,6 +313,30 @@ release_slots (struct slot **got, int n)
   pthread_mutex_unlock (&eng_lock);
 }
 
+static void
+slot_destroy (struct slot *s)
+{
+  for (int b = 0; b < SLOT_BUFS; b++)
+    for (int i = 0; i < 3; i++)
+      if (s->ev[b][i]) {
+        cudaEventDestroy (s->ev[b][i]);
+        s->ev[b][i] = NULL;
+      }
+  if (s->st)
+    cudaStreamDestroy (s->st);
+  if (s->st_k)
+    cudaStreamDestroy (s->st_k);
+  if (s->st_d)
+    cudaStreamDestroy (s->st_d);
+  s->st = s->st_k = s->st_d = NULL;
+  if (s->h)
+    cudaFreeHost (s->h);
+  if (s->d)
+    cudaFree (s->d);
+  s->h = s->d = NULL;
+  s->ready = 0;
+}
+
 static int
 slot_setup (struct slot *s)
 {
@@ -300,17 +345,25 @@ slot_setup (struct slot *s)
   if (s->ready)
     return 0;
   e = cudaStreamCreateWithFlags (&s->st, cudaStreamNonBlocking);
-  if (e != cudaSuccess)
-    return gr_gpu_fail (e, "cudaStreamCreate");
+  if (e == cudaSuccess)
+    e = cudaStreamCreateWithFlags (&s->st_k, cudaStreamNonBlocking);
+  if (e == cudaSuccess)
+    e = cudaStreamCreateWithFlags (&s->st_d, cudaStreamNonBlocking);
+  for (int b = 0; b < SLOT_BUFS && e == cudaSuccess; b++)
+    for (int i = 0; i < 3 && e == cudaSuccess; i++)
+      e = cudaEventCreateWithFlags (&s->ev[b][i], cudaEventDisableTiming);
+  if (e != cudaSuccess) {
+    slot_destroy (s);
+    return gr_gpu_fail (e, "cudaStreamCreate/cudaEventCreate");
+  }
   e = cudaHostAlloc ((void **) &s->h, SLOT_BYTES, cudaHostAllocDefault);
   if (e != cudaSuccess) {
-    cudaStreamDestroy (s->st);
+    slot_destroy (s);
     return gr_gpu_fail (e, "cudaHostAlloc (staging)");
   }
   e = cudaMalloc ((void **) &s->d, SLOT_BYTES);
   if (e != cudaSuccess) {
-    cudaFreeHost (s->h);
-    cudaStreamDestroy (s->st);
+    slot_destroy (s);
     return gr_gpu_fail (e, "cudaMalloc (staging)");
   }
   s->ready = 1;
@@ -328,10 +381,7 @@ gr_gpu_release (void)
 
       if (!s->ready || s->busy)
         continue;
-      cudaStreamDestroy (s->st);
-      cudaFreeHost (s->h);
-      cudaFree (s->d);
-      s->ready = 0;
+      slot_destroy (s);
     }
   gr_gpu_kernels_release ();
   pthread_mutex_unlock (&eng_lock);
@@ -393,39 +443,6 @@ is_pinned (const void *p)
   return a.type == cudaMemoryTypeHost;
 }
 
-/* Direct copies: blocks that lie back to back both in the caller's memory
- * and in the device layout go in one cudaMemcpyAsync (fewer, larger
- * copies run closer to the link's bandwidth). */
-struct copy_run {
-  uint8_t *dst;
-  const uint8_t *src;
-  size_t len;
-  enum cudaMemcpyKind kind;
-  cudaStream_t st;
-  cudaError_t e;
-};
-
-static void
-run_flush (struct copy_run *r)
-{
-  if (r->len && r->e == cudaSuccess)
-    r->e = cudaMemcpyAsync (r->dst, r->src, r->len, r->kind, r->st);
-  r->len = 0;
-}
-
-static void
-run_add (struct copy_run *r, uint8_t *dst, const uint8_t *src, size_t len)
-{
-  if (r->len && dst == r->dst + r->len && src == r->src + r->len) {
-    r->len += len;
-    return;
-  }
-  run_flush (r);
-  r->dst = dst;
-  r->src = src;
-  r->len = len;
-}
-
 static int
 chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
 {
@@ -438,67 +455,33 @@ chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
   size_t s;
   int c;
 
-  if (!j->direct) {
+  for (s = 0; s < ch->ns; s++)
+    for (c = 0; c < j->ncols; c++) {
+      uint8_t *dst = h_in + (s * j->ncols + c) * ch->wp;
+      memcpy (dst, j->in[(ch->s0 + s) * j->ncols + c] + ch->o0, ch->w);
+      if (pad)
+        memset (dst + ch->w, 0, pad);
+    }
+  if (j->acc)
     for (s = 0; s < ch->ns; s++)
-      for (c = 0; c < j->ncols; c++) {
-        uint8_t *dst = h_in + (s * j->ncols + c) * ch->wp;
-        memcpy (dst, j->in[(ch->s0 + s) * j->ncols + c] + ch->o0, ch->w);
+      for (c = 0; c < j->nrows; c++) {
+        uint8_t *dst = h_out + (s * j->nrows + c) * ch->wp;
+        memcpy (dst, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0, ch->w);
         if (pad)
           memset (dst + ch->w, 0, pad);
       }
-    if (j->acc)
-      for (s = 0; s < ch->ns; s++)
-        for (c = 0; c < j->nrows; c++) {
-          uint8_t *dst = h_out + (s * j->nrows + c) * ch->wp;
-          memcpy (dst, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0, ch->w);
-          if (pad)
-            memset (dst + ch->w, 0, pad);
-        }
-    e = cudaMemcpyAsync (d_in, h_in, in_bytes + (j->acc ? out_bytes : 0),
-                         cudaMemcpyHostToDevice, sl->st);
-    if (e != cudaSuccess)
-      return gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
-  }
-  else {
-    struct copy_run run = { NULL, NULL, 0, cudaMemcpyHostToDevice, sl->st,
-                            cudaSuccess };
-
-    for (s = 0; s < ch->ns; s++)
-      for (c = 0; c < j->ncols; c++)
-        run_add (&run, d_in + (s * j->ncols + c) * ch->wp,
-                 j->in[(ch->s0 + s) * j->ncols + c] + ch->o0, ch->w);
-    run_flush (&run);
-    if (j->acc) {
-      for (s = 0; s < ch->ns; s++)
-        for (c = 0; c < j->nrows; c++)
-          run_add (&run, d_out + (s * j->nrows + c) * ch->wp,
-                   j->out[(ch->s0 + s) * j->nrows + c] + ch->o0, ch->w);
-      run_flush (&run);
-    }
-    if (run.e != cudaSuccess)
-      return gr_gpu_fail (run.e, "cudaMemcpyAsync (upload)");
-  }
+  e = cudaMemcpyAsync (d_in, h_in, in_bytes + (j->acc ? out_bytes : 0),
+                       cudaMemcpyHostToDevice, sl->st);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
 
   e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
                      ch->ns, ch->wp, sl->st);
   if (e != cudaSuccess)
     return gr_gpu_fail (e, "kernel launch");
 
-  if (!j->direct) {
-    e = cudaMemcpyAsync (h_out, d_out, out_bytes, cudaMemcpyDeviceToHost,
-                         sl->st);
-  }
-  else {
-    struct copy_run run = { NULL, NULL, 0, cudaMemcpyDeviceToHost, sl->st,
-                            cudaSuccess };
-
-    for (s = 0; s < ch->ns; s++)
-      for (c = 0; c < j->nrows; c++)
-        run_add (&run, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
-                 d_out + (s * j->nrows + c) * ch->wp, ch->w);
-    run_flush (&run);
-    e = run.e;
-  }
+  e = cudaMemcpyAsync (h_out, d_out, out_bytes, cudaMemcpyDeviceToHost,
+                       sl->st);
   if (e != cudaSuccess)
     return gr_gpu_fail (e, "cudaMemcpyAsync (download)");
   return 0;
@@ -514,12 +497,260 @@ chunk_finish (const struct job *j, struct slot *sl, const struct chunk *ch)
   e = cudaStreamSynchronize (sl->st);
   if (e != cudaSuccess)
     return gr_gpu_fail (e, "cudaStreamSynchronize (copy or kernel)");
-  if (!j->direct)
-    for (size_t s = 0; s < ch->ns; s++)
-      for (int c = 0; c < j->nrows; c++)
-        memcpy (j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
-                h_out + (s * j->nrows + c) * ch->wp, ch->w);
+  for (size_t s = 0; s < ch->ns; s++)
+    for (int c = 0; c < j->nrows; c++)
+      memcpy (j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
+              h_out + (s * j->nrows + c) * ch->wp, ch->w);
   return 0;
+}
+
+/* Copies of the direct path: rows (one block's byte range each) that
+ * follow each other in both memories merge into one run; runs of equal
+ * length at equal distances in both memories merge into one
+ * cudaMemcpy2DAsync (a stripe split into byte ranges, or whole stripes
+ * whose data or parity blocks are back to back). */
+#define PITCH_MAX ((size_t) 1 << 30)
+
+struct copier {
+  enum cudaMemcpyKind kind;
+  cudaStream_t st;
+  cudaError_t e;
+  uint8_t *d1;                  /* current run */
+  const uint8_t *s1;
+  size_t l1;
+  uint8_t *d2;                  /* current 2D copy: h2 runs of w2 bytes */
+  const uint8_t *s2;
+  size_t w2, h2, dp2, sp2;
+};
+
+static void
+copier_flush2 (struct copier *c)
+{
+  cudaError_t e;
+
+  if (c->h2 == 0 || c->e != cudaSuccess) {
+    c->h2 = 0;
+    return;
+  }
+  if (c->h2 == 1)
+    e = cudaMemcpyAsync (c->d2, c->s2, c->w2, c->kind, c->st);
+  else {
+    e = cudaMemcpy2DAsync (c->d2, c->dp2, c->s2, c->sp2, c->w2, c->h2,
+                           c->kind, c->st);
+    if (e == cudaErrorInvalidPitchValue || e == cudaErrorInvalidValue) {
+      (void) cudaGetLastError ();     /* one copy per run instead */
+      e = cudaSuccess;
+      for (size_t i = 0; i < c->h2 && e == cudaSuccess; i++)
+        e = cudaMemcpyAsync (c->d2 + i * c->dp2, c->s2 + i * c->sp2, c->w2,
+                             c->kind, c->st);
+    }
+  }
+  c->e = e;
+  c->h2 = 0;
+}
+
+static void
+copier_run (struct copier *c, uint8_t *d, const uint8_t *s, size_t l)
+{
+  const uintptr_t ud = (uintptr_t) d, us = (uintptr_t) s;
+  const uintptr_t ud2 = (uintptr_t) c->d2, us2 = (uintptr_t) c->s2;
+
+  if (c->h2 == 1 && l == c->w2 && ud > ud2 && us > us2 &&
+      ud - ud2 >= l && us - us2 >= l && ud - ud2 <= PITCH_MAX &&
+      us - us2 <= PITCH_MAX) {
+    c->dp2 = ud - ud2;
+    c->sp2 = us - us2;
+    c->h2 = 2;
+    return;
+  }
+  if (c->h2 >= 2 && l == c->w2 && ud == ud2 + c->h2 * c->dp2 &&
+      us == us2 + c->h2 * c->sp2) {
+    c->h2++;
+    return;
+  }
+  copier_flush2 (c);
+  c->d2 = d;
+  c->s2 = s;
+  c->w2 = l;
+  c->h2 = 1;
+}
+
+static void
+copier_row (struct copier *c, uint8_t *d, const uint8_t *s, size_t l)
+{
+  if (c->l1 && d == c->d1 + c->l1 && s == c->s1 + c->l1) {
+    c->l1 += l;
+    return;
+  }
+  if (c->l1)
+    copier_run (c, c->d1, c->s1, c->l1);
+  c->d1 = d;
+  c->s1 = s;
+  c->l1 = l;
+}
+
+static cudaError_t
+copier_end (struct copier *c)
+{
+  if (c->l1)
+    copier_run (c, c->d1, c->s1, c->l1);
+  c->l1 = 0;
+  copier_flush2 (c);
+  return c->e;
+}
+
+static void
+copier_init (struct copier *c, enum cudaMemcpyKind kind, cudaStream_t st)
+{
+  memset (c, 0, sizeof *c);
+  c->kind = kind;
+  c->st = st;
+  c->e = cudaSuccess;
+}
+
+/* Are the batch's blocks page-locked?  A sample of them is checked (the
+ * first, the last and some between): a wrong guess only costs speed, as
+ * CUDA copies ordinary memory correctly too, through its own staging. */
+static int
+all_pinned (const uint8_t *const *p, size_t n)
+{
+  if (n == 0)
+    return 1;
+  for (size_t i = 0; i < PIN_SAMPLES && i < n; i++) {
+    const size_t k = n <= PIN_SAMPLES ? i
+      : i == PIN_SAMPLES - 1 ? n - 1 : i * (n / PIN_SAMPLES);
+    if (!is_pinned (p[k]))
+      return 0;
+  }
+  return 1;
+}
+
+/* The direct path: every block is page-locked.  One slot; its device
+ * memory holds up to SLOT_BUFS chunks of chunk_bytes (about direct_chunk
+ * bytes of data: small, so that the first upload and the last download,
+ * which nothing overlaps, are short).  Uploads run in order on one
+ * stream, kernels on a second, downloads on a third, chained by events
+ * per chunk buffer, so the link's two directions and the kernels overlap
+ * and the host enqueues the whole batch without waiting. */
+static int
+run_direct (struct job *j)
+{
+  const enum gr_code code = j->tab->code;
+  const size_t unit = code == GR_CODE_RS ? 32 : GR_CRS_GROUP;
+  const size_t n = (size_t) (j->ncols + j->nrows);
+  const size_t cap = SLOT_BYTES / 4;    /* device bytes per chunk, most */
+  size_t cs, w, wp, pieces, chunk_dev, nb, ci = 0;
+  struct slot *sl;
+  struct copier cp;
+  int r = 0;
+
+  if ((size_t) j->ncols * j->len <= direct_chunk) {
+    cs = direct_chunk / ((size_t) j->ncols * j->len);
+    w = j->len;
+  }
+  else {
+    size_t wmax = direct_chunk / j->ncols;
+
+    if (wmax < DIRECT_MIN)
+      wmax = DIRECT_MIN;
+    cs = 1;
+    pieces = (j->len + wmax - 1) / wmax;
+    w = (j->len + pieces - 1) / pieces;
+    w = (w + unit - 1) / unit * unit;
+  }
+  if (cs > j->nstripes)
+    cs = j->nstripes;
+  wp = gr_gpu_padlen (code, w);
+  while (cs > 1 && cs * n * wp > cap)
+    cs /= 2;
+  if (n * wp > cap) {           /* very many blocks: narrower pieces */
+    w = cap / n / unit * unit;
+    if (w == 0)
+      w = unit;
+    wp = gr_gpu_padlen (code, w);
+  }
+  chunk_dev = cs * n * wp;
+  nb = SLOT_BYTES / chunk_dev;
+  if (nb > SLOT_BUFS)
+    nb = SLOT_BUFS;
+
+  r = acquire_slots (&sl, 1);
+  if (r < 0)
+    return r;
+  r = 0;
+  for (size_t s0 = 0; s0 < j->nstripes && r == 0; s0 += cs)
+    for (size_t o0 = 0; o0 < j->len && r == 0; o0 += w, ci++) {
+      const size_t b = ci % nb;
+      const size_t ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
+      const size_t cw = j->len - o0 < w ? j->len - o0 : w;
+      const size_t cwp = gr_gpu_padlen (code, cw);
+      uint8_t *d_in = sl->d + b * chunk_dev;
+      uint8_t *d_out = d_in + ns * j->ncols * cwp;
+      cudaError_t e = cudaSuccess;
+      size_t s;
+      int c;
+
+      if (ci >= nb)
+        e = cudaStreamWaitEvent (sl->st, sl->ev[b][2], 0);
+      if (e != cudaSuccess) {
+        r = gr_gpu_fail (e, "cudaStreamWaitEvent");
+        break;
+      }
+      copier_init (&cp, cudaMemcpyHostToDevice, sl->st);
+      for (s = 0; s < ns; s++)
+        for (c = 0; c < j->ncols; c++)
+          copier_row (&cp, d_in + (s * j->ncols + c) * cwp,
+                      j->in[(s0 + s) * j->ncols + c] + o0, cw);
+      if (j->acc)
+        for (s = 0; s < ns; s++)
+          for (c = 0; c < j->nrows; c++)
+            copier_row (&cp, d_out + (s * j->nrows + c) * cwp,
+                        j->out[(s0 + s) * j->nrows + c] + o0, cw);
+      e = copier_end (&cp);
+      if (e == cudaSuccess)
+        e = cudaEventRecord (sl->ev[b][0], sl->st);
+      if (e == cudaSuccess)
+        e = cudaStreamWaitEvent (sl->st_k, sl->ev[b][0], 0);
+      if (e != cudaSuccess) {
+        r = gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
+        break;
+      }
+      e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
+                         ns, cwp, sl->st_k);
+      if (e != cudaSuccess) {
+        r = gr_gpu_fail (e, "kernel launch");
+        break;
+      }
+      e = cudaEventRecord (sl->ev[b][1], sl->st_k);
+      if (e == cudaSuccess)
+        e = cudaStreamWaitEvent (sl->st_d, sl->ev[b][1], 0);
+      if (e == cudaSuccess) {
+        copier_init (&cp, cudaMemcpyDeviceToHost, sl->st_d);
+        for (s = 0; s < ns; s++)
+          for (c = 0; c < j->nrows; c++)
+            copier_row (&cp, j->out[(s0 + s) * j->nrows + c] + o0,
+                        d_out + (s * j->nrows + c) * cwp, cw);
+        e = copier_end (&cp);
+      }
+      if (e == cudaSuccess)
+        e = cudaEventRecord (sl->ev[b][2], sl->st_d);
+      if (e != cudaSuccess) {
+        r = gr_gpu_fail (e, "cudaMemcpyAsync (download)");
+        break;
+      }
+    }
+  {
+    cudaError_t e1 = cudaStreamSynchronize (sl->st);
+    cudaError_t e2 = cudaStreamSynchronize (sl->st_k);
+    cudaError_t e3 = cudaStreamSynchronize (sl->st_d);
+
+    if (r == 0 && (e1 != cudaSuccess || e2 != cudaSuccess ||
+                   e3 != cudaSuccess))
+      r = gr_gpu_fail (e1 != cudaSuccess ? e1 : e2 != cudaSuccess ? e2 : e3,
+                       "cudaStreamSynchronize (copy or kernel)");
+  }
+  release_slots (&sl, 1);
+  return r;
 }
 
 static int
@@ -541,7 +772,24 @@ run_job (struct job *j)
   if (r < 0)
     return r;
 
-  /* At least four chunks when the batch is large enough, for overlap. */
+  /* Large batches: have the matrix's XOR-network kernel compiled once,
+   * in the background (the generic kernel runs until it is ready, and
+   * stays in use if it cannot be built). */
+  if (!j->acc && j->ncols == j->tab->ncols &&
+      j->nstripes * j->ncols * j->len >= gr_gpu_jit_min)
+    gr_gpu_tab_jit_start ((struct gr_gpu_tab *) j->tab);
+
+  /* Page-locked blocks of at least DIRECT_MIN bytes go straight to the
+   * device. */
+  if (j->len >= DIRECT_MIN &&
+      all_pinned (j->in, j->nstripes * j->ncols) &&
+      all_pinned ((const uint8_t *const *) j->out, j->nstripes * j->nrows)) {
+    j->direct = 1;
+    return run_direct (j);
+  }
+
+  /* Staged path: at least four chunks when the batch is large enough,
+   * for overlap. */
   target = j->nstripes * per_stripe / NSLOTS;
   if (target < CHUNK_MIN)
     target = CHUNK_MIN;
@@ -558,23 +806,7 @@ run_job (struct job *j)
       w = unit;
   }
   nchunks = (j->nstripes + cs - 1) / cs * ((j->len + w - 1) / w);
-
   j->direct = 0;
-  if (w >= DIRECT_MIN) {
-    size_t i;
-    j->direct = 1;
-    for (i = 0; i < j->nstripes * j->ncols && j->direct; i++)
-      j->direct = is_pinned (j->in[i]);
-    for (i = 0; i < j->nstripes * j->nrows && j->direct; i++)
-      j->direct = is_pinned (j->out[i]);
-  }
-
-  /* Large batches: have the matrix's XOR-network kernel compiled once,
-   * in the background (the generic kernel runs until it is ready, and
-   * stays in use if it cannot be built). */
-  if (!j->acc && j->ncols == j->tab->ncols &&
-      j->nstripes * j->ncols * j->len >= gr_gpu_jit_min)
-    gr_gpu_tab_jit_start ((struct gr_gpu_tab *) j->tab);
 
   nslots = acquire_slots (got, nchunks < NSLOTS ? (int) nchunks : NSLOTS);
   if (nslots < 0)

@@ -50,6 +50,7 @@ struct gr_gpu_tab {
   void *jit;            /* cudaKernel_t */
   void *jit_lib;        /* cudaLibrary_t */
   int jit_split;        /* warps per item group (gr_gpu_jit_split) */
+  size_t jit_grid;      /* most blocks per launch (one wave), 0 = any */
 };
 
 /* Most output rows per kernel pass, per variant (0 = the kernel's own
@@ -97,6 +98,13 @@ extern int gr_gpu_jit_passrows;
 /* Groups of output blocks computed by separate warps on the same items
  * (1, 2 or 4; tables compiled afterwards). */
 extern int gr_gpu_jit_split;
+/* Code generation options for tables compiled afterwards (jit.cu):
+ * inputs loaded ahead, RS swap form, launch-bounds minimum blocks, grid
+ * of one resident wave. */
+extern int gr_gpu_jit_prefetch;
+extern int gr_gpu_jit_swap;
+extern int gr_gpu_jit_minblocks;
+extern int gr_gpu_jit_persist;
 
 /* Free kernels.cu's shared device tables (gr_gpu_release). */
 void gr_gpu_kernels_release (void);

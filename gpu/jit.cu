@@ -43,6 +43,15 @@ size_t gr_gpu_jit_min = (size_t) 4 << 20;
  * blocks per pass for 8+8 and 16+16, so passes start beyond 16. */
 int gr_gpu_jit_passrows = 16;
 int gr_gpu_jit_split = 1;
+/* Inputs loaded ahead of their use (0: load each when needed). */
+int gr_gpu_jit_prefetch = 2;
+/* RS transposes: delta swaps as selects by mask (1) or XOR form (0). */
+int gr_gpu_jit_swap = 1;
+/* __launch_bounds__ minimum blocks per SM (0: none). */
+int gr_gpu_jit_minblocks = 0;
+/* Grid of one resident wave, each thread coding many items (1), or one
+ * item per thread (0). */
+int gr_gpu_jit_persist = 1;
 static int jit_built;
 
 /* Test hook: how many JIT kernels were built in this process. */
@@ -142,7 +151,15 @@ static const char prologue[] =
   "typedef unsigned int u32;\n"
   "typedef unsigned long long u64;\n"
   "struct alignas(16) v4 { u32 x, y, z, w; };\n"
+  /* Delta swap of the bits m of b with the bits m << s of a. */
+  "#if GR_SWAP_SELECT\n"
+  /* As two selects by mask: one shift and one LOP3 each (4 instructions
+   * per pair against 5 for the XOR form). */
+  "#define SWP(a, b, s, m) { const u32 na_ = (a & ~(m << s)) | ((b << s) & (m << s));"
+  " b = (b & ~m) | ((a >> s) & m); a = na_; }\n"
+  "#else\n"
   "#define SWP(a, b, s, m) { u32 t_ = ((a >> s) ^ b) & m; b ^= t_; a ^= t_ << s; }\n"
+  "#endif\n"
   "#define TR8(a) \\\n"
   "  SWP(a[0], a[1], 1, 0x55555555u) SWP(a[2], a[3], 1, 0x55555555u) \\\n"
   "  SWP(a[4], a[5], 1, 0x55555555u) SWP(a[6], a[7], 1, 0x55555555u) \\\n"
@@ -151,10 +168,44 @@ static const char prologue[] =
   "  SWP(a[0], a[4], 4, 0x0f0f0f0fu) SWP(a[1], a[5], 4, 0x0f0f0f0fu) \\\n"
   "  SWP(a[2], a[6], 4, 0x0f0f0f0fu) SWP(a[3], a[7], 4, 0x0f0f0f0fu)\n";
 
-/* Emit the code for output blocks [ja, jb) in passes of passrows. */
+/* Load one input of an item from pointer ptr (its first word) into the
+ * 8 words dst##_0 .. dst##_7 (declared by the caller). */
+static void
+emit_load (struct sbuf *b, enum gr_code code, const char *dst,
+           const char *ptr)
+{
+  if (code == GR_CODE_RS)
+    emit (b,
+          "      { const v4 a_ = *(const v4 *) (%s);\n"
+          "        const v4 b_ = *(const v4 *) (%s + 4);\n"
+          "        %s_0 = a_.x; %s_1 = a_.y; %s_2 = a_.z; %s_3 = a_.w;\n"
+          "        %s_4 = b_.x; %s_5 = b_.y; %s_6 = b_.z; %s_7 = b_.w; }\n",
+          ptr, ptr, dst, dst, dst, dst, dst, dst, dst, dst);
+  else {
+    emit (b, "      {");
+    for (int c = 0; c < 8; c++)
+      emit (b, " %s_%d = %s[%d];", dst, c, ptr, c * 128);
+    emit (b, " }\n");
+  }
+}
+
+static void
+emit_decl8 (struct sbuf *b, const char *name)
+{
+  emit (b, "    u32 %s_0, %s_1, %s_2, %s_3, %s_4, %s_5, %s_6, %s_7;\n",
+        name, name, name, name, name, name, name, name);
+}
+
+/* Emit the code for output blocks [ja, jb) of one item in passes of
+ * passrows.  pf > 0: the first pass takes inputs 0..pf-1 from the
+ * registers P<j>_* (loaded before, for this item) and loads every input
+ * pf inputs before it is needed; the loads that would run past the last
+ * input fetch the first pf inputs of the next item (nip, nbase; when
+ * nidx < total) into P<j>_*, so that memory latency overlaps the
+ * network. */
 static void
 emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
-           int ncols, int ja, int jb, int passrows)
+           int ncols, int ja, int jb, int passrows, int pf)
 {
   const int nc = ncols * 8;
 
@@ -163,31 +214,63 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
   for (int j0 = ja; j0 < jb; j0 += passrows) {
     const int j1 = j0 + passrows < jb ? j0 + passrows : jb;
     const int r0 = j0 * 8, r1 = j1 * 8;
+    const int first = j0 == ja;
 
     /* Each pass reads the inputs through a pointer the compiler cannot
      * see through, so that it loads them again instead of keeping the
      * previous pass's values live (which spills registers). */
-    if (j0 == ja)
+    if (first)
       emit (b, "    {\n    const u32 *ipp = ip;\n");
     else
       emit (b, "    {\n    const u32 *ipp;\n"
             "    asm volatile (\"mov.b64 %%0, %%1;\" : \"=l\" (ipp) : \"l\" (ip));\n");
+    /* Running pointers: the input being loaded (xp), the next item's
+     * (nxp). */
+    if (first && pf > 0)
+      emit (b, "    const u32 *xp = ipp + base + %d * vlen;\n"
+            "    const u32 *nxp = nip + nbase;\n", pf);
+    else
+      emit (b, "    const u32 *xp = ipp + base;\n");
+    if (first && pf > 0)
+      for (int i = pf; i < ncols; i++) {
+        char nm[16];
+        snprintf (nm, sizeof nm, "L%d", i);
+        emit_decl8 (b, nm);
+      }
     emit (b, "    u32 o[%d];\n", r1 - r0);
     for (int r = r0; r < r1; r++)
       emit (b, "    o[%d] = 0;\n", r - r0);
     for (int i = 0; i < ncols; i++) {
       emit (b, "    {\n      u32 p[8];\n");
-      if (code == GR_CODE_RS)
-        emit (b,
-              "      const v4 x0 = *(const v4 *) (ipp + %d * vlen + base);\n"
-              "      const v4 x1 = *(const v4 *) (ipp + %d * vlen + base + 4);\n"
-              "      p[0] = x0.x; p[1] = x0.y; p[2] = x0.z; p[3] = x0.w;\n"
-              "      p[4] = x1.x; p[5] = x1.y; p[6] = x1.z; p[7] = x1.w;\n"
-              "      TR8(p)\n", i, i);
-      else
+      if (first && pf > 0) {
+        const char *src = i < pf ? "P" : "L";
+        const int q = i + pf;
+
         for (int c = 0; c < 8; c++)
-          emit (b, "      p[%d] = ipp[%d * vlen + base + %d];\n", c, i,
-                c * 128);
+          emit (b, "      p[%d] = %s%d_%d;\n", c, src, i, c);
+        if (q < ncols) {
+          char nm[16];
+          snprintf (nm, sizeof nm, "L%d", q);
+          emit_load (b, code, nm, "xp");
+          emit (b, "      xp += vlen;\n");
+        }
+        else {
+          char nm[16];
+          snprintf (nm, sizeof nm, "P%d", q - ncols);
+          emit (b, "      if (nidx < total)\n");
+          emit_load (b, code, nm, "nxp");
+          emit (b, "      nxp += vlen;\n");
+        }
+      }
+      else {
+        emit (b, "      u32 X_0, X_1, X_2, X_3, X_4, X_5, X_6, X_7;\n");
+        emit_load (b, code, "X", "xp");
+        emit (b, "      xp += vlen;\n");
+        for (int c = 0; c < 8; c++)
+          emit (b, "      p[%d] = X_%d;\n", c, c);
+      }
+      if (code == GR_CODE_RS)
+        emit (b, "      TR8(p)\n");
       /* Common subexpressions: the XOR of every subset of planes 0-3 (g0)
        * and of planes 4-7 (g1) that some row needs, each one XOR from a
        * smaller one; then each row takes at most two of them. */
@@ -255,44 +338,93 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
 
 /* bits: (nrows*8) x (ncols*8), row-major, 0/1 bytes.  split: 1, 2 or 4
  * groups of output blocks, each computed by its own warps (the warps of a
- * block that share items load the same inputs, mostly from L1). */
+ * block that share items load the same inputs, mostly from L1).
+ *
+ * Items (32 bytes of every block of a stripe for RS, 4 bytes of each of
+ * the 8 packets of a group for CRS) are numbered across the stripes of
+ * the batch; a thread takes items idx, idx + stride, ...  The launch
+ * (gr_gpu_launch_jit) sizes the grid to one resident wave, so a thread
+ * codes many items and, with prefetching (pf inputs ahead), loads the
+ * next item's first inputs while it finishes the current one. */
 static char *
 gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
-            int split)
+            int split, int pf, int swap_select, int minblocks)
 {
   struct sbuf b = { NULL, 0, 0, 0 };
   const int passrows = gr_gpu_jit_passrows > 0 ? gr_gpu_jit_passrows : nrows;
   const int per_block = JIT_THREADS / split;
+  const char *basef = code == GR_CODE_RS ? "(%s) * 8"
+    : "((%s) >> 7) * 1024 + ((%s) & 127)";
+  char lb[32], base_t[64], base_n[64];
 
-  emit (&b, "%s", prologue);
+  if (pf > ncols)
+    pf = ncols;
+  if (minblocks > 0)
+    snprintf (lb, sizeof lb, "%d, %d", JIT_THREADS, minblocks);
+  else
+    snprintf (lb, sizeof lb, "%d", JIT_THREADS);
+  snprintf (base_t, sizeof base_t, basef, "t", "t");
+  snprintf (base_n, sizeof base_n, basef, "nt", "nt");
+  emit (&b, "#define GR_SWAP_SELECT %d\n%s", swap_select ? 1 : 0, prologue);
   emit (&b,
-        "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+        "extern \"C\" __global__ void __launch_bounds__(%s)\n"
         "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
         " u64 vlen, u64 nstripes)\n{\n"
-        "  const u64 items = vlen / 8;\n"
-        "  const unsigned w = threadIdx.x >> 5, h = w %% %d;\n"
-        "  for (u64 s = blockIdx.y; s < nstripes; s += gridDim.y)\n"
-        "  for (u64 t = (u64) blockIdx.x * %d + (w / %d) * 32 + (threadIdx.x & 31);"
-        " t < items; t += (u64) gridDim.x * %d) {\n"
-        "    const u32 *ip = in + s * %d * vlen;\n"
-        "    u32 *op = out + s * %d * vlen;\n",
-        JIT_THREADS, split, per_block, split, per_block, ncols, nrows);
-  if (code == GR_CODE_RS)
-    emit (&b, "    const u64 base = t * 8;\n");
-  else
-    emit (&b, "    const u64 base = (t >> 7) * 1024 + (t & 127);\n");
+        "  const u64 items = vlen / 8, total = items * nstripes;\n"
+        "  const unsigned w = threadIdx.x >> 5;\n"
+        "  const u64 stride = (u64) gridDim.x * %d;\n"
+        "  const u64 idx0 = (u64) blockIdx.x * %d + (w / %d) * 32"
+        " + (threadIdx.x & 31);\n",
+        lb, per_block, per_block, split);
+  if (split > 1)
+    emit (&b, "  const unsigned h = w %% %d;\n", split);
   for (int g = 0; g < split; g++) {
     const int per = (nrows + split - 1) / split;
     const int ja = g * per, jb = ja + per < nrows ? ja + per : nrows;
 
     if (split > 1)
-      emit (&b, "    %sif (h == %d) {\n", g ? "else " : "", g);
-    if (ja < jb)
-      emit_rows (&b, code, bits, ncols, ja, jb, passrows);
+      emit (&b, "  %sif (h == %d) {\n", g ? "else " : "", g);
+    emit (&b, "  {\n");
+    if (ja < jb) {
+      emit (&b, "  u64 s = idx0 / items, t = idx0 - s * items;\n");
+      for (int j = 0; j < pf; j++) {
+        char nm[16];
+        snprintf (nm, sizeof nm, "P%d", j);
+        emit_decl8 (&b, nm);
+      }
+      if (pf > 0) {
+        emit (&b, "  if (idx0 < total) {\n"
+              "    const u32 *nxp = in + s * %d * vlen + %s;\n", ncols, base_t);
+        for (int j = 0; j < pf; j++) {
+          char nm[16];
+          snprintf (nm, sizeof nm, "P%d", j);
+          emit_load (&b, code, nm, "nxp");
+          emit (&b, "    nxp += vlen;\n");
+        }
+        emit (&b, "  }\n");
+      }
+      emit (&b,
+            "  for (u64 idx = idx0; idx < total; idx += stride) {\n"
+            "    const u32 *ip = in + s * %d * vlen;\n"
+            "    u32 *op = out + s * %d * vlen;\n"
+            "    const u64 base = %s;\n"
+            "    const u64 nidx = idx + stride;\n"
+            "    u64 ns = s, nt = t + stride;\n"
+            "    if (nt >= items) {\n"
+            "      if (nt < 2 * items) { nt -= items; ns++; }\n"
+            "      else { ns += nt / items; nt %%= items; }\n"
+            "    }\n", ncols, nrows, base_t);
+      if (pf > 0)
+        emit (&b, "    const u32 *nip = in + ns * %d * vlen;\n"
+              "    const u64 nbase = %s;\n", ncols, base_n);
+      emit_rows (&b, code, bits, ncols, ja, jb, passrows, pf);
+      emit (&b, "    s = ns;\n    t = nt;\n  }\n");
+    }
+    emit (&b, "  }\n");
     if (split > 1)
-      emit (&b, "    }\n");
+      emit (&b, "  }\n");
   }
-  emit (&b, "  }\n}\n");
+  emit (&b, "}\n");
   if (b.oom) {
     free (b.p);
     return NULL;
@@ -337,7 +469,9 @@ jit_build (struct gr_gpu_tab *t)
     if (split != 1 && split != 2 && split != 4)
       split = 1;
     t->jit_split = split;
-    src = gen_source (t->code, t->bits, t->nrows, t->ncols, split);
+    src = gen_source (t->code, t->bits, t->nrows, t->ncols, split,
+                      gr_gpu_jit_prefetch, gr_gpu_jit_swap,
+                      gr_gpu_jit_minblocks);
   }
   if (src == NULL)
     return -ENOMEM;
@@ -379,6 +513,20 @@ jit_build (struct gr_gpu_tab *t)
     r = gr_gpu_fail (e, "cudaLibraryGetKernel (JIT kernel)");
     cudaLibraryUnload (lib);
     goto out;
+  }
+  /* One resident wave: SMs x blocks per SM (0 = no limit, one item per
+   * thread, if either is unknown). */
+  t->jit_grid = 0;
+  if (gr_gpu_jit_persist) {
+    int nsm = 0, per_sm = 0;
+
+    if (cudaDeviceGetAttribute (&nsm, cudaDevAttrMultiProcessorCount, dev)
+        == cudaSuccess &&
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor
+        (&per_sm, (const void *) kern, JIT_THREADS, 0) == cudaSuccess &&
+        nsm > 0 && per_sm > 0)
+      t->jit_grid = (size_t) nsm * per_sm;
+    (void) cudaGetLastError ();
   }
   t->jit_lib = lib;
   t->jit = kern;
@@ -515,15 +663,20 @@ gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din, void *dout,
                    size_t nstripes, size_t lp, cudaStream_t st)
 {
   unsigned long long vlen = lp / 4, ns = nstripes;
-  const size_t items = vlen / 8, per_block = JIT_THREADS / t->jit_split;
-  size_t gx = (items + per_block - 1) / per_block;
-  dim3 grid ((unsigned) (gx > 65535 ? 65535 : gx ? gx : 1),
-             (unsigned) (nstripes > 65535 ? 65535 : nstripes));
+  const size_t total = vlen / 8 * nstripes;
+  const size_t per_block = JIT_THREADS / t->jit_split;
+  size_t gx = (total + per_block - 1) / per_block;
   void *args[] = { (void *) &din, (void *) &dout, &vlen, &ns };
 
   if (lp % (t->code == GR_CODE_RS ? 32 : GR_CRS_GROUP))
     return cudaErrorInvalidValue;
-  cudaLaunchKernel ((const void *) t->jit, grid, dim3 (JIT_THREADS), args, 0,
-                    st);
+  if (total == 0)
+    return cudaSuccess;
+  if (t->jit_grid > 0 && gx > t->jit_grid)
+    gx = t->jit_grid;
+  if (gx > 0x7fffffff)
+    gx = 0x7fffffff;
+  cudaLaunchKernel ((const void *) t->jit, dim3 ((unsigned) gx),
+                    dim3 (JIT_THREADS), args, 0, st);
   return cudaGetLastError ();
 }

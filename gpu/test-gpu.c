@@ -10,7 +10,8 @@
  * 1 MiB, CRS lengths 4096, 8192 and 1 MiB; host blocks at random offsets
  * 0..16 from their allocation (misaligned, and at the very end); blocks in
  * page-locked memory (the engine's direct path), also back to back in one
- * region (merged copies); four threads sharing one coder.  Cases whose
+ * region (merged and 2D copies), with the default chunk size and with
+ * small chunks (stripes split, chunk buffers reused); four threads sharing one coder.  Cases whose
  * reference computation would be slow are left out (printed).  Then the
  * same suite, reduced, with the other generic kernel variants (RS log/exp,
  * the other CRS one), with the run-time compiled XOR networks on every
@@ -44,6 +45,10 @@ main (void)
 #else /* GR_HAVE_CUDA */
 
 #include "gpu.h"
+
+/* Internal hook (gpu/engine.cu): data bytes per chunk of the direct
+ * path (0 leaves it); returns the previous value. */
+extern size_t gr_gpu_set_chunk (size_t bytes);
 
 #define MiB ((size_t) 1 << 20)
 
@@ -492,8 +497,25 @@ run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
         /* ... with blocks back to back (merged copies) */
         test_case (cr, cg, quick ? 2 : 3, pl, 0, 2, 0, 3);
       }
-      if (k == 10 && m == 4)
+      if (k == 10 && m == 4) {  /* direct path: chunks, 2D copies */
+        const size_t old = gr_gpu_set_chunk (0);
+        const size_t big = quick ? (256 << 10) + 3 : MiB;
+
+        for (int cv = 0; cv < 2; cv++) {
+          /* The default chunk, then one small enough to split every
+           * stripe and to cycle through the slot's chunk buffers. */
+          gr_gpu_set_chunk (cv ? 256 << 10 : old);
+          if (ci == 0) {
+            test_case (cr, cg, 3, big, 0, 2, 0, 2);
+            test_case (cr, cg, quick ? 5 : 17, 65536 + 5, 0, 2, 0, 2);
+            test_case (cr, cg, 2, 65536 + 32, 1, 1, 0, 1);
+          }
+          else
+            test_case (cr, cg, 2, 65536, 0, 2, 0, 2);
+        }
+        gr_gpu_set_chunk (old);
         test_threads (cr, cg);
+      }
       gr_coder_free (cg);
       gr_coder_free (cr);
     }
