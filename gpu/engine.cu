@@ -41,8 +41,12 @@
 #define SLOT_BUFS 16            /* chunk buffers per slot (direct path) */
 #define PIN_SAMPLES 16          /* blocks checked for page-locking */
 
-/* Direct path: data bytes per chunk (test hook gr_gpu_set_chunk). */
-static size_t direct_chunk = (size_t) 4 << 20;
+/* Direct path: data bytes per chunk; 0 = automatic (test hook
+ * gr_gpu_set_chunk): an eighth of the batch, between CHUNK_LO and
+ * CHUNK_HI (measured best on the H200, bench-gpu (bx)). */
+static size_t direct_chunk = 0;
+#define CHUNK_LO ((size_t) 2 << 20)
+#define CHUNK_HI ((size_t) 8 << 20)
 
 int gr_gpu_rs_variant = GR_GPU_RS_IMAD;
 int gr_gpu_crs_variant = GR_GPU_CRS_MASK;
@@ -90,15 +94,14 @@ gr_gpu_set_jit_async (int on)
   return old;
 }
 
-/* Test hook: data bytes per chunk of the direct (page-locked) path; 0
- * leaves it.  Returns the previous value. */
+/* Test hook: data bytes per chunk of the direct (page-locked) path, 0
+ * for automatic.  Returns the previous value. */
 extern "C" size_t
 gr_gpu_set_chunk (size_t bytes)
 {
   const size_t old = direct_chunk;
 
-  if (bytes > 0)
-    direct_chunk = bytes;
+  direct_chunk = bytes;
   return old;
 }
 
@@ -626,12 +629,13 @@ all_pinned (const uint8_t *const *p, size_t n)
 }
 
 /* The direct path: every block is page-locked.  One slot; its device
- * memory holds up to SLOT_BUFS chunks of chunk_bytes (about direct_chunk
- * bytes of data: small, so that the first upload and the last download,
- * which nothing overlaps, are short).  Uploads run in order on one
- * stream, kernels on a second, downloads on a third, chained by events
- * per chunk buffer, so the link's two directions and the kernels overlap
- * and the host enqueues the whole batch without waiting. */
+ * memory holds up to SLOT_BUFS chunks of about `chunk` bytes of data
+ * (small, so that the first upload and the last download, which nothing
+ * overlaps, are short; the last two chunks' worth goes in quarter-size
+ * chunks, shortening the last download further).  Uploads run in order
+ * on one stream, kernels on a second, downloads on a third, chained by
+ * events per chunk buffer, so the link's two directions and the kernels
+ * overlap and the host enqueues the whole batch without waiting. */
 static int
 run_direct (struct job *j)
 {
@@ -639,17 +643,23 @@ run_direct (struct job *j)
   const size_t unit = code == GR_CODE_RS ? 32 : GR_CRS_GROUP;
   const size_t n = (size_t) (j->ncols + j->nrows);
   const size_t cap = SLOT_BYTES / 4;    /* device bytes per chunk, most */
-  size_t cs, w, wp, pieces, chunk_dev, nb, ci = 0;
+  const size_t data = j->nstripes * j->ncols * j->len;
+  size_t chunk = direct_chunk;
+  size_t cs, w, wp, pieces, chunk_dev, nb, ci = 0, s0 = 0, o0 = 0;
   struct slot *sl;
   struct copier cp;
   int r = 0;
 
-  if ((size_t) j->ncols * j->len <= direct_chunk) {
-    cs = direct_chunk / ((size_t) j->ncols * j->len);
+  if (chunk == 0) {
+    chunk = data / 8;
+    chunk = chunk < CHUNK_LO ? CHUNK_LO : chunk > CHUNK_HI ? CHUNK_HI : chunk;
+  }
+  if ((size_t) j->ncols * j->len <= chunk) {
+    cs = chunk / ((size_t) j->ncols * j->len);
     w = j->len;
   }
   else {
-    size_t wmax = direct_chunk / j->ncols;
+    size_t wmax = chunk / j->ncols;
 
     if (wmax < DIRECT_MIN)
       wmax = DIRECT_MIN;
@@ -678,67 +688,85 @@ run_direct (struct job *j)
   if (r < 0)
     return r;
   r = 0;
-  for (size_t s0 = 0; s0 < j->nstripes && r == 0; s0 += cs)
-    for (size_t o0 = 0; o0 < j->len && r == 0; o0 += w, ci++) {
-      const size_t b = ci % nb;
-      const size_t ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
-      const size_t cw = j->len - o0 < w ? j->len - o0 : w;
-      const size_t cwp = gr_gpu_padlen (code, cw);
-      uint8_t *d_in = sl->d + b * chunk_dev;
-      uint8_t *d_out = d_in + ns * j->ncols * cwp;
-      cudaError_t e = cudaSuccess;
-      size_t s;
-      int c;
+  while (s0 < j->nstripes && r == 0) {
+    const size_t b = ci++ % nb;
+    const size_t left = ((j->nstripes - s0) * j->len - o0) * j->ncols;
+    size_t ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
+    size_t cw = j->len - o0 < w ? j->len - o0 : w;
+    size_t cwp;
+    uint8_t *d_in, *d_out;
+    cudaError_t e = cudaSuccess;
+    size_t s;
+    int c;
 
-      if (ci >= nb)
-        e = cudaStreamWaitEvent (sl->st, sl->ev[b][2], 0);
-      if (e != cudaSuccess) {
-        r = gr_gpu_fail (e, "cudaStreamWaitEvent");
-        break;
-      }
-      copier_init (&cp, cudaMemcpyHostToDevice, sl->st);
-      for (s = 0; s < ns; s++)
-        for (c = 0; c < j->ncols; c++)
-          copier_row (&cp, d_in + (s * j->ncols + c) * cwp,
-                      j->in[(s0 + s) * j->ncols + c] + o0, cw);
-      if (j->acc)
-        for (s = 0; s < ns; s++)
-          for (c = 0; c < j->nrows; c++)
-            copier_row (&cp, d_out + (s * j->nrows + c) * cwp,
-                        j->out[(s0 + s) * j->nrows + c] + o0, cw);
-      e = copier_end (&cp);
-      if (e == cudaSuccess)
-        e = cudaEventRecord (sl->ev[b][0], sl->st);
-      if (e == cudaSuccess)
-        e = cudaStreamWaitEvent (sl->st_k, sl->ev[b][0], 0);
-      if (e != cudaSuccess) {
-        r = gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
-        break;
-      }
-      e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
-                         ns, cwp, sl->st_k);
-      if (e != cudaSuccess) {
-        r = gr_gpu_fail (e, "kernel launch");
-        break;
-      }
-      e = cudaEventRecord (sl->ev[b][1], sl->st_k);
-      if (e == cudaSuccess)
-        e = cudaStreamWaitEvent (sl->st_d, sl->ev[b][1], 0);
-      if (e == cudaSuccess) {
-        copier_init (&cp, cudaMemcpyDeviceToHost, sl->st_d);
-        for (s = 0; s < ns; s++)
-          for (c = 0; c < j->nrows; c++)
-            copier_row (&cp, j->out[(s0 + s) * j->nrows + c] + o0,
-                        d_out + (s * j->nrows + c) * cwp, cw);
-        e = copier_end (&cp);
-      }
-      if (e == cudaSuccess)
-        e = cudaEventRecord (sl->ev[b][2], sl->st_d);
-      if (e != cudaSuccess) {
-        r = gr_gpu_fail (e, "cudaMemcpyAsync (download)");
-        break;
+    if (left <= 2 * chunk) {    /* the tail: quarter-size chunks */
+      if (ns > 1)
+        ns = (ns + 3) / 4;
+      else if (cw > unit) {
+        const size_t q = ((w + 3) / 4 + unit - 1) / unit * unit;
+        cw = cw < q ? cw : q;
       }
     }
+    cwp = gr_gpu_padlen (code, cw);
+    d_in = sl->d + b * chunk_dev;
+    d_out = d_in + ns * j->ncols * cwp;
+    if (ci > nb)
+      e = cudaStreamWaitEvent (sl->st, sl->ev[b][2], 0);
+    if (e != cudaSuccess) {
+      r = gr_gpu_fail (e, "cudaStreamWaitEvent");
+      break;
+    }
+    copier_init (&cp, cudaMemcpyHostToDevice, sl->st);
+    for (s = 0; s < ns; s++)
+      for (c = 0; c < j->ncols; c++)
+        copier_row (&cp, d_in + (s * j->ncols + c) * cwp,
+                    j->in[(s0 + s) * j->ncols + c] + o0, cw);
+    if (j->acc)
+      for (s = 0; s < ns; s++)
+        for (c = 0; c < j->nrows; c++)
+          copier_row (&cp, d_out + (s * j->nrows + c) * cwp,
+                      j->out[(s0 + s) * j->nrows + c] + o0, cw);
+    e = copier_end (&cp);
+    if (e == cudaSuccess)
+      e = cudaEventRecord (sl->ev[b][0], sl->st);
+    if (e == cudaSuccess)
+      e = cudaStreamWaitEvent (sl->st_k, sl->ev[b][0], 0);
+    if (e != cudaSuccess) {
+      r = gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
+      break;
+    }
+    e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
+                       ns, cwp, sl->st_k);
+    if (e != cudaSuccess) {
+      r = gr_gpu_fail (e, "kernel launch");
+      break;
+    }
+    e = cudaEventRecord (sl->ev[b][1], sl->st_k);
+    if (e == cudaSuccess)
+      e = cudaStreamWaitEvent (sl->st_d, sl->ev[b][1], 0);
+    if (e == cudaSuccess) {
+      copier_init (&cp, cudaMemcpyDeviceToHost, sl->st_d);
+      for (s = 0; s < ns; s++)
+        for (c = 0; c < j->nrows; c++)
+          copier_row (&cp, j->out[(s0 + s) * j->nrows + c] + o0,
+                      d_out + (s * j->nrows + c) * cwp, cw);
+      e = copier_end (&cp);
+    }
+    if (e == cudaSuccess)
+      e = cudaEventRecord (sl->ev[b][2], sl->st_d);
+    if (e != cudaSuccess) {
+      r = gr_gpu_fail (e, "cudaMemcpyAsync (download)");
+      break;
+    }
+    /* Next chunk: the rest of this stripe, or the next stripes (a chunk
+     * narrower than the block is always one stripe). */
+    if (o0 + cw < j->len)
+      o0 += cw;
+    else {
+      o0 = 0;
+      s0 += ns;
+    }
+  }
   {
     cudaError_t e1 = cudaStreamSynchronize (sl->st);
     cudaError_t e2 = cudaStreamSynchronize (sl->st_k);

@@ -50,7 +50,8 @@ struct gr_gpu_tab {
   void *jit;            /* cudaKernel_t */
   void *jit_lib;        /* cudaLibrary_t */
   int jit_split;        /* warps per item group (gr_gpu_jit_split) */
-  size_t jit_grid;      /* most blocks per launch (one wave), 0 = any */
+  int jit_wave;         /* kernel runs one resident wave of blocks */
+  size_t jit_grid;      /* its blocks per launch (0 = unknown: any) */
 };
 
 /* Most output rows per kernel pass, per variant (0 = the kernel's own
@@ -99,8 +100,8 @@ extern int gr_gpu_jit_passrows;
  * (1, 2 or 4; tables compiled afterwards). */
 extern int gr_gpu_jit_split;
 /* Code generation options for tables compiled afterwards (jit.cu):
- * inputs loaded ahead, RS swap form, launch-bounds minimum blocks, grid
- * of one resident wave. */
+ * inputs loaded ahead and grid of one resident wave (-1: automatic), RS
+ * swap form, launch-bounds minimum blocks. */
 extern int gr_gpu_jit_prefetch;
 extern int gr_gpu_jit_swap;
 extern int gr_gpu_jit_minblocks;

@@ -43,15 +43,20 @@ size_t gr_gpu_jit_min = (size_t) 4 << 20;
  * blocks per pass for 8+8 and 16+16, so passes start beyond 16. */
 int gr_gpu_jit_passrows = 16;
 int gr_gpu_jit_split = 1;
-/* Inputs loaded ahead of their use (0: load each when needed). */
-int gr_gpu_jit_prefetch = 2;
-/* RS transposes: delta swaps as selects by mask (1) or XOR form (0). */
-int gr_gpu_jit_swap = 1;
+/* Code generation options, measured on an H200 (bench-gpu (a4), log
+ * gpu/h200-bench-gpu-options.log).  -1 = automatic: a grid of one
+ * resident wave with inputs loaded 2 ahead (across items too) when a
+ * pass has at most 64 accumulators (8 output blocks): +5-12 % for 10+4
+ * and 8+8 RS; with 128 accumulators (16+16) the extra registers spill
+ * and both options cost 15-25 %, so those keep one item per thread and
+ * loads where they are used. */
+int gr_gpu_jit_prefetch = -1;   /* inputs loaded ahead */
+int gr_gpu_jit_persist = -1;    /* grid of one resident wave */
+/* RS transposes: delta swaps as selects by mask (1) or in XOR form (0).
+ * The select form measured slower (ptxas emits 9 % more LOP3s for it). */
+int gr_gpu_jit_swap = 0;
 /* __launch_bounds__ minimum blocks per SM (0: none). */
 int gr_gpu_jit_minblocks = 0;
-/* Grid of one resident wave, each thread coding many items (1), or one
- * item per thread (0). */
-int gr_gpu_jit_persist = 1;
 static int jit_built;
 
 /* Test hook: how many JIT kernels were built in this process. */
@@ -348,7 +353,7 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
  * next item's first inputs while it finishes the current one. */
 static char *
 gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
-            int split, int pf, int swap_select, int minblocks)
+            int split, int pf, int swap_select, int minblocks, int wave)
 {
   struct sbuf b = { NULL, 0, 0, 0 };
   const int passrows = gr_gpu_jit_passrows > 0 ? gr_gpu_jit_passrows : nrows;
@@ -359,6 +364,8 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
 
   if (pf > ncols)
     pf = ncols;
+  if (!wave)
+    pf = 0;
   if (minblocks > 0)
     snprintf (lb, sizeof lb, "%d, %d", JIT_THREADS, minblocks);
   else
@@ -371,13 +378,14 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
         "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
         " u64 vlen, u64 nstripes)\n{\n"
         "  const u64 items = vlen / 8, total = items * nstripes;\n"
-        "  const unsigned w = threadIdx.x >> 5;\n"
-        "  const u64 stride = (u64) gridDim.x * %d;\n"
-        "  const u64 idx0 = (u64) blockIdx.x * %d + (w / %d) * 32"
-        " + (threadIdx.x & 31);\n",
-        lb, per_block, per_block, split);
+        "  const unsigned w = threadIdx.x >> 5;\n", lb);
   if (split > 1)
     emit (&b, "  const unsigned h = w %% %d;\n", split);
+  if (wave)
+    emit (&b,
+          "  const u64 stride = (u64) gridDim.x * %d;\n"
+          "  const u64 idx0 = (u64) blockIdx.x * %d + (w / %d) * 32"
+          " + (threadIdx.x & 31);\n", per_block, per_block, split);
   for (int g = 0; g < split; g++) {
     const int per = (nrows + split - 1) / split;
     const int ja = g * per, jb = ja + per < nrows ? ja + per : nrows;
@@ -385,8 +393,33 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
     if (split > 1)
       emit (&b, "  %sif (h == %d) {\n", g ? "else " : "", g);
     emit (&b, "  {\n");
-    if (ja < jb) {
-      emit (&b, "  u64 s = idx0 / items, t = idx0 - s * items;\n");
+    if (ja < jb && !wave) {
+      /* One item per thread: x over the items of a stripe, y over the
+       * stripes. */
+      emit (&b,
+            "  (void) total;\n"
+            "  for (u64 s = blockIdx.y; s < nstripes; s += gridDim.y)\n"
+            "  for (u64 t = (u64) blockIdx.x * %d + (w / %d) * 32"
+            " + (threadIdx.x & 31); t < items; t += (u64) gridDim.x * %d) {\n"
+            "    const u32 *ip = in + s * %d * vlen;\n"
+            "    u32 *op = out + s * %d * vlen;\n"
+            "    const u64 base = %s;\n",
+            per_block, split, per_block, ncols, nrows, base_t);
+      emit_rows (&b, code, bits, ncols, ja, jb, passrows, 0);
+      emit (&b, "  }\n");
+    }
+    else if (ja < jb) {
+      /* Items numbered across the stripes, idx0 + k * stride. */
+      emit (&b,
+            "  u64 s, t;\n"
+            "  if ((total >> 32) == 0) {\n"
+            "    s = (u32) idx0 / (u32) items;\n"
+            "    t = (u32) idx0 - (u32) s * (u32) items;\n"
+            "  }\n"
+            "  else {\n"
+            "    s = idx0 / items;\n"
+            "    t = idx0 - s * items;\n"
+            "  }\n");
       for (int j = 0; j < pf; j++) {
         char nm[16];
         snprintf (nm, sizeof nm, "P%d", j);
@@ -408,14 +441,14 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
             "    const u32 *ip = in + s * %d * vlen;\n"
             "    u32 *op = out + s * %d * vlen;\n"
             "    const u64 base = %s;\n"
-            "    const u64 nidx = idx + stride;\n"
             "    u64 ns = s, nt = t + stride;\n"
             "    if (nt >= items) {\n"
             "      if (nt < 2 * items) { nt -= items; ns++; }\n"
             "      else { ns += nt / items; nt %%= items; }\n"
             "    }\n", ncols, nrows, base_t);
       if (pf > 0)
-        emit (&b, "    const u32 *nip = in + ns * %d * vlen;\n"
+        emit (&b, "    const u64 nidx = idx + stride;\n"
+              "    const u32 *nip = in + ns * %d * vlen;\n"
               "    const u64 nbase = %s;\n", ncols, base_n);
       emit_rows (&b, code, bits, ncols, ja, jb, passrows, pf);
       emit (&b, "    s = ns;\n    t = nt;\n  }\n");
@@ -444,7 +477,7 @@ jit_build (struct gr_gpu_tab *t)
   cudaError_t e;
   char *src = NULL, *cubin = NULL, arch[64];
   size_t cubin_len = 0;
-  int dev = 0, major = 0, minor = 0, r = -EIO;
+  int dev = 0, major = 0, minor = 0, r = -EIO, wave = 0, pf = 0;
 
   pthread_once (&rtc_once, rtc_load);
   if (!rtc.ok) {
@@ -469,9 +502,18 @@ jit_build (struct gr_gpu_tab *t)
     if (split != 1 && split != 2 && split != 4)
       split = 1;
     t->jit_split = split;
-    src = gen_source (t->code, t->bits, t->nrows, t->ncols, split,
-                      gr_gpu_jit_prefetch, gr_gpu_jit_swap,
-                      gr_gpu_jit_minblocks);
+    {
+      /* Accumulators of the largest pass of a warp group. */
+      const int per = (t->nrows + split - 1) / split;
+      const int pr = gr_gpu_jit_passrows > 0 && gr_gpu_jit_passrows < per
+        ? gr_gpu_jit_passrows : per;
+      const int light = 8 * pr <= 64;
+
+      wave = gr_gpu_jit_persist >= 0 ? gr_gpu_jit_persist : light;
+      pf = gr_gpu_jit_prefetch >= 0 ? gr_gpu_jit_prefetch : light ? 2 : 0;
+    }
+    src = gen_source (t->code, t->bits, t->nrows, t->ncols, split, pf,
+                      gr_gpu_jit_swap, gr_gpu_jit_minblocks, wave);
   }
   if (src == NULL)
     return -ENOMEM;
@@ -517,7 +559,8 @@ jit_build (struct gr_gpu_tab *t)
   /* One resident wave: SMs x blocks per SM (0 = no limit, one item per
    * thread, if either is unknown). */
   t->jit_grid = 0;
-  if (gr_gpu_jit_persist) {
+  t->jit_wave = wave;
+  if (wave) {
     int nsm = 0, per_sm = 0;
 
     if (cudaDeviceGetAttribute (&nsm, cudaDevAttrMultiProcessorCount, dev)
@@ -663,20 +706,28 @@ gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din, void *dout,
                    size_t nstripes, size_t lp, cudaStream_t st)
 {
   unsigned long long vlen = lp / 4, ns = nstripes;
-  const size_t total = vlen / 8 * nstripes;
-  const size_t per_block = JIT_THREADS / t->jit_split;
-  size_t gx = (total + per_block - 1) / per_block;
+  const size_t items = vlen / 8, per_block = JIT_THREADS / t->jit_split;
   void *args[] = { (void *) &din, (void *) &dout, &vlen, &ns };
+  dim3 grid;
 
   if (lp % (t->code == GR_CODE_RS ? 32 : GR_CRS_GROUP))
     return cudaErrorInvalidValue;
-  if (total == 0)
+  if (items == 0 || nstripes == 0)
     return cudaSuccess;
-  if (t->jit_grid > 0 && gx > t->jit_grid)
-    gx = t->jit_grid;
-  if (gx > 0x7fffffff)
-    gx = 0x7fffffff;
-  cudaLaunchKernel ((const void *) t->jit, dim3 ((unsigned) gx),
-                    dim3 (JIT_THREADS), args, 0, st);
+  if (t->jit_wave) {            /* one resident wave, items across stripes */
+    size_t gx = (items * nstripes + per_block - 1) / per_block;
+
+    if (t->jit_grid > 0 && gx > t->jit_grid)
+      gx = t->jit_grid;
+    grid = dim3 ((unsigned) (gx > 0x7fffffff ? 0x7fffffff : gx));
+  }
+  else {                        /* one item per thread */
+    const size_t gx = (items + per_block - 1) / per_block;
+
+    grid = dim3 ((unsigned) (gx > 65535 ? 65535 : gx),
+                 (unsigned) (nstripes > 65535 ? 65535 : nstripes));
+  }
+  cudaLaunchKernel ((const void *) t->jit, grid, dim3 (JIT_THREADS), args, 0,
+                    st);
   return cudaGetLastError ();
 }
