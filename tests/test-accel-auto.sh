@@ -42,6 +42,15 @@ serve () {
   : >"$nbdkit_log"
   start_nbdkit -P "$pid" -U "$sock" -v "${opts[@]}" "$PLUGIN" "${args[@]}" \
     "$@" || fail "server did not start (${opts[*]} $*)"
+  # nbdkit writes its pid file before after_fork, where the measurement
+  # runs: wait for its outcome (slow under sanitizers).
+  if [[ " ${opts[*]} " == *fake_auto* ]]; then
+    for (( t = 0; t < 600; t++ )); do
+      grep -Eq 'accel=auto: (on the GPU from|measurement not completed)' \
+        "$nbdkit_log" && break
+      sleep 0.1
+    done
+  fi
 }
 
 # --- 1. measured routing -------------------------------------------------
