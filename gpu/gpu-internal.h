@@ -99,9 +99,10 @@ extern int gr_gpu_jit_passrows;
 /* Groups of output blocks computed by separate warps on the same items
  * (1, 2 or 4; tables compiled afterwards). */
 extern int gr_gpu_jit_split;
-/* Code generation options for tables compiled afterwards (jit.cu):
- * inputs loaded ahead and grid of one resident wave (-1: automatic), RS
- * swap form, launch-bounds minimum blocks. */
+/* Code generation options for tables compiled afterwards (jit.cu; all
+ * off by default, measured slower): inputs loaded ahead (with the wave
+ * only), grid of one resident wave, RS swaps as selects, launch-bounds
+ * minimum blocks. */
 extern int gr_gpu_jit_prefetch;
 extern int gr_gpu_jit_swap;
 extern int gr_gpu_jit_minblocks;

@@ -43,15 +43,17 @@ size_t gr_gpu_jit_min = (size_t) 4 << 20;
  * blocks per pass for 8+8 and 16+16, so passes start beyond 16. */
 int gr_gpu_jit_passrows = 16;
 int gr_gpu_jit_split = 1;
-/* Code generation options, measured on an H200 (bench-gpu (a4), log
- * gpu/h200-bench-gpu-options.log).  -1 = automatic: a grid of one
- * resident wave with inputs loaded 2 ahead (across items too) when a
- * pass has at most 64 accumulators (8 output blocks): +5-12 % for 10+4
- * and 8+8 RS; with 128 accumulators (16+16) the extra registers spill
- * and both options cost 15-25 %, so those keep one item per thread and
- * loads where they are used. */
-int gr_gpu_jit_prefetch = -1;   /* inputs loaded ahead */
-int gr_gpu_jit_persist = -1;    /* grid of one resident wave */
+/* Code generation options, measured on an H200 (bench-gpu (a4) in
+ * gpu/h200-bench-gpu-options.log, then (a) in gpu/h200-bench-gpu.log of
+ * commit bc03a19, where they were on for kernels of at most 64
+ * accumulators per pass): a grid of one resident wave with inputs loaded
+ * 2 ahead (across items too) was slower than one item per thread with
+ * loads where they are used: 10+4 RS 2893 GB/s against 2946, 8+8 RS
+ * 1837 against 1914, 10+4 CRS 2820 against 3094, 8+8 CRS 1818 against
+ * 2051; with 128 accumulators (16+16) the extra registers spill and they
+ * cost 15-25 %.  So both are off; they stay for bench-gpu's sweep. */
+int gr_gpu_jit_prefetch = 0;    /* inputs loaded ahead (with the wave) */
+int gr_gpu_jit_persist = 0;     /* grid of one resident wave */
 /* RS transposes: delta swaps as selects by mask (1) or in XOR form (0).
  * The select form measured slower (ptxas emits 9 % more LOP3s for it). */
 int gr_gpu_jit_swap = 0;
@@ -502,16 +504,8 @@ jit_build (struct gr_gpu_tab *t)
     if (split != 1 && split != 2 && split != 4)
       split = 1;
     t->jit_split = split;
-    {
-      /* Accumulators of the largest pass of a warp group. */
-      const int per = (t->nrows + split - 1) / split;
-      const int pr = gr_gpu_jit_passrows > 0 && gr_gpu_jit_passrows < per
-        ? gr_gpu_jit_passrows : per;
-      const int light = 8 * pr <= 64;
-
-      wave = gr_gpu_jit_persist >= 0 ? gr_gpu_jit_persist : light;
-      pf = gr_gpu_jit_prefetch >= 0 ? gr_gpu_jit_prefetch : light ? 2 : 0;
-    }
+    wave = gr_gpu_jit_persist > 0;
+    pf = gr_gpu_jit_prefetch > 0 ? gr_gpu_jit_prefetch : 0;
     src = gen_source (t->code, t->bits, t->nrows, t->ncols, split, pf,
                       gr_gpu_jit_swap, gr_gpu_jit_minblocks, wave);
   }
