@@ -13,9 +13,11 @@
  * kernel and the download of another overlap (both copy engines).
  *
  * When every block of the call is itself page-locked (cudaHostAlloc or
- * cudaHostRegister) and chunks are at least DIRECT_MIN bytes per block,
- * the staging copy is skipped: blocks are copied straight between the
- * caller's memory and the device.
+ * cudaHostRegister; a sample is checked) and at least DIRECT_MIN bytes
+ * long, the staging copy is skipped: run_direct copies blocks straight
+ * between the caller's memory and the device, in small chunks through one
+ * slot, uploads, kernels and downloads on three streams chained by
+ * events.
  *
  * The slots are a fixed pool (NSLOTS x SLOT_BYTES pinned + the same on the
  * device, allocated on first use and kept): concurrent callers wait on a

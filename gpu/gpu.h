@@ -15,9 +15,9 @@
  *    usable (driver present, compute capability 9.0+: kernels are built
  *    for sm_90 with compute_90 PTX);
  *  - is thread-safe: any number of threads may code on one coder; they
- *    share a fixed pool of 4 CUDA streams, each with 64 MiB of page-locked
- *    staging memory and 64 MiB of device memory (allocated on first use,
- *    freed by gr_gpu_release()), and wait for a free one;
+ *    share a fixed pool of 4 slots, each with 3 CUDA streams, 64 MiB of
+ *    page-locked staging memory and 64 MiB of device memory (allocated on
+ *    first use, freed by gr_gpu_release()), and wait for a free one;
  *  - uploads each coder's matrix once (coder_init) and each decode plan's
  *    once (plan_init); batches of 4 MiB of data or more also get a kernel
  *    compiled for that matrix at run time (NVRTC, loaded with dlopen; in a
@@ -25,8 +25,9 @@
  *    NVRTC is missing).
  * Batches are copied host to device and back around each kernel, so they
  * pay PCIe; blocks in page-locked memory (gr_gpu_host_alloc) skip the
- * engine's own staging copy, and blocks back to back in such memory go in
- * single large copies.  docs/performance.md has the measured figures.
+ * engine's own staging copy and go through a pipeline of small chunks
+ * (one slot), blocks back to back or equally spaced in such memory in
+ * single or 2D copies.  docs/performance.md has the measured figures.
  */
 #ifndef GPURAID_GPU_H
 #define GPURAID_GPU_H
