@@ -6,13 +6,16 @@
  * and one on the GPU coder at a range of sizes, in the buffers the data
  * paths use (gr_accel_calibrate); from then on an operation goes to the
  * GPU only if it is at least as large as the smallest size from which
- * the GPU was measured at least 10 % faster than the CPU.  The measurements and the
+ * the GPU was measured at least 10 % faster than the CPU, and only while
+ * fewer than GPU_MAX_INFLIGHT such operations are on the GPU: under load
+ * the rest spill to the CPU cores, so the GPU adds to them.  The measurements and the
  * decision are logged (nbdkit -v).  The GPU's results are also compared
  * with the CPU's there: a GPU that computes different bytes is not used.
  *
  * This file also holds the bounded pool of page-locked memory that the
  * data paths' scratch buffers come from when the GPU is in use. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +71,49 @@ gr_accel_gpu (enum gr_op op, size_t bytes, int nerased)
     kind = 2 * nerased > 1 + gr_a.geom.m ? CAL_RECON_ALL : CAL_RECON_ONE;
   }
   return bytes >= gpu_min[kind];
+}
+
+/* At most this many operations (other than group-commit batches) on the
+ * GPU at once; more wait there for the engine's streams while CPU cores
+ * are free, so they run on the CPU instead ("spill").  The GPU then adds
+ * to the CPU under load instead of becoming a queue. */
+#define GPU_MAX_INFLIGHT 2
+
+static int inflight;                    /* atomic */
+static uint64_t ops_gpu, ops_spilled;   /* atomic */
+
+bool
+gr_accel_claim (void)
+{
+  if (!gr_accel_gpu_usable ())
+    return false;
+  if (__atomic_add_fetch (&inflight, 1, __ATOMIC_ACQ_REL) >
+      GPU_MAX_INFLIGHT && !gr_a.gpu_all) {
+    __atomic_sub_fetch (&inflight, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch (&ops_spilled, 1, __ATOMIC_RELAXED);
+    return false;
+  }
+  __atomic_add_fetch (&ops_gpu, 1, __ATOMIC_RELAXED);
+  return true;
+}
+
+void
+gr_accel_release (void)
+{
+  __atomic_sub_fetch (&inflight, 1, __ATOMIC_ACQ_REL);
+}
+
+void
+gr_accel_stats (void)
+{
+  if (gr_a.coder == gr_a.cpu_coder)
+    return;
+  nbdkit_debug ("gpuraid: coding operations on the GPU: %" PRIu64 " (not "
+                "counting group-commit batches); sent to the CPU because "
+                "%d were already on the GPU: %" PRIu64,
+                __atomic_load_n (&ops_gpu, __ATOMIC_RELAXED),
+                GPU_MAX_INFLIGHT,
+                __atomic_load_n (&ops_spilled, __ATOMIC_RELAXED));
 }
 
 void

@@ -110,6 +110,12 @@ enum gr_op { GR_OP_ENCODE, GR_OP_RECONSTRUCT, GR_OP_UPDATE };
 bool gr_accel_gpu_usable (void);
 bool gr_accel_gpu (enum gr_op op, size_t bytes, int nerased);
 void gr_accel_failed (const char *op, int r);
+/* Take one of the GPU's places for an operation about to run there
+ * (false: GPU unusable, or busy under accel=auto: run it on the CPU);
+ * gr_accel_release when it is done.  gr_accel_stats logs the counts. */
+bool gr_accel_claim (void);
+void gr_accel_release (void);
+void gr_accel_stats (void);
 int gr_accel_calibrate (void);
 bool gr_host_alloc_wanted (size_t size);
 void *gr_host_alloc (size_t size);

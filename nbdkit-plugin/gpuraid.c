@@ -622,6 +622,7 @@ gpuraid_after_fork (void)
 static void
 gpuraid_cleanup (void)
 {
+  gr_accel_stats ();
   gr_io_fini ();
   gr_array_close ();
 #ifdef GR_HAVE_CUDA

@@ -245,18 +245,23 @@ gpu_encode_combined (uint8_t *const *blocks, size_t nstripes, size_t len)
 }
 
 /* Full-stripe encodes (len == chunk) on the GPU go through the group
- * commit above; partial-stripe ones are encoded on their own. */
+ * commit above; partial-stripe ones are encoded on their own, on the CPU
+ * if the GPU is busy (gr_accel_claim), as are reconstructs and updates. */
 int
 gr_code_encode (bool gpu, uint8_t *const *blocks, size_t nstripes,
                 size_t len)
 {
   int r;
 
-  if (gpu && gr_accel_gpu_usable ()) {
-    if (len == gr_a.geom.chunk)
-      r = gpu_encode_combined (blocks, nstripes, len);
-    else
-      r = gr_encode (gr_a.coder, blocks, nstripes, len);
+  if (gpu && len == gr_a.geom.chunk && gr_accel_gpu_usable ()) {
+    r = gpu_encode_combined (blocks, nstripes, len);
+    if (r == 0)
+      return 0;
+    gr_accel_failed ("encode", r);
+  }
+  else if (gpu && gr_accel_claim ()) {
+    r = gr_encode (gr_a.coder, blocks, nstripes, len);
+    gr_accel_release ();
     if (r == 0)
       return 0;
     gr_accel_failed ("encode", r);
@@ -271,8 +276,9 @@ gr_code_reconstruct (bool gpu, const int *erased, int nerased,
 {
   int r;
 
-  if (gpu && gr_accel_gpu_usable ()) {
+  if (gpu && gr_accel_claim ()) {
     r = gr_reconstruct (gr_a.coder, erased, nerased, blocks, 1, len);
+    gr_accel_release ();
     if (r == 0)
       return 0;
     gr_accel_failed ("reconstruct", r);
@@ -291,10 +297,11 @@ gr_code_update (bool gpu, int index, const uint8_t *delta,
   int m = gr_a.geom.m, j, r;
   size_t x;
 
-  if (gpu && gr_accel_gpu_usable ()) {
+  if (gpu && gr_accel_claim ()) {
     for (j = 0; j < m; j++)
       memset (pdelta[j], 0, len);
     r = gr_update (gr_a.coder, index, &delta, pdelta, 1, len);
+    gr_accel_release ();
     if (r == 0) {
       for (j = 0; j < m; j++) {
         uint64_t *d = (uint64_t *) parity[j];

@@ -9,7 +9,7 @@
 #  2. fake_auto=2: every operation on the stand-in GPU through the same
 #     paths (degraded reads rebuilt in scratch from the page-locked pool
 #     and copied out, updates through pdelta); data and parity checked,
-#     healthy and with two members gone.
+#     healthy and with two members gone; the operation counts are logged.
 #  3. fake_gpu=3 (a GPU that rebuilds wrong bytes): the start-up check
 #     catches it, says so once, and everything runs on the CPU, correctly.
 #  4. fake_gpu=1 (a GPU whose every call fails): the measurement stops
@@ -83,6 +83,12 @@ grep -q 'every operation to the fake GPU' "$nbdkit_log" ||
 randio write "$uri" "$ref" --seed $(( seed + 1 )) --ops 150 --chunk $chunk \
   --k $k || fail "random I/O, all on the stand-in GPU"
 stop_nbdkit "$pid"
+# The counts logged at exit: operations went to the (stand-in) GPU.
+line=$(grep 'coding operations on the GPU: ' "$nbdkit_log") ||
+  fail "no GPU operation counts logged at exit"
+echo "${line#*debug: }"
+[[ $line =~ GPU:\ ([0-9]+)\  ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] ||
+  fail "no operation ran on the stand-in GPU"
 check_parity $k $m $chunk rs "${members[@]}"
 mv "${members[1]}" "$tmpdir/gone1"; mv "${members[4]}" "$tmpdir/gone4"
 serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=2
