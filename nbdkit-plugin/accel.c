@@ -73,10 +73,14 @@ gr_accel_gpu (enum gr_op op, size_t bytes, int nerased)
   return bytes >= gpu_min[kind];
 }
 
-/* At most this many operations (other than group-commit batches) on the
- * GPU at once; more wait there for the engine's streams while CPU cores
- * are free, so they run on the CPU instead ("spill").  The GPU then adds
- * to the CPU under load instead of becoming a queue. */
+/* Under accel=auto, at most this many operations on the GPU at once
+ * (writers inside the group commit count one each); more would wait
+ * there for the engine's streams (or for a group-commit leader copying
+ * its whole batch through staging) while CPU cores are free, so they run
+ * on the CPU instead ("spill").  The GPU then adds to the CPU under load
+ * instead of becoming a queue.  Measured on the H200: 8+8 arrays with
+ * 1 MiB chunks wrote 31 % slower than on the CPU when every writer's
+ * 8 MiB encode joined the group commit. */
 #define GPU_MAX_INFLIGHT 2
 
 static int inflight;                    /* atomic */
@@ -108,9 +112,8 @@ gr_accel_stats (void)
 {
   if (gr_a.coder == gr_a.cpu_coder)
     return;
-  nbdkit_debug ("gpuraid: coding operations on the GPU: %" PRIu64 " (not "
-                "counting group-commit batches); sent to the CPU because "
-                "%d were already on the GPU: %" PRIu64,
+  nbdkit_debug ("gpuraid: coding operations on the GPU: %" PRIu64 "; sent "
+                "to the CPU because %d were already on the GPU: %" PRIu64,
                 __atomic_load_n (&ops_gpu, __ATOMIC_RELAXED),
                 GPU_MAX_INFLIGHT,
                 __atomic_load_n (&ops_spilled, __ATOMIC_RELAXED));
@@ -428,6 +431,9 @@ gr_accel_calibrate (void)
   }
   for (i = 0; i < CAL_NKINDS; i++)
     fmt_size (s[i], sizeof s[i], gpu_min[i]);
+  /* Count the data paths' operations only. */
+  __atomic_store_n (&ops_gpu, 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&ops_spilled, 0, __ATOMIC_RELAXED);
   nbdkit_debug ("gpuraid: accel=auto: on the GPU from (data bytes per "
                 "operation): encode %s, reconstruct %s (1 lost) / %s (%d "
                 "lost), update %s; smaller operations on the CPU "

@@ -244,23 +244,22 @@ gpu_encode_combined (uint8_t *const *blocks, size_t nstripes, size_t len)
   return r;
 }
 
-/* Full-stripe encodes (len == chunk) on the GPU go through the group
- * commit above; partial-stripe ones are encoded on their own, on the CPU
- * if the GPU is busy (gr_accel_claim), as are reconstructs and updates. */
+/* Encodes of whole chunks (len == chunk) on the GPU go through the group
+ * commit above, others on their own.  Under accel=auto an operation that
+ * finds the GPU busy (gr_accel_claim) runs on the CPU instead, so at
+ * most GPU_MAX_INFLIGHT writers are in the group commit at once; under
+ * accel=gpu every writer joins it. */
 int
 gr_code_encode (bool gpu, uint8_t *const *blocks, size_t nstripes,
                 size_t len)
 {
   int r;
 
-  if (gpu && len == gr_a.geom.chunk && gr_accel_gpu_usable ()) {
-    r = gpu_encode_combined (blocks, nstripes, len);
-    if (r == 0)
-      return 0;
-    gr_accel_failed ("encode", r);
-  }
-  else if (gpu && gr_accel_claim ()) {
-    r = gr_encode (gr_a.coder, blocks, nstripes, len);
+  if (gpu && gr_accel_claim ()) {
+    if (len == gr_a.geom.chunk)
+      r = gpu_encode_combined (blocks, nstripes, len);
+    else
+      r = gr_encode (gr_a.coder, blocks, nstripes, len);
     gr_accel_release ();
     if (r == 0)
       return 0;

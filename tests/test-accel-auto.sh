@@ -87,7 +87,7 @@ stop_nbdkit "$pid"
 line=$(grep 'coding operations on the GPU: ' "$nbdkit_log") ||
   fail "no GPU operation counts logged at exit"
 echo "${line#*debug: }"
-[[ $line =~ GPU:\ ([0-9]+)\  ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] ||
+[[ $line =~ GPU:\ ([0-9]+)\; ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] ||
   fail "no operation ran on the stand-in GPU"
 check_parity $k $m $chunk rs "${members[@]}"
 mv "${members[1]}" "$tmpdir/gone1"; mv "${members[4]}" "$tmpdir/gone4"
