@@ -17,9 +17,10 @@
  *      predicted vs measured.
  *
  * QUICK=1: fewer geometries and repetitions.  BENCH_ONLY=a,a2,a3,a4,b,c
- * runs only the sections named (a4: JIT code generation options; bx: the
- * direct path's chunk size, sizes in MiB in BENCH_CHUNKS, default
- * 1,2,4,8,16).
+ * runs only the sections named (a4: JIT code generation options; a5, only
+ * when named: JIT warp pairs sharing the transposed inputs or not; bx,
+ * only when named: the direct path's chunk size, sizes in MiB in
+ * BENCH_CHUNKS, default 1,2,4,8,16).
  */
 #include <errno.h>
 #include <math.h>
@@ -60,7 +61,7 @@ want (const char *name)
   const size_t n = strlen (name);
 
   if (p == NULL || *p == 0)
-    return strcmp (name, "bx") != 0;
+    return strcmp (name, "bx") != 0 && strcmp (name, "a5") != 0;
   while (*p) {
     const char *e = strchr (p, ',');
     const size_t l = e ? (size_t) (e - p) : strlen (p);
@@ -339,6 +340,70 @@ bench_jit_options (void *din, void *dout)
   gr_gpu_jit_minblocks = save[3];
 }
 
+/* (a5) JIT warp pairs sharing the transposed inputs through shared
+ * memory (gr_gpu_jit_share) against the one-warp form: encode, and
+ * decode for 16+16; registers per thread and resident blocks per SM. */
+static void
+bench_jit_share (void *din, void *dout)
+{
+  static const int geo[][3] = {     /* k, m, RS? */
+    { 16, 16, 1 }, { 16, 16, 0 }, { 12, 12, 1 }, { 8, 8, 1 }, { 8, 8, 0 },
+    { 10, 4, 1 }, { 10, 4, 0 },
+  };
+  const int save = gr_gpu_jit_share;
+  const size_t len = MiB;
+
+  printf ("\n(a5) JIT warp pairs sharing transposed inputs (share=1) or "
+          "not (share=0), GB/s of data (median of 5)\n");
+  for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
+    const int k = geo[gi][0], m = geo[gi][1];
+    const enum gr_code code = geo[gi][2] ? GR_CODE_RS : GR_CODE_CRS;
+    const size_t ns = GiB / ((size_t) k * len);
+    uint8_t *gen = (uint8_t *) malloc ((size_t) (k + m) * k);
+    uint8_t *dm = (uint8_t *) malloc ((size_t) m * k);
+
+    gr_gf_gen_matrix (k, m, gen);
+    decode_matrix (gen, k, m, dm);
+    for (int op = 0; op < (k == 16 && m == 16 ? 2 : 1); op++)
+      for (int sh = 0; sh < 2; sh++) {
+        struct gr_gpu_tab t;
+        struct cudaFuncAttributes fa;
+        double secs, t0;
+        int per_sm = 0;
+
+        gr_gpu_jit_share = sh;
+        if (gr_gpu_tab_make (code, code == GR_CODE_RS ? GR_GPU_RS_IMAD
+                             : GR_GPU_CRS_MASK,
+                             op == 0 ? gen + (size_t) k * k : dm, m, k, &t) < 0)
+          exit (1);
+        t0 = now ();
+        if (gr_gpu_tab_jit (&t) == 0) {
+          t0 = now () - t0;
+          memset (&fa, 0, sizeof fa);
+          (void) cudaFuncGetAttributes (&fa, (const void *) t.jit);
+          (void) cudaOccupancyMaxActiveBlocksPerMultiprocessor
+            (&per_sm, (const void *) t.jit, 128, 0);
+          (void) cudaGetLastError ();
+          secs = time_dev (5, [&] {
+              CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
+            });
+          printf ("%d+%d %-3s %s share=%d: %7.1f GB/s (%.1f%% of roofline; "
+                  "%d regs, %zu B local, %d blocks/SM; compile %.0f ms)\n",
+                  k, m, code == GR_CODE_RS ? "RS" : "CRS",
+                  op == 0 ? "enc" : "dec", sh, ns * k * len / secs / 1e9,
+                  100 * ns * k * len / secs / (copy_bw * k / (k + m)),
+                  fa.numRegs, (size_t) fa.localSizeBytes, per_sm, t0 * 1e3);
+        }
+        else
+          printf ("%d+%d jit failed: %s\n", k, m, gr_gpu_last_error ());
+        gr_gpu_tab_free (&t);
+      }
+    free (gen);
+    free (dm);
+  }
+  gr_gpu_jit_share = save;
+}
+
 static void
 bench_kernels (void)
 {
@@ -541,6 +606,8 @@ bench_kernels (void)
   }
   if (want ("a4"))
     bench_jit_options (din, dout);
+  if (want ("a5"))
+    bench_jit_share (din, dout);
   if (want ("a"))
     printf ("(d) model: predicted GB/s = data / max(data*(k+m)/k / copy_bw, "
             "instruction lanes / (SMs x %d MHz x pipe width)); mean |error| "
@@ -864,7 +931,8 @@ main (void)
           gr_gpu_variant_names[gr_gpu_crs_variant], gr_gpu_jit_min >> 20);
   gr_gpu_jit_async = 0;         /* (b): JIT kernel ready before timing */
   references ();
-  if (want ("a") || want ("a2") || want ("a3") || want ("a4"))
+  if (want ("a") || want ("a2") || want ("a3") || want ("a4") ||
+      want ("a5"))
     bench_kernels ();
   if (want ("bx"))
     bench_chunks ();

@@ -107,6 +107,9 @@ extern int gr_gpu_jit_prefetch;
 extern int gr_gpu_jit_swap;
 extern int gr_gpu_jit_minblocks;
 extern int gr_gpu_jit_persist;
+/* Warp pairs sharing the transposed inputs through shared memory (1 on,
+ * 0 off: the default, measured slower). */
+extern int gr_gpu_jit_share;
 
 /* Free kernels.cu's shared device tables (gr_gpu_release). */
 void gr_gpu_kernels_release (void);

@@ -59,6 +59,17 @@ int gr_gpu_jit_persist = 0;     /* grid of one resident wave */
 int gr_gpu_jit_swap = 0;
 /* __launch_bounds__ minimum blocks per SM (0: none). */
 int gr_gpu_jit_minblocks = 0;
+/* Warp pairs sharing the transposed inputs through shared memory
+ * (gen_source_share): 1 on, 0 off.  Only for at most JIT_SHARE_MAXCOLS
+ * inputs (static shared memory: 2 KiB per input per block).  Measured on
+ * an H200 (bench-gpu (a5), encode; commit of this text): slower
+ * everywhere although it halves the registers (16+16 RS 128 instead of
+ * 230, 4 blocks per SM instead of 2): 16+16 RS 1027 GB/s against 1311,
+ * 16+16 CRS 1379 against 1780, 12+12 RS 1231 against 1539, 8+8 RS 1745
+ * against 1916, 10+4 RS 2557 against 3030.  So it is off; it stays for
+ * that sweep and for test-gpu. */
+int gr_gpu_jit_share = 0;
+#define JIT_SHARE_MAXCOLS 24
 static int jit_built;
 
 /* Test hook: how many JIT kernels were built in this process. */
@@ -203,6 +214,56 @@ emit_decl8 (struct sbuf *b, const char *name)
         name, name, name, name, name, name, name, name);
 }
 
+/* The network for input i (its planes in p[0..7]) into the accumulators
+ * of rows [r0, r1): row r is o[r - ra]. */
+static void
+emit_net (struct sbuf *b, const uint8_t *bits, int nc, int i, int r0, int r1,
+          int ra)
+{
+  /* Common subexpressions: the XOR of every subset of planes 0-3 (g0)
+   * and of planes 4-7 (g1) that some row needs, each one XOR from a
+   * smaller one; then each row takes at most two of them. */
+  {
+    int need[2][16] = { { 0 } };
+
+    for (int r = r0; r < r1; r++) {
+      const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
+      for (int h = 0; h < 2; h++) {
+        int sub = 0;
+        for (int c = 0; c < 4; c++)
+          sub |= row[h * 4 + c] ? 1 << c : 0;
+        for (; sub; sub &= sub - 1)  /* the chain of prefixes */
+          need[h][sub] = 1;
+      }
+    }
+    for (int h = 0; h < 2; h++)
+      for (int sub = 1; sub < 16; sub++) {
+        if (!need[h][sub])
+          continue;
+        const int low = __builtin_ctz (sub), rest = sub & (sub - 1);
+        if (rest == 0)
+          emit (b, "      const u32 g%d_%d = p[%d];\n", h, sub,
+                h * 4 + low);
+        else
+          emit (b, "      const u32 g%d_%d = g%d_%d ^ p[%d];\n", h,
+                sub, h, rest, h * 4 + low);
+      }
+  }
+  for (int r = r0; r < r1; r++) {
+    const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
+    int sub[2] = { 0, 0 };
+
+    for (int c = 0; c < 8; c++)
+      sub[c / 4] |= row[c] ? 1 << (c % 4) : 0;
+    if (sub[0] && sub[1])
+      emit (b, "      o[%d] ^= g0_%d ^ g1_%d;\n", r - ra, sub[0],
+            sub[1]);
+    else if (sub[0] || sub[1])
+      emit (b, "      o[%d] ^= g%d_%d;\n", r - ra, sub[0] ? 0 : 1,
+            sub[0] ? sub[0] : sub[1]);
+  }
+}
+
 /* Emit the code for output blocks [ja, jb) of one item in passes of
  * passrows.  pf > 0: the first pass takes inputs 0..pf-1 from the
  * registers P<j>_* (loaded before, for this item) and loads every input
@@ -278,48 +339,7 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
       }
       if (code == GR_CODE_RS)
         emit (b, "      TR8(p)\n");
-      /* Common subexpressions: the XOR of every subset of planes 0-3 (g0)
-       * and of planes 4-7 (g1) that some row needs, each one XOR from a
-       * smaller one; then each row takes at most two of them. */
-      {
-        int need[2][16] = { { 0 } };
-
-        for (int r = r0; r < r1; r++) {
-          const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
-          for (int h = 0; h < 2; h++) {
-            int sub = 0;
-            for (int c = 0; c < 4; c++)
-              sub |= row[h * 4 + c] ? 1 << c : 0;
-            for (; sub; sub &= sub - 1)  /* the chain of prefixes */
-              need[h][sub] = 1;
-          }
-        }
-        for (int h = 0; h < 2; h++)
-          for (int sub = 1; sub < 16; sub++) {
-            if (!need[h][sub])
-              continue;
-            const int low = __builtin_ctz (sub), rest = sub & (sub - 1);
-            if (rest == 0)
-              emit (b, "      const u32 g%d_%d = p[%d];\n", h, sub,
-                    h * 4 + low);
-            else
-              emit (b, "      const u32 g%d_%d = g%d_%d ^ p[%d];\n", h,
-                    sub, h, rest, h * 4 + low);
-          }
-      }
-      for (int r = r0; r < r1; r++) {
-        const uint8_t *row = bits + (size_t) r * nc + (size_t) i * 8;
-        int sub[2] = { 0, 0 };
-
-        for (int c = 0; c < 8; c++)
-          sub[c / 4] |= row[c] ? 1 << (c % 4) : 0;
-        if (sub[0] && sub[1])
-          emit (b, "      o[%d] ^= g0_%d ^ g1_%d;\n", r - r0, sub[0],
-                sub[1]);
-        else if (sub[0] || sub[1])
-          emit (b, "      o[%d] ^= g%d_%d;\n", r - r0, sub[0] ? 0 : 1,
-                sub[0] ? sub[0] : sub[1]);
-      }
+      emit_net (b, bits, nc, i, r0, r1, r0);
       emit (b, "    }\n");
     }
     for (int j = j0; j < j1; j++) {
@@ -467,7 +487,155 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
   return b.p;
 }
 
+/* Warp pairs sharing the transposed inputs (gr_gpu_jit_share).  A block
+ * of JIT_THREADS threads is JIT_THREADS / 64 pairs of warps; a pair codes
+ * 32 items (one per lane) at a time.  Warp 0 of the pair loads (and, RS,
+ * transposes) inputs [0, ka), warp 1 inputs [ka, ncols); each stores
+ * the 8 planes of its inputs to shared memory as two 16-byte vectors per
+ * lane (sh[input][half][lane]: a warp's vector stores and loads touch
+ * 512 consecutive bytes, no bank conflicts).  After a barrier of the
+ * pair (bar.sync 1 + pair, 64), warp 0 accumulates output blocks [0, ma)
+ * and warp 1 [ma, nrows) from every input's planes in shared memory,
+ * then each transposes back and stores its own; a second barrier keeps
+ * the next items' planes from overwriting them early.  So nothing is
+ * computed twice except the subset XORs of each input, and a thread
+ * holds half of the accumulators (64 instead of 128 for 16+16). */
+static char *
+gen_source_share (enum gr_code code, const uint8_t *bits, int nrows,
+                  int ncols)
+{
+  struct sbuf b = { NULL, 0, 0, 0 };
+  const int npairs = 2;          /* JIT_THREADS / 64; BAR() has 2 */
+  static_assert (JIT_THREADS == 128, "gen_source_share: 2 warp pairs");
+  const int ka = (ncols + 1) / 2, ma = (nrows + 1) / 2;
+  const int nc = ncols * 8;
+
+  emit (&b, "#define GR_SWAP_SELECT 0\n%s", prologue);
+  /* Shared loads as volatile asm: they stay in program order, so ptxas
+   * cannot hoist every input's planes above the network (it did: 255
+   * registers and spills for 16+16; 128 and none this way). */
+  emit (&b,
+        "__device__ __forceinline__ v4 lds(const v4 *p)\n{\n"
+        "  v4 r;\n"
+        "  asm volatile (\"ld.shared.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];\"\n"
+        "                : \"=r\" (r.x), \"=r\" (r.y), \"=r\" (r.z), \"=r\" (r.w)\n"
+        "                : \"r\" ((u32) __cvta_generic_to_shared (p)));\n"
+        "  return r;\n}\n"
+        "#define BAR() { if (pr == 0) asm volatile (\"bar.sync 1, 64;\" ::: \"memory\");"
+        " else asm volatile (\"bar.sync 2, 64;\" ::: \"memory\"); }\n");
+  emit (&b,
+        "extern \"C\" __global__ void __launch_bounds__(%d, %d)\n"
+        "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
+        " u64 vlen, u64 nstripes)\n{\n"
+        "  __shared__ v4 sh[%d][%d][2][32];\n"
+        "  const u64 items = vlen / 8;\n"
+        "  const unsigned w = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
+        "  const unsigned pr = w >> 1, h = w & 1;\n"
+        "  v4 (*const S)[2][32] = sh[pr];\n"
+        "  for (u64 s = blockIdx.y; s < nstripes; s += gridDim.y)\n"
+        "  for (u64 t0 = (u64) blockIdx.x * %d + pr * 32; t0 < items;"
+        " t0 += (u64) gridDim.x * %d) {\n"
+        "    const u64 t = t0 + lane;\n"
+        "    const bool ok = t < items;\n"
+        "    const u32 *ip = in + s * %d * vlen;\n"
+        "    u32 *op = out + s * %d * vlen;\n"
+        "    const u64 base = %s;\n",
+        JIT_THREADS, ma <= 8 ? 4 : 1, npairs, ncols, 32 * npairs,
+        32 * npairs, ncols, nrows,
+        code == GR_CODE_RS ? "t * 8" : "(t >> 7) * 1024 + (t & 127)");
+  /* Inputs: load, transpose, store the planes. */
+  for (int g = 0; g < 2; g++) {
+    const int ia = g ? ka : 0, ib = g ? ncols : ka;
+
+    /* Running pointers (xp, yp below): offsets i * vlen would be
+     * hoisted out of the item loop, two registers each. */
+    emit (&b, "    %sif (h == %d) {\n"
+          "    const u32 *xp = ip + %d * vlen + base;\n", g ? "else " : "", g,
+          ia);
+    for (int i = ia; i < ib; i++) {
+      emit (&b, "    {\n      u32 X_0 = 0, X_1 = 0, X_2 = 0, X_3 = 0,"
+            " X_4 = 0, X_5 = 0, X_6 = 0, X_7 = 0;\n"
+            "      if (ok)\n");
+      emit_load (&b, code, "X", "xp");
+      emit (&b, "      xp += vlen;\n");
+      emit (&b, "      u32 p[8] = { X_0, X_1, X_2, X_3, X_4, X_5, X_6, X_7 };\n");
+      if (code == GR_CODE_RS)
+        emit (&b, "      TR8(p)\n");
+      emit (&b,
+            "      S[%d][0][lane] = v4 { p[0], p[1], p[2], p[3] };\n"
+            "      S[%d][1][lane] = v4 { p[4], p[5], p[6], p[7] };\n"
+            "    }\n", i, i);
+    }
+    emit (&b, "    }\n");
+  }
+  emit (&b, "    BAR()\n");
+  /* Outputs: accumulate from every input's planes, transpose, store. */
+  for (int g = 0; g < 2; g++) {
+    const int ja = g ? ma : 0, jb = g ? nrows : ma;
+    const int r0 = ja * 8, r1 = jb * 8;
+
+    emit (&b, "    %sif (h == %d) {\n", g ? "else " : "", g);
+    if (ja < jb) {
+      emit (&b, "    u32 o[%d];\n", r1 - r0);
+      for (int r = r0; r < r1; r++)
+        emit (&b, "    o[%d] = 0;\n", r - r0);
+      for (int i = 0; i < ncols; i++) {
+        emit (&b, "    {\n"
+              "      const v4 a_ = lds (&S[%d][0][lane]), b_ = lds (&S[%d][1][lane]);\n"
+              "      const u32 p[8] = { a_.x, a_.y, a_.z, a_.w,"
+              " b_.x, b_.y, b_.z, b_.w };\n", i, i);
+        emit_net (&b, bits, nc, i, r0, r1, r0);
+        emit (&b, "    }\n");
+        /* Input i's XORs end here: without this fence NVVM moves every
+         * shared load to the top and the XORs below them (CRS 16+16:
+         * 255 registers and spills; 125 and none with it). */
+        for (int a = 0; a < r1 - r0; a += 8) {
+          emit (&b, "    asm volatile (\"\" :");
+          for (int x = a; x < a + 8 && x < r1 - r0; x++)
+            emit (&b, "%s \"+r\" (o[%d])", x > a ? "," : "", x);
+          emit (&b, ");\n");
+        }
+      }
+      emit (&b, "    if (ok) {\n"
+            "    u32 *yp = op + %d * vlen + base;\n", ja);
+      for (int j = ja; j < jb; j++) {
+        if (code == GR_CODE_RS)
+          emit (&b,
+                "    {\n      u32 q[8];\n"
+                "      for (int r = 0; r < 8; r++) q[r] = o[%d + r];\n"
+                "      TR8(q)\n"
+                "      *(v4 *) yp = v4 { q[0], q[1], q[2], q[3] };\n"
+                "      *(v4 *) (yp + 4) = v4 { q[4], q[5], q[6], q[7] };\n"
+                "    }\n", (j - ja) * 8);
+        else
+          for (int r = 0; r < 8; r++)
+            emit (&b, "    yp[%d] = o[%d];\n", r * 128, (j - ja) * 8 + r);
+        emit (&b, "    yp += vlen;\n");
+      }
+      emit (&b, "    }\n");
+    }
+    emit (&b, "    }\n");
+  }
+  emit (&b, "    BAR()\n  }\n}\n");
+  if (b.oom) {
+    free (b.p);
+    return NULL;
+  }
+  return b.p;
+}
+
 /* ---- compile + load ---------------------------------------------------- */
+
+/* Test hook: the warp-pair form for tables compiled afterwards (1 on, 0
+ * off).  Returns the previous value. */
+extern "C" int
+gr_gpu_set_jit_share (int on)
+{
+  const int old = gr_gpu_jit_share;
+
+  gr_gpu_jit_share = on;
+  return old;
+}
 
 static int
 jit_build (struct gr_gpu_tab *t)
@@ -479,7 +647,7 @@ jit_build (struct gr_gpu_tab *t)
   cudaError_t e;
   char *src = NULL, *cubin = NULL, arch[64];
   size_t cubin_len = 0;
-  int dev = 0, major = 0, minor = 0, r = -EIO, wave = 0, pf = 0;
+  int dev = 0, major = 0, minor = 0, r = -EIO, wave = 0, pf = 0, share = 0;
 
   pthread_once (&rtc_once, rtc_load);
   if (!rtc.ok) {
@@ -496,7 +664,12 @@ jit_build (struct gr_gpu_tab *t)
     return -EIO;
   snprintf (arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
 
-  {
+  if (gr_gpu_jit_share > 0 && t->ncols <= JIT_SHARE_MAXCOLS) {
+    share = 1;
+    t->jit_split = 2;           /* 64 items per block */
+    src = gen_source_share (t->code, t->bits, t->nrows, t->ncols);
+  }
+  else {
     int split = gr_gpu_jit_split;
 
     while (split > 1 && split > t->nrows)
@@ -565,6 +738,13 @@ jit_build (struct gr_gpu_tab *t)
       t->jit_grid = (size_t) nsm * per_sm;
     (void) cudaGetLastError ();
   }
+  if (share)
+    /* The warp-pair form: as much shared memory as the SM can give
+     * (2 KiB per input per block), no caching of inputs needed. */
+    (void) cudaFuncSetAttribute ((const void *) kern,
+                                 cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 100);
+  (void) cudaGetLastError ();
   t->jit_lib = lib;
   t->jit = kern;
   __atomic_add_fetch (&jit_built, 1, __ATOMIC_RELAXED);

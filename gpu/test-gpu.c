@@ -15,10 +15,11 @@
  * reference computation would be slow are left out (printed).  Then the
  * same suite, reduced, with the other generic kernel variants (RS log/exp,
  * the other CRS one), with the run-time compiled XOR networks on every
- * batch, with those in passes of 2 output blocks on 2 groups of warps,
- * and on 4 groups of warps.  QUICK=1 runs the
- * reduced set throughout (for compute-sanitizer).  TEST_SEED sets the
- * random seed (printed).
+ * batch (with 16+16 too), with those in passes of 2 output blocks on
+ * 2 groups of warps, on 4 groups of warps, and as warp pairs sharing the
+ * transposed inputs (with 16+16 too).  QUICK=1 runs the reduced set
+ * throughout (for compute-sanitizer); TEST_JIT_ONLY=1 only the JIT
+ * parts.  TEST_SEED sets the random seed (printed).
  *
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
  */
@@ -547,6 +548,30 @@ extern int gr_gpu_jit_built (void);
 extern int gr_gpu_set_jit_async (int on);
 extern int gr_gpu_set_jit_passrows (int n);
 extern int gr_gpu_set_jit_split (int n);
+extern int gr_gpu_set_jit_share (int on);
+
+/* 16+16 (the geometry the warp-pair JIT form is for): encode and
+ * reconstruct, RS and CRS, a few lengths and batch sizes. */
+static void
+run_16_16 (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  for (int ci = 0; ci < 2; ci++) {
+    const enum gr_code code = ci == 0 ? GR_CODE_RS : GR_CODE_CRS;
+    struct gr_coder *cr = NULL, *cg = NULL;
+
+    if (gr_coder_new (&cr, 16, 16, code, ref) < 0 ||
+        gr_coder_new (&cg, 16, 16, code, gpu) < 0)
+      FAIL ("coder 16+16 %s", code_name (code));
+    else if (ci == 0) {         /* (every erasure set costs a compile) */
+      test_case (cr, cg, 1, 4096 + 5, 1, 0, 0, 1);
+      test_case (cr, cg, 3, 65536 + 13, 0, 0, 0, 1);
+    }
+    else
+      test_case (cr, cg, 3, 4096, 1, 0, 0, 1);
+    gr_coder_free (cg);
+    gr_coder_free (cr);
+  }
+}
 
 int
 main (void)
@@ -555,7 +580,7 @@ main (void)
   const char *e;
   char name[256];
   uint64_t seed;
-  int r;
+  int r, jit_only;
 
   e = getenv ("QUICK");
   quick = e && *e && strcmp (e, "0") != 0;
@@ -593,28 +618,37 @@ main (void)
   if (strcmp (gr_gpu_last_error (), "") != 0)
     printf ("note: last error before tests: %s\n", gr_gpu_last_error ());
 
-  printf ("kernels: default variants\n");
-  run_suite (ref, gpu);
+  e = getenv ("TEST_JIT_ONLY");
+  jit_only = e && *e && strcmp (e, "0") != 0;
+  if (!jit_only) {
+    printf ("kernels: default variants\n");
+    run_suite (ref, gpu);
+  }
   /* The other kernel variants (RS log/exp, the other CRS one), reduced. */
   {
     const int old = gr_gpu_set_variants (1, -1);
     const int crs_alt = (old & 15) == 2 ? 3 : 2;
     const int save = quick;
 
-    gr_gpu_set_variants (1, crs_alt);
-    printf ("kernels: alternative variants (RS log/exp, CRS %s), reduced set\n",
-            crs_alt == 2 ? "mask" : "mix");
     quick = 1;
-    run_suite (ref, gpu);
-    gr_gpu_set_variants (old >> 4, old & 15);
+    if (!jit_only) {
+      gr_gpu_set_variants (1, crs_alt);
+      printf ("kernels: alternative variants (RS log/exp, CRS %s), reduced "
+              "set\n", crs_alt == 2 ? "mask" : "mix");
+      run_suite (ref, gpu);
+      gr_gpu_set_variants (old >> 4, old & 15);
+    }
     /* The run-time compiled XOR networks on every batch, reduced. */
     {
       const size_t jm = gr_gpu_set_jit_min (0);
       const int before = gr_gpu_jit_built ();
       const int as = gr_gpu_set_jit_async (0);   /* compile before use */
+      const int sh = gr_gpu_set_jit_share (0);
 
-      printf ("kernels: JIT XOR networks on every batch, reduced set\n");
+      printf ("kernels: JIT XOR networks on every batch, reduced set and "
+              "16+16\n");
       run_suite (ref, gpu);
+      run_16_16 (ref, gpu);
       {
         const int pr = gr_gpu_set_jit_passrows (2);
         const int sp = gr_gpu_set_jit_split (2);
@@ -629,6 +663,12 @@ main (void)
         run_suite (ref, gpu);
         gr_gpu_set_jit_split (sp);
       }
+      gr_gpu_set_jit_share (1);
+      printf ("kernels: JIT XOR networks as warp pairs sharing the "
+              "transposed inputs, on every batch, reduced set and 16+16\n");
+      run_suite (ref, gpu);
+      run_16_16 (ref, gpu);
+      gr_gpu_set_jit_share (sh);
       gr_gpu_set_jit_min (jm);
       gr_gpu_set_jit_async (as);
       if (gr_gpu_jit_built () == before)
