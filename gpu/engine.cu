@@ -283,6 +283,56 @@ cuda_probe (void)
   return r;
 }
 
+/* The page-locked allocations made by gr_gpu_host_alloc.  A strided
+ * (2D) copy goes only over a span of host memory inside one of them: CUDA
+ * refuses (cudaErrorInvalidValue) a 2D copy whose span crosses memory
+ * that is not page-locked, such as the gap between two allocations whose
+ * blocks happen to be equally spaced.  Allocations beyond NHOSTREG are
+ * simply not listed (their copies go one block run at a time). */
+#define NHOSTREG 1024
+static pthread_mutex_t hostreg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { uintptr_t base; size_t size; } hostreg[NHOSTREG];
+static int nhostreg;
+
+static void
+host_reg_add (void *p, size_t size)
+{
+  pthread_mutex_lock (&hostreg_lock);
+  if (nhostreg < NHOSTREG) {
+    hostreg[nhostreg].base = (uintptr_t) p;
+    hostreg[nhostreg].size = size;
+    nhostreg++;
+  }
+  pthread_mutex_unlock (&hostreg_lock);
+}
+
+static void
+host_reg_del (void *p)
+{
+  pthread_mutex_lock (&hostreg_lock);
+  for (int i = 0; i < nhostreg; i++)
+    if (hostreg[i].base == (uintptr_t) p) {
+      hostreg[i] = hostreg[--nhostreg];
+      break;
+    }
+  pthread_mutex_unlock (&hostreg_lock);
+}
+
+/* Does [p, p + len) lie inside one gr_gpu_host_alloc allocation? */
+static bool
+host_span_ok (const uint8_t *p, size_t len)
+{
+  const uintptr_t a = (uintptr_t) p;
+  bool ok = false;
+
+  pthread_mutex_lock (&hostreg_lock);
+  for (int i = 0; i < nhostreg && !ok; i++)
+    ok = a >= hostreg[i].base && len <= hostreg[i].size &&
+      a - hostreg[i].base <= hostreg[i].size - len;
+  pthread_mutex_unlock (&hostreg_lock);
+  return ok;
+}
+
 void *
 gr_gpu_host_alloc (size_t size)
 {
@@ -296,14 +346,17 @@ gr_gpu_host_alloc (size_t size)
     gr_gpu_fail (e, "cudaHostAlloc");
     return NULL;
   }
+  host_reg_add (p, size);
   return p;
 }
 
 void
 gr_gpu_host_free (void *p)
 {
-  if (p != NULL)
+  if (p != NULL) {
+    host_reg_del (p);
     cudaFreeHost (p);
+  }
 }
 
 /* ---- slots ------------------------------------------------------------- */
@@ -540,11 +593,19 @@ copier_flush2 (struct copier *c)
   if (c->h2 == 1)
     e = cudaMemcpyAsync (c->d2, c->s2, c->w2, c->kind, c->st);
   else {
-    e = cudaMemcpy2DAsync (c->d2, c->dp2, c->s2, c->sp2, c->w2, c->h2,
-                           c->kind, c->st);
+    const bool up = c->kind == cudaMemcpyHostToDevice;
+    const uint8_t *host = up ? c->s2 : c->d2;
+    const size_t pitch = up ? c->sp2 : c->dp2;
+
+    e = cudaErrorInvalidValue;
+    if (host_span_ok (host, (c->h2 - 1) * pitch + c->w2)) {
+      e = cudaMemcpy2DAsync (c->d2, c->dp2, c->s2, c->sp2, c->w2, c->h2,
+                             c->kind, c->st);
+      if (e == cudaErrorInvalidPitchValue || e == cudaErrorInvalidValue)
+        (void) cudaGetLastError ();
+    }
     if (e == cudaErrorInvalidPitchValue || e == cudaErrorInvalidValue) {
-      (void) cudaGetLastError ();     /* one copy per run instead */
-      e = cudaSuccess;
+      e = cudaSuccess;                /* one copy per run instead */
       for (size_t i = 0; i < c->h2 && e == cudaSuccess; i++)
         e = cudaMemcpyAsync (c->d2 + i * c->dp2, c->s2 + i * c->sp2, c->w2,
                              c->kind, c->st);
