@@ -18,6 +18,8 @@
 #   [gpuraid-check args] MEMBER..., expect_verify URI REF, randio ARGS...
 #   $tmpdir                    a private temporary directory (removed on
 #                              exit; KEEP_TMPDIR=1 keeps it on failure)
+#   $sock, $pid, $uri          a Unix socket, a pid file and its NBD URI
+#                              in $tmpdir, for the test's server
 #   $top, $PLUGIN (override: GPURAID_PLUGIN=path), $PY (python3 with the
 #   nbd module, also first on $PATH for nbdsh), $CHECK (gpuraid-check),
 #   $TEST_SEED (printed; set it to repeat a run)
@@ -425,3 +427,8 @@ sb_event ()
 {
   od -An -v -tu8 -j 72 -N 8 "$1" | tr -d ' '
 }
+
+# Where a test serves its array: the socket, the pid file and the URI.
+sock=$tmpdir/sock
+pid=$tmpdir/nbdkit.pid
+uri=$(sock_uri "$sock")

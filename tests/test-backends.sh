@@ -25,9 +25,6 @@ for b in ref isal gfc; do
     { echo "$0: FAIL: random I/O with backend=$b"; exit 1; }
 done
 
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 k=4 m=2 chunk=4096
 n=$(( k + m ))

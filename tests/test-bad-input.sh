@@ -10,9 +10,6 @@ source "$(dirname "$0")/functions.sh"
 requires_plugin
 requires_py
 
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 ncase=0
 

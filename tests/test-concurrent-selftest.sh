@@ -38,9 +38,6 @@ case "$1" in
 esac
 SHEOF
 chmod +x "$tmpdir/rmw.sh"
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 export DISK=$tmpdir/disk
 
 for model in parallel serialize_all_requests; do

@@ -18,9 +18,6 @@ if [ ! -x "$prog" ]; then
   exit 77
 fi
 
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 seed=$TEST_SEED
 
 for g in 4:2:16384:rs:3M:6 3:1:4096:crs:3M:4 2:2:8192:rs:2M:4; do

@@ -14,9 +14,6 @@ requires_py
 
 k=4 m=2 chunk=16384 code=${GR_CODE:-rs}
 n=$(( k + m ))
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 
 make_members "$n" 2M

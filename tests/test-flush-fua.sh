@@ -10,9 +10,6 @@ requires_check
 requires_py
 
 k=2 m=1 chunk=4096 code=rs
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 
 make_members 3 2M

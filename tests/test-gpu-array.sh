@@ -20,9 +20,6 @@ if ! run_nbdkit "$PLUGIN" --dump-plugin | grep -qx 'gpuraid_cuda=yes'; then
   exit 77
 fi
 
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 k=10 m=4 chunk=64K
 n=$(( k + m ))

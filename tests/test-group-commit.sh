@@ -15,9 +15,6 @@ requires_plugin
 requires_check
 requires_cmd nbdcopy cmp
 
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 k=4 m=2 chunk=65536 n=6
 
 for code in rs crs; do

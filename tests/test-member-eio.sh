@@ -26,9 +26,6 @@ if [ ! -f "$(nbdkit --dump-config | sed -n 's/^filterdir=//p')/nbdkit-error-filt
 fi
 
 k=2 m=1 chunk=4096 code=rs
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 inject=$tmpdir/inject
 fmnt=$tmpdir/fuse

@@ -65,8 +65,6 @@ rm -f "$tmpdir/probe.img"
 
 k=4 m=2 chunk=65536 code=rs
 n=$(( k + m ))
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
 fpid=$tmpdir/nbdfuse.pid
 uri=$(sock_uri "$sock")
 

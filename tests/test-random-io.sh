@@ -21,9 +21,6 @@ geoms=${GR_GEOMS:-"1:1:65536:rs:3M 2:1:4096:crs:2M 4:2:65536:rs:3M
                    3:2:16384:rs:2M"}
 extra=${GR_PLUGIN_ARGS:-}
 ops=${GR_OPS:-120}
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 seed=$TEST_SEED
 

@@ -14,9 +14,6 @@ requires_plugin
 requires_check
 requires_py
 
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 k=4 m=2 chunk=65536 n=6
 doff=$(data_offset $chunk)

@@ -16,9 +16,6 @@ requires_py
 k=3 m=1 chunk=4096 code=rs
 n=$(( k + m ))
 fail=2                          # the member that fails
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 
 start_array ()

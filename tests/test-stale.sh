@@ -14,9 +14,6 @@ requires_check
 requires_py
 
 chunk=4096 code=rs
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 seed=$TEST_SEED
 

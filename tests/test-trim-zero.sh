@@ -11,9 +11,6 @@ requires_plugin
 requires_check
 requires_py
 
-sock=$tmpdir/sock
-pid=$tmpdir/nbdkit.pid
-uri=$(sock_uri "$sock")
 ref=$tmpdir/ref.img
 seed=$TEST_SEED
 
