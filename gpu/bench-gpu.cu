@@ -556,32 +556,13 @@ bench_kernels (void)
         const enum gr_code code = ci == 0 ? GR_CODE_RS : GR_CODE_CRS;
 
         printf ("%d+%d %-4s", k, m, ci == 0 ? "RS" : "CRS");
-        for (int pr = m; pr >= 2; pr /= 2) {
+        /* Compile the matrix's kernel with pr output blocks per pass on
+         * sp groups of warps, time it; print it with label. */
+        auto rate = [&] (int pr, int sp, const char *label) {
           struct gr_gpu_tab t;
           double secs, t0;
 
           gr_gpu_jit_passrows = pr;
-          gr_gpu_jit_split = 1;
-          if (gr_gpu_tab_make (code, ci == 0 ? GR_GPU_RS_IMAD : GR_GPU_CRS_MASK,
-                               gen + (size_t) k * k, m, k, &t) < 0)
-            exit (1);
-          t0 = now ();
-          if (gr_gpu_tab_jit (&t) == 0) {
-            t0 = now () - t0;
-            secs = time_dev (5, [&] {
-                CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
-              });
-            printf ("  %d/pass: %7.1f (%4.0f ms)", pr,
-                    ns * k * len / secs / 1e9, t0 * 1e3);
-          }
-          gr_gpu_tab_free (&t);
-        }
-        /* Output groups on separate warps, one pass each. */
-        for (int sp = 2; sp <= 4; sp *= 2) {
-          struct gr_gpu_tab t;
-          double secs, t0;
-
-          gr_gpu_jit_passrows = saved;
           gr_gpu_jit_split = sp;
           if (gr_gpu_tab_make (code, ci == 0 ? GR_GPU_RS_IMAD : GR_GPU_CRS_MASK,
                                gen + (size_t) k * k, m, k, &t) < 0)
@@ -592,10 +573,21 @@ bench_kernels (void)
             secs = time_dev (5, [&] {
                 CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
               });
-            printf ("  split %d: %7.1f (%4.0f ms)", sp,
+            printf ("  %s: %7.1f (%4.0f ms)", label,
                     ns * k * len / secs / 1e9, t0 * 1e3);
           }
           gr_gpu_tab_free (&t);
+        };
+        char label[32];
+
+        for (int pr = m; pr >= 2; pr /= 2) {
+          snprintf (label, sizeof label, "%d/pass", pr);
+          rate (pr, 1, label);
+        }
+        /* Output groups on separate warps, one pass each. */
+        for (int sp = 2; sp <= 4; sp *= 2) {
+          snprintf (label, sizeof label, "split %d", sp);
+          rate (saved, sp, label);
         }
         gr_gpu_jit_split = saved_split;
         printf ("\n");
