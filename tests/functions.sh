@@ -15,7 +15,8 @@
 #   expect_refusal LOG RE nbdkit ARGS...  nbdkit must refuse to start
 #   make_members N SIZE [PREFIX], member_args FILE..., data_offset CHUNK,
 #   snapshot_members DIR, restore_members DIR, check_parity K M CHUNK CODE
-#   [gpuraid-check args] MEMBER..., expect_verify URI REF, randio ARGS...
+#   [gpuraid-check args] MEMBER..., expect_check_fails WHY ARGS...,
+#   expect_verify URI REF, randio ARGS...
 #   $tmpdir                    a private temporary directory (removed on
 #                              exit; KEEP_TMPDIR=1 keeps it on failure)
 #   $sock, $pid, $uri          a Unix socket, a pid file and its NBD URI
@@ -336,6 +337,19 @@ check_parity ()
   if ! "$CHECK" -k "$k" -m "$m" -c "$chunk" -t "$code" \
        -o "$(data_offset "$chunk")" "$@"; then
     echo "$0: FAIL: gpuraid-check found parity errors (k=$k m=$m chunk=$chunk code=$code)"
+    exit 1
+  fi
+}
+
+# expect_check_fails WHY GPURAID-CHECK-ARGS...: a negative control: the
+# offline checker must find something wrong, else the test proves nothing
+# and fails with "FAIL: WHY".
+expect_check_fails ()
+{
+  local why=$1
+  shift
+  if "$CHECK" "$@" >/dev/null; then
+    echo "$0: FAIL: $why"
     exit 1
   fi
 }

@@ -96,10 +96,8 @@ if ! grep -q 'injecting EIO error into pwrite' "$tmpdir/error.log"; then
 fi
 
 # Negative control: member 2 really is stale.
-if "$CHECK" -k $k -m $m -c $chunk -t $code -q "${members[@]}" >/dev/null; then
-  echo "$0: FAIL: member 2 is not stale: the test injected nothing"
-  exit 1
-fi
+expect_check_fails "member 2 is not stale: the test injected nothing" \
+  -k $k -m $m -c $chunk -t $code -q "${members[@]}"
 # Member 2 works again but is stale: it must not be trusted.
 nbdkit_log=$tmpdir/run2.log
 start_array || { echo "$0: FAIL: restart after the failure"; exit 1; }

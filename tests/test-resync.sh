@@ -45,9 +45,8 @@ for code in rs crs; do
   head -c $chunk /dev/urandom |
     dd of="${members[4]}" bs=$chunk seek=$(( doff / chunk + 7 )) conv=notrunc status=none
   # Negative control: the damage is visible offline.
-  if "$CHECK" -k $k -m $m -c $chunk -t $code -o "$doff" "${members[@]}" >/dev/null; then
-    echo "$0: FAIL: gpuraid-check did not see the damaged parity"; exit 1
-  fi
+  expect_check_fails "gpuraid-check did not see the damaged parity" \
+    -k $k -m $m -c $chunk -t $code -o "$doff" "${members[@]}"
 
   : >"$nbdkit_log"
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1

@@ -59,10 +59,8 @@ while True:
   # The stale member comes back.
   mv "$tmpdir/stale.img" "${members[1]}"
   # Negative control: the member really is stale (before the array sees it).
-  if "$CHECK" -k $k -m $m -c $chunk -t $code -q "${members[@]}" >/dev/null; then
-    echo "$0: FAIL: member 1 is not stale: the test proves nothing"
-    exit 1
-  fi
+  expect_check_fails "member 1 is not stale: the test proves nothing" \
+    -k $k -m $m -c $chunk -t $code -q "${members[@]}"
   start_array || { echo "$0: FAIL: start with the stale member back"; exit 1; }
   expect_verify "$uri" "$ref" "stale member 1 back"
   seed=$(( seed + 1 ))
