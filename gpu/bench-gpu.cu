@@ -18,7 +18,8 @@
  *
  * QUICK=1: fewer geometries and repetitions.  BENCH_ONLY=a,a2,a3,a4,b,c
  * runs only the sections named (a4: JIT code generation options; a5, only
- * when named: JIT warp pairs sharing the transposed inputs or not; bx,
+ * when named: JIT warp pairs sharing the transposed inputs or not; a6,
+ * only when named: inputs staged in shared memory, IMAD.HI shifts; bx,
  * only when named: the direct path's chunk size, sizes in MiB in
  * BENCH_CHUNKS, default 1,2,4,8,16).
  */
@@ -61,7 +62,8 @@ want (const char *name)
   const size_t n = strlen (name);
 
   if (p == NULL || *p == 0)
-    return strcmp (name, "bx") != 0 && strcmp (name, "a5") != 0;
+    return strcmp (name, "bx") != 0 && strcmp (name, "a5") != 0 &&
+      strcmp (name, "a6") != 0;
   while (*p) {
     const char *e = strchr (p, ',');
     const size_t l = e ? (size_t) (e - p) : strlen (p);
@@ -340,21 +342,30 @@ bench_jit_options (void *din, void *dout)
   gr_gpu_jit_minblocks = save[3];
 }
 
-/* (a5) JIT warp pairs sharing the transposed inputs through shared
- * memory (gr_gpu_jit_share) against the one-warp form: encode, and
- * decode for 16+16; registers per thread and resident blocks per SM. */
+/* A form of JIT kernel: warp pairs sharing planes (gr_gpu_jit_share),
+ * inputs staged in shared memory (gr_gpu_jit_stage), RS right shifts as
+ * IMAD.HI (gr_gpu_jit_shr), coalesced RS items (gr_gpu_jit_coalesce),
+ * network rows as explicit LOP3s (gr_gpu_jit_lop3); codes: 1 RS, 2 CRS,
+ * 3 both. */
+struct jit_form {
+  int share, stage, shr, coalesce, lop3, codes;
+};
+
+/* Encode (and decode for 16+16) of each geometry with each form: GB/s,
+ * registers per thread, local memory (spills), resident blocks per SM. */
 static void
-bench_jit_share (void *din, void *dout)
+bench_jit_forms (void *din, void *dout, const char *title,
+                 const struct jit_form *forms, int nforms)
 {
   static const int geo[][3] = {     /* k, m, RS? */
     { 16, 16, 1 }, { 16, 16, 0 }, { 12, 12, 1 }, { 8, 8, 1 }, { 8, 8, 0 },
     { 10, 4, 1 }, { 10, 4, 0 },
   };
-  const int save = gr_gpu_jit_share;
+  const int save[5] = { gr_gpu_jit_share, gr_gpu_jit_stage, gr_gpu_jit_shr,
+                        gr_gpu_jit_coalesce, gr_gpu_jit_lop3 };
   const size_t len = MiB;
 
-  printf ("\n(a5) JIT warp pairs sharing transposed inputs (share=1) or "
-          "not (share=0), GB/s of data (median of 5)\n");
+  printf ("\n%s, GB/s of data (median of 5)\n", title);
   for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
     const int k = geo[gi][0], m = geo[gi][1];
     const enum gr_code code = geo[gi][2] ? GR_CODE_RS : GR_CODE_CRS;
@@ -365,13 +376,20 @@ bench_jit_share (void *din, void *dout)
     gr_gf_gen_matrix (k, m, gen);
     decode_matrix (gen, k, m, dm);
     for (int op = 0; op < (k == 16 && m == 16 ? 2 : 1); op++)
-      for (int sh = 0; sh < 2; sh++) {
+      for (int fi = 0; fi < nforms; fi++) {
+        const struct jit_form *f = &forms[fi];
         struct gr_gpu_tab t;
         struct cudaFuncAttributes fa;
         double secs, t0;
         int per_sm = 0;
 
-        gr_gpu_jit_share = sh;
+        if (!(f->codes & (code == GR_CODE_RS ? 1 : 2)))
+          continue;
+        gr_gpu_jit_share = f->share;
+        gr_gpu_jit_stage = f->stage;
+        gr_gpu_jit_shr = f->shr;
+        gr_gpu_jit_coalesce = f->coalesce;
+        gr_gpu_jit_lop3 = f->lop3;
         if (gr_gpu_tab_make (code, code == GR_CODE_RS ? GR_GPU_RS_IMAD
                              : GR_GPU_CRS_MASK,
                              op == 0 ? gen + (size_t) k * k : dm, m, k, &t) < 0)
@@ -382,15 +400,18 @@ bench_jit_share (void *din, void *dout)
           memset (&fa, 0, sizeof fa);
           (void) cudaFuncGetAttributes (&fa, (const void *) t.jit);
           (void) cudaOccupancyMaxActiveBlocksPerMultiprocessor
-            (&per_sm, (const void *) t.jit, 128, 0);
+            (&per_sm, (const void *) t.jit, 128, t.jit_smem);
           (void) cudaGetLastError ();
           secs = time_dev (5, [&] {
               CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
             });
-          printf ("%d+%d %-3s %s share=%d: %7.1f GB/s (%.1f%% of roofline; "
-                  "%d regs, %zu B local, %d blocks/SM; compile %.0f ms)\n",
+          printf ("%d+%d %-3s %s share=%d stage=%d shr=%d co=%d lop3=%d: "
+                  "%7.1f GB/s (%.1f%% of roofline; %d regs, %zu B local, "
+                  "%d blocks/SM; compile %.0f ms)\n",
                   k, m, code == GR_CODE_RS ? "RS" : "CRS",
-                  op == 0 ? "enc" : "dec", sh, ns * k * len / secs / 1e9,
+                  op == 0 ? "enc" : "dec", f->share, f->stage, f->shr,
+                  f->coalesce, f->lop3,
+                  ns * k * len / secs / 1e9,
                   100 * ns * k * len / secs / (copy_bw * k / (k + m)),
                   fa.numRegs, (size_t) fa.localSizeBytes, per_sm, t0 * 1e3);
         }
@@ -401,7 +422,11 @@ bench_jit_share (void *din, void *dout)
     free (gen);
     free (dm);
   }
-  gr_gpu_jit_share = save;
+  gr_gpu_jit_share = save[0];
+  gr_gpu_jit_stage = save[1];
+  gr_gpu_jit_shr = save[2];
+  gr_gpu_jit_coalesce = save[3];
+  gr_gpu_jit_lop3 = save[4];
 }
 
 static void
@@ -598,8 +623,27 @@ bench_kernels (void)
   }
   if (want ("a4"))
     bench_jit_options (din, dout);
-  if (want ("a5"))
-    bench_jit_share (din, dout);
+  if (want ("a5")) {
+    static const struct jit_form f[] = {
+      { 1, 0, 0, 0, 0, 3 }, { 0, 0, 0, 0, 0, 3 }, { 0, -1, 1, 1, -1, 3 },
+    };
+    bench_jit_forms (din, dout, "(a5) JIT warp pairs sharing transposed "
+                     "inputs (share=1) or not (share=0: the plain form, "
+                     "and the default form, -1 = auto)", f, 3);
+  }
+  if (want ("a6")) {
+    static const struct jit_form f[] = {
+      { 0, 0, 0, 0, 0, 3 }, { 0, 0, 0, 0, 1, 3 }, { 0, 0, 1, 0, 1, 1 },
+      { 0, 0, 1, 1, 1, 1 }, { 0, 1, 1, 1, 1, 1 }, { 0, 2, 1, 1, 1, 1 },
+      { 0, 1, 0, 0, 1, 3 }, { 0, 2, 0, 0, 1, 2 },
+    };
+    bench_jit_forms (din, dout, "(a6) JIT forms: stage = inputs staged in "
+                     "shared memory by cp.async (1: per item; 2: an item "
+                     "ahead, resident wave); shr = RS right shifts as "
+                     "IMAD.HI; co = RS items as two 512-byte runs per "
+                     "warp; lop3 = network rows as explicit LOP3s", f,
+                     (int) (sizeof f / sizeof f[0]));
+  }
   if (want ("a"))
     printf ("(d) model: predicted GB/s = data / max(data*(k+m)/k / copy_bw, "
             "instruction lanes / (SMs x %d MHz x pipe width)); mean |error| "
@@ -924,7 +968,7 @@ main (void)
   gr_gpu_jit_async = 0;         /* (b): JIT kernel ready before timing */
   references ();
   if (want ("a") || want ("a2") || want ("a3") || want ("a4") ||
-      want ("a5"))
+      want ("a5") || want ("a6"))
     bench_kernels ();
   if (want ("bx"))
     bench_chunks ();

@@ -52,6 +52,7 @@ struct gr_gpu_tab {
   int jit_split;        /* warps per item group (gr_gpu_jit_split) */
   int jit_wave;         /* kernel runs one resident wave of blocks */
   size_t jit_grid;      /* its blocks per launch (0 = unknown: any) */
+  size_t jit_smem;      /* its dynamic shared memory per block */
 };
 
 /* Most output rows per kernel pass, per variant (0 = the kernel's own
@@ -110,6 +111,16 @@ extern int gr_gpu_jit_persist;
 /* Warp pairs sharing the transposed inputs through shared memory (1 on,
  * 0 off: the default, measured slower). */
 extern int gr_gpu_jit_share;
+/* Inputs staged in shared memory by cp.async (0 off, 1 per item, 2 an
+ * item ahead in a resident wave, -1 auto) and RS right shifts as IMAD.HI
+ * (1). */
+extern int gr_gpu_jit_stage;
+extern int gr_gpu_jit_shr;
+/* RS items of a warp laid out as two runs of 512 bytes (1) or as 32
+ * consecutive bytes each (0). */
+extern int gr_gpu_jit_coalesce;
+/* Network rows as explicit LOP3s (1), as C XORs (0), or auto (-1). */
+extern int gr_gpu_jit_lop3;
 
 /* Free kernels.cu's shared device tables (gr_gpu_release). */
 void gr_gpu_kernels_release (void);

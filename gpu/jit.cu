@@ -69,6 +69,35 @@ int gr_gpu_jit_minblocks = 0;
  * against 1916, 10+4 RS 2557 against 3030.  So it is off; it stays for
  * that sweep and for test-gpu. */
 int gr_gpu_jit_share = 0;
+/* Inputs staged in shared memory by asynchronous copies (cp.async):
+ * 0 off; 1 every input of a thread's item requested before its network,
+ * waited for one by one; 2 a grid of one resident wave, each input
+ * requested an item ahead (as soon as its slot is read); -1 (auto) 1 for
+ * kernels of at least JIT_STAGE_MINROWS output blocks, else 0.  Only
+ * single-pass kernels of at most JIT_STAGE_MAXCOLS inputs are staged.
+ * Measured on an H200 (bench-gpu (a6)): staging pays only where the
+ * network is heavy: 16+16 RS 1611 GB/s (76 % of roofline) against 1437
+ * unstaged, 16+16 CRS 1840 against 1796; 12+12 RS even (1695 against
+ * 1715); the memory-bound kernels lose (8+8 RS 1526 against 1977, 10+4
+ * RS 2617 against 3073).  Stage 2 was slower than stage 1 everywhere. */
+int gr_gpu_jit_stage = -1;
+#define JIT_STAGE_MINROWS 16
+/* RS transposes' right shifts as IMAD.HI products (1) or SHF (0): moves
+ * 384 instructions per 16+16 item from the integer ALU pipe to the
+ * multiply pipe; even or slightly better everywhere. */
+int gr_gpu_jit_shr = 1;
+/* RS items of a warp as two 512-byte runs (1) or 32 bytes each (0).  The
+ * staged kernels need it (their copies bypass L1, so 32-byte items read
+ * every sector twice from L2: 16+16 RS staged 1246 GB/s without, 1611
+ * with); unstaged 16+16 RS gains too (1437 against 1336). */
+int gr_gpu_jit_coalesce = 1;
+/* Network rows as explicit three-input LOP3s (1), as C XORs (0), or -1
+ * (auto): RS always, CRS when staged.  Written as C, NVVM shares g0 ^ g1
+ * between rows that take the same pair and ptxas cannot fuse the rest:
+ * 16+16 RS took 4049 LOP3s and 230 registers per item, 3534 and 167 with
+ * LOP3s.  Unstaged 16+16 CRS measured slower with them (1633 GB/s against
+ * 1796), staged faster (1840). */
+int gr_gpu_jit_lop3 = -1;
 #define JIT_SHARE_MAXCOLS 24
 static int jit_built;
 
@@ -169,6 +198,8 @@ static const char prologue[] =
   "typedef unsigned int u32;\n"
   "typedef unsigned long long u64;\n"
   "struct alignas(16) v4 { u32 x, y, z, w; };\n"
+  "__device__ __forceinline__ u32 X3 (u32 a, u32 b, u32 c)\n"
+  "{ u32 d; asm (\"lop3.b32 %0, %1, %2, %3, 0x96;\" : \"=r\" (d) : \"r\" (a), \"r\" (b), \"r\" (c)); return d; }\n"
   /* Delta swap of the bits m of b with the bits m << s of a. */
   "#if GR_SWAP_SELECT\n"
   /* As two selects by mask: one shift and one LOP3 each (4 instructions
@@ -176,8 +207,31 @@ static const char prologue[] =
   "#define SWP(a, b, s, m) { const u32 na_ = (a & ~(m << s)) | ((b << s) & (m << s));"
   " b = (b & ~m) | ((a >> s) & m); a = na_; }\n"
   "#else\n"
-  "#define SWP(a, b, s, m) { u32 t_ = ((a >> s) ^ b) & m; b ^= t_; a ^= t_ << s; }\n"
+  "#if GR_SHR_HI\n"
+  /* Right shifts as the high word of a product by 2^(32-s) (IMAD.HI, the
+   * multiply pipe) instead of SHF (the integer ALU pipe, the bound).  The
+   * factors sit in writable constant memory so that the compiler cannot
+   * turn the products back into shifts. */
+  "__constant__ u32 gr_shk[8] = { 0u, 1u << 31, 1u << 30, 1u << 29, 1u << 28,"
+  " 1u << 27, 1u << 26, 1u << 25 };\n"
+  "#define SHR(a, s) __umulhi (a, gr_shk[s])\n"
+  "#else\n"
+  "#define SHR(a, s) ((a) >> (s))\n"
   "#endif\n"
+  "#define SWP(a, b, s, m) { u32 t_ = (SHR (a, s) ^ b) & m; b ^= t_; a ^= t_ << s; }\n"
+  "#endif\n"
+  /* Staging of inputs in shared memory (gr_gpu_jit_stage): asynchronous
+   * copies, waited for per input. */
+  "#define CPA16(sa, gp) asm volatile (\"cp.async.cg.shared.global [%0], [%1], 16;\""
+  " :: \"r\" (sa), \"l\" (gp) : \"memory\")\n"
+  "#define CPA4(sa, gp) asm volatile (\"cp.async.ca.shared.global [%0], [%1], 4;\""
+  " :: \"r\" (sa), \"l\" (gp) : \"memory\")\n"
+  "#define CPCOMMIT() asm volatile (\"cp.async.commit_group;\" ::: \"memory\")\n"
+  "#define CPWAIT(n) asm volatile (\"cp.async.wait_group %0;\" :: \"n\" (n) : \"memory\")\n"
+  "#define LDS16(a, b, c, d, sa) asm volatile (\"ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\""
+  " : \"=r\" (a), \"=r\" (b), \"=r\" (c), \"=r\" (d) : \"r\" (sa) : \"memory\")\n"
+  "#define LDS4(a, sa) asm volatile (\"ld.shared.u32 %0, [%1];\""
+  " : \"=r\" (a) : \"r\" (sa) : \"memory\")\n"
   "#define TR8(a) \\\n"
   "  SWP(a[0], a[1], 1, 0x55555555u) SWP(a[2], a[3], 1, 0x55555555u) \\\n"
   "  SWP(a[4], a[5], 1, 0x55555555u) SWP(a[6], a[7], 1, 0x55555555u) \\\n"
@@ -187,23 +241,68 @@ static const char prologue[] =
   "  SWP(a[2], a[6], 4, 0x0f0f0f0fu) SWP(a[3], a[7], 4, 0x0f0f0f0fu)\n";
 
 /* Load one input of an item from pointer ptr (its first word) into the
- * 8 words dst##_0 .. dst##_7 (declared by the caller). */
+ * 8 words dst##_0 .. dst##_7 (declared by the caller); RS: the second 16
+ * bytes are half words after the first (an expression). */
 static void
 emit_load (struct sbuf *b, enum gr_code code, const char *dst,
-           const char *ptr)
+           const char *ptr, const char *half)
 {
   if (code == GR_CODE_RS)
     emit (b,
           "      { const v4 a_ = *(const v4 *) (%s);\n"
-          "        const v4 b_ = *(const v4 *) (%s + 4);\n"
+          "        const v4 b_ = *(const v4 *) (%s + %s);\n"
           "        %s_0 = a_.x; %s_1 = a_.y; %s_2 = a_.z; %s_3 = a_.w;\n"
           "        %s_4 = b_.x; %s_5 = b_.y; %s_6 = b_.z; %s_7 = b_.w; }\n",
-          ptr, ptr, dst, dst, dst, dst, dst, dst, dst, dst);
+          ptr, ptr, half, dst, dst, dst, dst, dst, dst, dst, dst);
   else {
     emit (b, "      {");
     for (int c = 0; c < 8; c++)
       emit (b, " %s_%d = %s[%d];", dst, c, ptr, c * 128);
     emit (b, " }\n");
+  }
+}
+
+/* Staged inputs (gr_gpu_jit_stage): input slot i of a thread lies at
+ * shared address sb + i * JIT_STAGE_BYTES (sb: the block's buffer plus 16
+ * bytes per thread for RS, 4 for CRS): RS as two 16-byte halves
+ * JIT_THREADS * 16 apart, CRS as 8 words JIT_THREADS * 4 apart, so that a
+ * warp's copies and shared loads touch consecutive bytes.  emit_stage_copy
+ * starts the asynchronous copy of an input from ptr (its first word) into
+ * slot i; emit_stage_read loads slot i into dst##_0 .. dst##_7. */
+#define JIT_STAGE_BYTES (JIT_THREADS * 32)
+#define JIT_STAGE_MAXCOLS 24
+
+static void
+emit_stage_copy (struct sbuf *b, enum gr_code code, int i, const char *ptr,
+                 const char *half)
+{
+  if (code == GR_CODE_RS)
+    emit (b, "      CPA16 (sb + %d, %s); CPA16 (sb + %d, %s + %s);\n",
+          i * JIT_STAGE_BYTES, ptr, i * JIT_STAGE_BYTES + JIT_THREADS * 16,
+          ptr, half);
+  else {
+    emit (b, "     ");
+    for (int c = 0; c < 8; c++)
+      emit (b, " CPA4 (sb + %d, %s + %d);", i * JIT_STAGE_BYTES
+            + c * JIT_THREADS * 4, ptr, c * 128);
+    emit (b, "\n");
+  }
+}
+
+static void
+emit_stage_read (struct sbuf *b, enum gr_code code, int i, const char *dst)
+{
+  if (code == GR_CODE_RS)
+    emit (b, "      LDS16 (%s_0, %s_1, %s_2, %s_3, sb + %d);\n"
+          "      LDS16 (%s_4, %s_5, %s_6, %s_7, sb + %d);\n",
+          dst, dst, dst, dst, i * JIT_STAGE_BYTES, dst, dst, dst, dst,
+          i * JIT_STAGE_BYTES + JIT_THREADS * 16);
+  else {
+    emit (b, "     ");
+    for (int c = 0; c < 8; c++)
+      emit (b, " LDS4 (%s_%d, sb + %d);", dst, c, i * JIT_STAGE_BYTES
+            + c * JIT_THREADS * 4);
+    emit (b, "\n");
   }
 }
 
@@ -214,11 +313,24 @@ emit_decl8 (struct sbuf *b, const char *name)
         name, name, name, name, name, name, name, name);
 }
 
+/* Code generation options of gen_source (see the globals above). */
+struct gen_opts {
+  int split;            /* groups of warps per item (1, 2, 4) */
+  int pf;               /* inputs loaded ahead (with wave only) */
+  int swap_select;      /* RS swaps as selects */
+  int minblocks;        /* __launch_bounds__ minimum blocks (0: none) */
+  int wave;             /* grid of one resident wave */
+  int stage;            /* staged inputs: 0, 1 or 2 (gr_gpu_jit_stage) */
+  int shr;              /* RS right shifts as IMAD.HI */
+  int coalesce;         /* RS items as two 512-byte runs per warp */
+  int lop3;             /* network rows as explicit LOP3s */
+};
+
 /* The network for input i (its planes in p[0..7]) into the accumulators
  * of rows [r0, r1): row r is o[r - ra]. */
 static void
 emit_net (struct sbuf *b, const uint8_t *bits, int nc, int i, int r0, int r1,
-          int ra)
+          int ra, int lop3)
 {
   /* Common subexpressions: the XOR of every subset of planes 0-3 (g0)
    * and of planes 4-7 (g1) that some row needs, each one XOR from a
@@ -255,7 +367,13 @@ emit_net (struct sbuf *b, const uint8_t *bits, int nc, int i, int r0, int r1,
 
     for (int c = 0; c < 8; c++)
       sub[c / 4] |= row[c] ? 1 << (c % 4) : 0;
-    if (sub[0] && sub[1])
+    if (sub[0] && sub[1] && lop3)
+      /* One explicit LOP3: written as C, NVVM shares g0 ^ g1 between
+       * rows that take the same pair, and ptxas then cannot fuse each
+       * row's two XORs (about 3100 LOP3s for 16+16 instead of 2400). */
+      emit (b, "      o[%d] = X3 (o[%d], g0_%d, g1_%d);\n", r - ra, r - ra,
+            sub[0], sub[1]);
+    else if (sub[0] && sub[1])
       emit (b, "      o[%d] ^= g0_%d ^ g1_%d;\n", r - ra, sub[0],
             sub[1]);
     else if (sub[0] || sub[1])
@@ -273,8 +391,10 @@ emit_net (struct sbuf *b, const uint8_t *bits, int nc, int i, int r0, int r1,
  * network. */
 static void
 emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
-           int ncols, int ja, int jb, int passrows, int pf)
+           int ncols, int ja, int jb, int passrows,
+           const struct gen_opts *o)
 {
+  const int pf = o->pf, stage = o->stage;
   const int nc = ncols * 8;
 
   /* Passes of at most passrows output blocks: fewer live accumulators
@@ -297,6 +417,10 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
     if (first && pf > 0)
       emit (b, "    const u32 *xp = ipp + base + %d * vlen;\n"
             "    const u32 *nxp = nip + nbase;\n", pf);
+    else if (stage == 2)
+      emit (b, "    const u32 *nxp = nip + nbase;\n    (void) ipp;\n");
+    else if (stage)
+      emit (b, "    (void) ipp;\n");
     else
       emit (b, "    const u32 *xp = ipp + base;\n");
     if (first && pf > 0)
@@ -319,27 +443,55 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
         if (q < ncols) {
           char nm[16];
           snprintf (nm, sizeof nm, "L%d", q);
-          emit_load (b, code, nm, "xp");
+          emit_load (b, code, nm, "xp", "h2");
           emit (b, "      xp += vlen;\n");
         }
         else {
           char nm[16];
           snprintf (nm, sizeof nm, "P%d", q - ncols);
           emit (b, "      if (nidx < total)\n");
-          emit_load (b, code, nm, "nxp");
+          emit_load (b, code, nm, "nxp", "nh2");
           emit (b, "      nxp += vlen;\n");
         }
       }
+      else if (stage) {
+        /* Stage 1: every input of this item was requested before the
+         * network, one copy group each: wait for input i's.  Stage 2 (a
+         * resident wave): each group holds one input, requested an item
+         * ahead; once input i is read, its slot takes the next item's
+         * input i, so the oldest group is always the one needed. */
+        emit (b, "      u32 X_0, X_1, X_2, X_3, X_4, X_5, X_6, X_7;\n"
+              "      CPWAIT (%d);\n", stage == 1 ? ncols - 1 - i : ncols - 1);
+        /* The shared loads of input i wait (in the compiler's eyes, at no
+         * cost) for the last accumulator of input i - 1: else NVVM puts
+         * every input's loads ahead of the network and registers spill. */
+        if (i > 0)
+          emit (b, "      asm volatile (\"\" : \"+r\" (sb) : \"r\" (o[%d]));\n",
+                r1 - r0 - 1);
+        emit_stage_read (b, code, i, "X");
+        if (stage == 2) {
+          emit (b, "      if (nidx < total) {\n");
+          emit_stage_copy (b, code, i, "nxp", "nh2");
+          /* The pointer advances in volatile asm, in order with the
+           * copies: else the compiler computes every input's address
+           * ahead and spills. */
+          emit (b, "      }\n      CPCOMMIT ();\n"
+                "      asm volatile (\"add.s64 %%0, %%0, %%1;\""
+                " : \"+l\" (nxp) : \"l\" (vlen * 4));\n");
+        }
+        for (int c = 0; c < 8; c++)
+          emit (b, "      p[%d] = X_%d;\n", c, c);
+      }
       else {
         emit (b, "      u32 X_0, X_1, X_2, X_3, X_4, X_5, X_6, X_7;\n");
-        emit_load (b, code, "X", "xp");
+        emit_load (b, code, "X", "xp", "h2");
         emit (b, "      xp += vlen;\n");
         for (int c = 0; c < 8; c++)
           emit (b, "      p[%d] = X_%d;\n", c, c);
       }
       if (code == GR_CODE_RS)
         emit (b, "      TR8(p)\n");
-      emit_net (b, bits, nc, i, r0, r1, r0);
+      emit_net (b, bits, nc, i, r0, r1, r0, o->lop3);
       emit (b, "    }\n");
     }
     for (int j = j0; j < j1; j++) {
@@ -352,7 +504,7 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
               "      y0.x = q[0]; y0.y = q[1]; y0.z = q[2]; y0.w = q[3];\n"
               "      y1.x = q[4]; y1.y = q[5]; y1.z = q[6]; y1.w = q[7];\n"
               "      *(v4 *) (op + %d * vlen + base) = y0;\n"
-              "      *(v4 *) (op + %d * vlen + base + 4) = y1;\n"
+              "      *(v4 *) (op + %d * vlen + base + h2) = y1;\n"
               "    }\n", (j - j0) * 8, j, j);
       else
         for (int r = 0; r < 8; r++)
@@ -375,32 +527,63 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
  * next item's first inputs while it finishes the current one. */
 static char *
 gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
-            int split, int pf, int swap_select, int minblocks, int wave)
+            struct gen_opts *o)
 {
+  const int split = o->split, wave = o->wave;
+  int pf = o->pf, stage = o->stage;
   struct sbuf b = { NULL, 0, 0, 0 };
   const int passrows = gr_gpu_jit_passrows > 0 ? gr_gpu_jit_passrows : nrows;
   const int per_block = JIT_THREADS / split;
-  const char *basef = code == GR_CODE_RS ? "(%s) * 8"
-    : "((%s) >> 7) * 1024 + ((%s) & 127)";
-  char lb[32], base_t[64], base_n[64];
+  char lb[32];
 
   if (pf > ncols)
     pf = ncols;
   if (!wave)
     pf = 0;
-  if (minblocks > 0)
-    snprintf (lb, sizeof lb, "%d, %d", JIT_THREADS, minblocks);
+  /* Staging: one pass of every output block, every warp on its own items
+   * (the shared buffer is per thread), at most JIT_STAGE_MAXCOLS inputs;
+   * stage 2 needs the resident wave and replaces pf. */
+  if (split != 1 || passrows < nrows || ncols > JIT_STAGE_MAXCOLS
+      || (stage == 2 && !wave))
+    stage = 0;
+  if (stage)
+    pf = 0;
+  o->pf = pf;
+  o->stage = stage;
+  if (o->lop3 < 0)
+    o->lop3 = code == GR_CODE_RS || stage;
+  if (o->minblocks > 0)
+    snprintf (lb, sizeof lb, "%d, %d", JIT_THREADS, o->minblocks);
   else
     snprintf (lb, sizeof lb, "%d", JIT_THREADS);
-  snprintf (base_t, sizeof base_t, basef, "t", "t");
-  snprintf (base_n, sizeof base_n, basef, "nt", "nt");
-  emit (&b, "#define GR_SWAP_SELECT %d\n%s", swap_select ? 1 : 0, prologue);
+  emit (&b, "#define GR_SWAP_SELECT %d\n#define GR_SHR_HI %d\n%s",
+        o->swap_select ? 1 : 0, o->shr ? 1 : 0, prologue);
+  /* ITEM (t, base, h2) declares where item t of a stripe starts (base,
+   * in words) and, RS, where its second 16 bytes are (h2 words further).
+   * CRS: 4 bytes of each packet of group t / 128.  RS (coalesce): the
+   * items of a full group of 32 (a warp's kilobyte) take 16 bytes at 16 l
+   * and 512 + 16 l of it (l = t % 32), so that each 16-byte access of a
+   * warp covers 512 consecutive bytes; the items of a last partial group,
+   * and every item without coalesce, take 32 consecutive bytes. */
+  if (code == GR_CODE_RS)
+    emit (&b, "#define ITEM(t, base, h2) u64 base; u32 h2; {"
+          " const u64 g_ = (t) >> 5;"
+          " if (%d && ((g_ + 1) << 5) <= items) {"
+          " base = g_ * 256 + ((t) & 31) * 4; h2 = 128; }"
+          " else { base = (t) * 8; h2 = 4; } }\n", o->coalesce ? 1 : 0);
+  else
+    emit (&b, "#define ITEM(t, base, h2) const u64 base = ((t) >> 7) * 1024"
+          " + ((t) & 127); const u32 h2 = 0; (void) h2;\n");
   emit (&b,
         "extern \"C\" __global__ void __launch_bounds__(%s)\n"
         "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
         " u64 vlen, u64 nstripes)\n{\n"
         "  const u64 items = vlen / 8, total = items * nstripes;\n"
         "  const unsigned w = threadIdx.x >> 5;\n", lb);
+  if (stage)
+    emit (&b, "  extern __shared__ v4 gr_stage[];\n"
+          "  u32 sb = (u32) __cvta_generic_to_shared (gr_stage)"
+          " + threadIdx.x * %d;\n", code == GR_CODE_RS ? 16 : 4);
   if (split > 1)
     emit (&b, "  const unsigned h = w %% %d;\n", split);
   if (wave)
@@ -425,9 +608,17 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
             " + (threadIdx.x & 31); t < items; t += (u64) gridDim.x * %d) {\n"
             "    const u32 *ip = in + s * %d * vlen;\n"
             "    u32 *op = out + s * %d * vlen;\n"
-            "    const u64 base = %s;\n",
-            per_block, split, per_block, ncols, nrows, base_t);
-      emit_rows (&b, code, bits, ncols, ja, jb, passrows, 0);
+            "    ITEM (t, base, h2)\n",
+            per_block, split, per_block, ncols, nrows);
+      if (stage) {
+        emit (&b, "    {\n      const u32 *cp = ip + base;\n");
+        for (int i = 0; i < ncols; i++) {
+          emit_stage_copy (&b, code, i, "cp", "h2");
+          emit (&b, "      CPCOMMIT ();\n      cp += vlen;\n");
+        }
+        emit (&b, "    }\n");
+      }
+      emit_rows (&b, code, bits, ncols, ja, jb, passrows, o);
       emit (&b, "  }\n");
     }
     else if (ja < jb) {
@@ -449,12 +640,23 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
       }
       if (pf > 0) {
         emit (&b, "  if (idx0 < total) {\n"
-              "    const u32 *nxp = in + s * %d * vlen + %s;\n", ncols, base_t);
+              "    ITEM (t, b0, h0)\n"
+              "    const u32 *nxp = in + s * %d * vlen + b0;\n", ncols);
         for (int j = 0; j < pf; j++) {
           char nm[16];
           snprintf (nm, sizeof nm, "P%d", j);
-          emit_load (&b, code, nm, "nxp");
+          emit_load (&b, code, nm, "nxp", "h0");
           emit (&b, "    nxp += vlen;\n");
+        }
+        emit (&b, "  }\n");
+      }
+      if (stage == 2) {
+        emit (&b, "  {\n      ITEM (t, b0, h0)\n"
+              "      const u32 *cp = in + s * %d * vlen + b0;\n", ncols);
+        for (int i = 0; i < ncols; i++) {
+          emit (&b, "      if (idx0 < total) {\n");
+          emit_stage_copy (&b, code, i, "cp", "h0");
+          emit (&b, "      }\n      CPCOMMIT ();\n      cp += vlen;\n");
         }
         emit (&b, "  }\n");
       }
@@ -462,18 +664,20 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
             "  for (u64 idx = idx0; idx < total; idx += stride) {\n"
             "    const u32 *ip = in + s * %d * vlen;\n"
             "    u32 *op = out + s * %d * vlen;\n"
-            "    const u64 base = %s;\n"
+            "    ITEM (t, base, h2)\n"
             "    u64 ns = s, nt = t + stride;\n"
             "    if (nt >= items) {\n"
             "      if (nt < 2 * items) { nt -= items; ns++; }\n"
             "      else { ns += nt / items; nt %%= items; }\n"
-            "    }\n", ncols, nrows, base_t);
-      if (pf > 0)
+            "    }\n", ncols, nrows);
+      if (pf > 0 || stage == 2)
         emit (&b, "    const u64 nidx = idx + stride;\n"
               "    const u32 *nip = in + ns * %d * vlen;\n"
-              "    const u64 nbase = %s;\n", ncols, base_n);
-      emit_rows (&b, code, bits, ncols, ja, jb, passrows, pf);
+              "    ITEM (nt, nbase, nh2)\n", ncols);
+      emit_rows (&b, code, bits, ncols, ja, jb, passrows, o);
       emit (&b, "    s = ns;\n    t = nt;\n  }\n");
+      if (stage)
+        emit (&b, "  CPWAIT (0);\n");
     }
     emit (&b, "  }\n");
     if (split > 1)
@@ -556,7 +760,7 @@ gen_source_share (enum gr_code code, const uint8_t *bits, int nrows,
       emit (&b, "    {\n      u32 X_0 = 0, X_1 = 0, X_2 = 0, X_3 = 0,"
             " X_4 = 0, X_5 = 0, X_6 = 0, X_7 = 0;\n"
             "      if (ok)\n");
-      emit_load (&b, code, "X", "xp");
+      emit_load (&b, code, "X", "xp", "4");
       emit (&b, "      xp += vlen;\n");
       emit (&b, "      u32 p[8] = { X_0, X_1, X_2, X_3, X_4, X_5, X_6, X_7 };\n");
       if (code == GR_CODE_RS)
@@ -584,7 +788,7 @@ gen_source_share (enum gr_code code, const uint8_t *bits, int nrows,
               "      const v4 a_ = lds (&S[%d][0][lane]), b_ = lds (&S[%d][1][lane]);\n"
               "      const u32 p[8] = { a_.x, a_.y, a_.z, a_.w,"
               " b_.x, b_.y, b_.z, b_.w };\n", i, i);
-        emit_net (&b, bits, nc, i, r0, r1, r0);
+        emit_net (&b, bits, nc, i, r0, r1, r0, 0);
         emit (&b, "    }\n");
         /* Input i's XORs end here: without this fence NVVM moves every
          * shared load to the top and the XORs below them (CRS 16+16:
@@ -637,6 +841,24 @@ gr_gpu_set_jit_share (int on)
   return old;
 }
 
+/* Test hook: the form of kernels compiled afterwards, f = { stage, shr,
+ * coalesce, lop3 } (gr_gpu_jit_stage, _shr, _coalesce, _lop3; -1 where
+ * they take auto); the previous values are stored in old (if not NULL). */
+extern "C" void
+gr_gpu_set_jit_form (const int f[4], int old[4])
+{
+  if (old) {
+    old[0] = gr_gpu_jit_stage;
+    old[1] = gr_gpu_jit_shr;
+    old[2] = gr_gpu_jit_coalesce;
+    old[3] = gr_gpu_jit_lop3;
+  }
+  gr_gpu_jit_stage = f[0];
+  gr_gpu_jit_shr = f[1];
+  gr_gpu_jit_coalesce = f[2];
+  gr_gpu_jit_lop3 = f[3];
+}
+
 static int
 jit_build (struct gr_gpu_tab *t)
 {
@@ -647,7 +869,8 @@ jit_build (struct gr_gpu_tab *t)
   cudaError_t e;
   char *src = NULL, *cubin = NULL, arch[64];
   size_t cubin_len = 0;
-  int dev = 0, major = 0, minor = 0, r = -EIO, wave = 0, pf = 0, share = 0;
+  int dev = 0, major = 0, minor = 0, r = -EIO, wave = 0, share = 0;
+  int stage = 0;
 
   pthread_once (&rtc_once, rtc_load);
   if (!rtc.ok) {
@@ -677,10 +900,22 @@ jit_build (struct gr_gpu_tab *t)
     if (split != 1 && split != 2 && split != 4)
       split = 1;
     t->jit_split = split;
-    wave = gr_gpu_jit_persist > 0;
-    pf = gr_gpu_jit_prefetch > 0 ? gr_gpu_jit_prefetch : 0;
-    src = gen_source (t->code, t->bits, t->nrows, t->ncols, split, pf,
-                      gr_gpu_jit_swap, gr_gpu_jit_minblocks, wave);
+    struct gen_opts o;
+
+    o.split = split;
+    o.stage = gr_gpu_jit_stage == 1 || gr_gpu_jit_stage == 2
+      ? gr_gpu_jit_stage
+      : gr_gpu_jit_stage < 0 && t->nrows >= JIT_STAGE_MINROWS ? 1 : 0;
+    o.wave = gr_gpu_jit_persist > 0 || o.stage == 2;
+    o.pf = gr_gpu_jit_prefetch > 0 ? gr_gpu_jit_prefetch : 0;
+    o.swap_select = gr_gpu_jit_swap;
+    o.minblocks = gr_gpu_jit_minblocks;
+    o.shr = gr_gpu_jit_shr;
+    o.coalesce = gr_gpu_jit_coalesce;
+    o.lop3 = gr_gpu_jit_lop3;
+    src = gen_source (t->code, t->bits, t->nrows, t->ncols, &o);
+    stage = o.stage;
+    wave = o.wave;
   }
   if (src == NULL)
     return -ENOMEM;
@@ -723,6 +958,24 @@ jit_build (struct gr_gpu_tab *t)
     cudaLibraryUnload (lib);
     goto out;
   }
+  /* Staged inputs: the shared buffer is dynamic (beyond the 48 KiB a
+   * kernel gets without asking), with the SM's largest carveout. */
+  t->jit_smem = 0;
+  if (stage) {
+    t->jit_smem = (size_t) t->ncols * JIT_STAGE_BYTES;
+    e = cudaFuncSetAttribute ((const void *) kern,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              (int) t->jit_smem);
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute ((const void *) kern,
+                                cudaFuncAttributePreferredSharedMemoryCarveout,
+                                100);
+    if (e != cudaSuccess) {
+      r = gr_gpu_fail (e, "cudaFuncSetAttribute (JIT kernel's shared memory)");
+      cudaLibraryUnload (lib);
+      goto out;
+    }
+  }
   /* One resident wave: SMs x blocks per SM (0 = no limit, one item per
    * thread, if either is unknown). */
   t->jit_grid = 0;
@@ -733,7 +986,8 @@ jit_build (struct gr_gpu_tab *t)
     if (cudaDeviceGetAttribute (&nsm, cudaDevAttrMultiProcessorCount, dev)
         == cudaSuccess &&
         cudaOccupancyMaxActiveBlocksPerMultiprocessor
-        (&per_sm, (const void *) kern, JIT_THREADS, 0) == cudaSuccess &&
+        (&per_sm, (const void *) kern, JIT_THREADS, t->jit_smem)
+        == cudaSuccess &&
         nsm > 0 && per_sm > 0)
       t->jit_grid = (size_t) nsm * per_sm;
     (void) cudaGetLastError ();
@@ -901,7 +1155,7 @@ gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din, void *dout,
     grid = dim3 ((unsigned) (gx > 65535 ? 65535 : gx),
                  (unsigned) (nstripes > 65535 ? 65535 : nstripes));
   }
-  cudaLaunchKernel ((const void *) t->jit, grid, dim3 (JIT_THREADS), args, 0,
-                    st);
+  cudaLaunchKernel ((const void *) t->jit, grid, dim3 (JIT_THREADS), args,
+                    t->jit_smem, st);
   return cudaGetLastError ();
 }

@@ -16,10 +16,12 @@
  * same suite, reduced, with the other generic kernel variants (RS log/exp,
  * the other CRS one), with the run-time compiled XOR networks on every
  * batch (with 16+16 too), with those in passes of 2 output blocks on
- * 2 groups of warps, on 4 groups of warps, and as warp pairs sharing the
- * transposed inputs (with 16+16 too).  QUICK=1 runs the reduced set
- * throughout (for compute-sanitizer); TEST_JIT_ONLY=1 only the JIT
- * parts.  TEST_SEED sets the random seed (printed).
+ * 2 groups of warps, on 4 groups of warps, as warp pairs sharing the
+ * transposed inputs (with 16+16 too), and with inputs staged in shared
+ * memory (with 16+16 and launches of many items per thread).  QUICK=1
+ * runs the reduced set throughout (for compute-sanitizer); TEST_JIT_ONLY=1
+ * only the JIT parts, TEST_JIT_ONLY=stage only the staged ones.
+ * TEST_SEED sets the random seed (printed).
  *
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
  */
@@ -549,6 +551,7 @@ extern int gr_gpu_set_jit_async (int on);
 extern int gr_gpu_set_jit_passrows (int n);
 extern int gr_gpu_set_jit_split (int n);
 extern int gr_gpu_set_jit_share (int on);
+extern void gr_gpu_set_jit_form (const int f[4], int old[4]);
 
 /* 16+16 (the geometry the warp-pair JIT form is for): encode and
  * reconstruct, RS and CRS, a few lengths and batch sizes. */
@@ -571,6 +574,75 @@ run_16_16 (const struct gr_backend *ref, const struct gr_backend *gpu)
     gr_coder_free (cg);
     gr_coder_free (cr);
   }
+}
+
+/* Launches of many items per thread (the resident-wave kernels loop over
+ * items and stripes): page-locked batches back to back in one chunk of
+ * up to 64 MiB, 16+16 RS with blocks of 1 MiB + 96 bytes (items cross
+ * stripes) and 10+4 CRS with 1 MiB blocks; one random erasure set each. */
+static void
+run_big (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  static const int geo[][3] = { { 16, 16, GR_CODE_RS }, { 10, 4, GR_CODE_CRS } };
+  const size_t old = gr_gpu_set_chunk ((size_t) 64 << 20);
+
+  for (int gi = 0; gi < 2; gi++) {
+    const enum gr_code code = (enum gr_code) geo[gi][2];
+    struct gr_coder *cr = NULL, *cg = NULL;
+
+    if (gr_coder_new (&cr, geo[gi][0], geo[gi][1], code, ref) < 0 ||
+        gr_coder_new (&cg, geo[gi][0], geo[gi][1], code, gpu) < 0)
+      FAIL ("coder %d+%d %s", geo[gi][0], geo[gi][1], code_name (code));
+    else if (code == GR_CODE_RS)
+      test_case (cr, cg, 3, ((size_t) 1 << 20) + 96, 0, 2, 0, 1);
+    else
+      test_case (cr, cg, 6, (size_t) 1 << 20, 0, 2, 0, 1);
+    gr_coder_free (cg);
+    gr_coder_free (cr);
+  }
+  gr_gpu_set_chunk (old);
+}
+
+/* The JIT suites of the unstaged forms: one group of warps, 2 groups in
+ * passes of 2 output blocks, 4 groups, warp pairs sharing planes. */
+static void
+run_jit_forms (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  const int sh = gr_gpu_set_jit_share (0);
+
+  printf ("kernels: JIT XOR networks on every batch, reduced set and "
+          "16+16\n");
+  run_suite (ref, gpu);
+  run_16_16 (ref, gpu);
+  {
+    const int pr = gr_gpu_set_jit_passrows (2);
+    const int sp = gr_gpu_set_jit_split (2);
+    /* The forms the defaults left: RS items of 32 consecutive bytes,
+     * right shifts by SHF, rows as C XORs. */
+    const int plain[4] = { 0, 0, 0, 0 };
+    int old[4];
+
+    gr_gpu_set_jit_form (plain, old);
+    printf ("kernels: JIT XOR networks in 2 groups of warps, passes of "
+            "2 output blocks, plain form (32-byte RS items, SHF, C XORs), "
+            "reduced set\n");
+    run_suite (ref, gpu);
+    gr_gpu_set_jit_passrows (pr);
+    gr_gpu_set_jit_split (4);
+    printf ("kernels: JIT XOR networks in 4 groups of warps, plain form, "
+            "reduced set\n");
+    run_suite (ref, gpu);
+    gr_gpu_set_jit_split (sp);
+    printf ("kernels: JIT XOR networks, plain form, 16+16\n");
+    run_16_16 (ref, gpu);
+    gr_gpu_set_jit_form (old, NULL);
+  }
+  gr_gpu_set_jit_share (1);
+  printf ("kernels: JIT XOR networks as warp pairs sharing the "
+          "transposed inputs, on every batch, reduced set and 16+16\n");
+  run_suite (ref, gpu);
+  run_16_16 (ref, gpu);
+  gr_gpu_set_jit_share (sh);
 }
 
 int
@@ -620,6 +692,8 @@ main (void)
 
   e = getenv ("TEST_JIT_ONLY");
   jit_only = e && *e && strcmp (e, "0") != 0;
+  if (jit_only && strcmp (e, "stage") == 0)
+    jit_only = 2;
   if (!jit_only) {
     printf ("kernels: default variants\n");
     run_suite (ref, gpu);
@@ -643,32 +717,24 @@ main (void)
       const size_t jm = gr_gpu_set_jit_min (0);
       const int before = gr_gpu_jit_built ();
       const int as = gr_gpu_set_jit_async (0);   /* compile before use */
-      const int sh = gr_gpu_set_jit_share (0);
 
-      printf ("kernels: JIT XOR networks on every batch, reduced set and "
-              "16+16\n");
-      run_suite (ref, gpu);
-      run_16_16 (ref, gpu);
-      {
-        const int pr = gr_gpu_set_jit_passrows (2);
-        const int sp = gr_gpu_set_jit_split (2);
+      if (jit_only != 2)
+        run_jit_forms (ref, gpu);
+      for (int stage = 1; stage <= 2; stage++) {
+        const int f[4] = { stage, stage == 2, 1, -1 };
+        int saved[4];
 
-        printf ("kernels: JIT XOR networks in 2 groups of warps, passes of "
-                "2 output blocks, reduced set\n");
+        gr_gpu_set_jit_form (f, saved);
+        printf ("kernels: JIT XOR networks with inputs staged in shared "
+                "memory (%s), coalesced RS items%s, reduced set, 16+16 and "
+                "big launches\n",
+                stage == 1 ? "per item" : "an item ahead, resident wave",
+                stage == 2 ? ", right shifts by IMAD.HI" : "");
         run_suite (ref, gpu);
-        gr_gpu_set_jit_passrows (pr);
-        gr_gpu_set_jit_split (4);
-        printf ("kernels: JIT XOR networks in 4 groups of warps, "
-                "reduced set\n");
-        run_suite (ref, gpu);
-        gr_gpu_set_jit_split (sp);
+        run_16_16 (ref, gpu);
+        run_big (ref, gpu);
+        gr_gpu_set_jit_form (saved, NULL);
       }
-      gr_gpu_set_jit_share (1);
-      printf ("kernels: JIT XOR networks as warp pairs sharing the "
-              "transposed inputs, on every batch, reduced set and 16+16\n");
-      run_suite (ref, gpu);
-      run_16_16 (ref, gpu);
-      gr_gpu_set_jit_share (sh);
       gr_gpu_set_jit_min (jm);
       gr_gpu_set_jit_async (as);
       if (gr_gpu_jit_built () == before)
