@@ -230,6 +230,10 @@ static const char prologue[] =
   "#define CPWAIT(n) asm volatile (\"cp.async.wait_group %0;\" :: \"n\" (n) : \"memory\")\n"
   "#define LDS16(a, b, c, d, sa) asm volatile (\"ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\""
   " : \"=r\" (a), \"=r\" (b), \"=r\" (c), \"=r\" (d) : \"r\" (sa) : \"memory\")\n"
+  /* 16-byte stores in PTX: with the coalesced RS layout NVVM splits a
+   * vector store into four 4-byte ones. */
+  "#define STG16(p, a, b, c, d) asm volatile (\"st.global.v4.u32 [%0], {%1, %2, %3, %4};\""
+  " :: \"l\" (p), \"r\" (a), \"r\" (b), \"r\" (c), \"r\" (d) : \"memory\")\n"
   "#define LDS4(a, sa) asm volatile (\"ld.shared.u32 %0, [%1];\""
   " : \"=r\" (a) : \"r\" (sa) : \"memory\")\n"
   "#define TR8(a) \\\n"
@@ -500,11 +504,8 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
               "    {\n      u32 q[8];\n"
               "      for (int r = 0; r < 8; r++) q[r] = o[%d + r];\n"
               "      TR8(q)\n"
-              "      v4 y0, y1;\n"
-              "      y0.x = q[0]; y0.y = q[1]; y0.z = q[2]; y0.w = q[3];\n"
-              "      y1.x = q[4]; y1.y = q[5]; y1.z = q[6]; y1.w = q[7];\n"
-              "      *(v4 *) (op + %d * vlen + base) = y0;\n"
-              "      *(v4 *) (op + %d * vlen + base + h2) = y1;\n"
+              "      STG16 (op + %d * vlen + base, q[0], q[1], q[2], q[3]);\n"
+              "      STG16 (op + %d * vlen + base + h2, q[4], q[5], q[6], q[7]);\n"
               "    }\n", (j - j0) * 8, j, j);
       else
         for (int r = 0; r < 8; r++)
