@@ -75,21 +75,23 @@ int gr_gpu_jit_share = 0;
  * requested an item ahead (as soon as its slot is read); -1 (auto) 1 for
  * kernels of at least JIT_STAGE_MINROWS output blocks, else 0.  Only
  * single-pass kernels of at most JIT_STAGE_MAXCOLS inputs are staged.
- * Measured on an H200 (bench-gpu (a6)): staging pays only where the
- * network is heavy: 16+16 RS 1611 GB/s (76 % of roofline) against 1437
- * unstaged, 16+16 CRS 1840 against 1796; 12+12 RS even (1695 against
- * 1715); the memory-bound kernels lose (8+8 RS 1526 against 1977, 10+4
- * RS 2617 against 3073).  Stage 2 was slower than stage 1 everywhere. */
+ * Measured on an H200 (bench-gpu (a6), commit a63a726): staging pays
+ * where the network is heavy: 16+16 RS 1660 GB/s (78 % of roofline)
+ * against 1468 unstaged, 12+12 RS 1936 against 1800, 16+16 CRS 1840
+ * against 1796; 8+8 and 10+4 RS are even (2063 and 3080 against 2059
+ * and 3085); the memory-bound CRS kernels lose (8+8 CRS 1956 against
+ * 2061, 10+4 CRS 2906 against 3068).  Stage 2 was slower than stage 1
+ * everywhere. */
 int gr_gpu_jit_stage = -1;
-#define JIT_STAGE_MINROWS 16
+#define JIT_STAGE_MINROWS 12
 /* RS transposes' right shifts as IMAD.HI products (1) or SHF (0): moves
  * 384 instructions per 16+16 item from the integer ALU pipe to the
  * multiply pipe; even or slightly better everywhere. */
 int gr_gpu_jit_shr = 1;
 /* RS items of a warp as two 512-byte runs (1) or 32 bytes each (0).  The
  * staged kernels need it (their copies bypass L1, so 32-byte items read
- * every sector twice from L2: 16+16 RS staged 1246 GB/s without, 1611
- * with); unstaged 16+16 RS gains too (1437 against 1336). */
+ * every sector twice from L2: 16+16 RS staged 1258 GB/s without, 1660
+ * with); unstaged 16+16 RS gains too (1468 against 1337). */
 int gr_gpu_jit_coalesce = 1;
 /* Network rows as explicit three-input LOP3s (1), as C XORs (0), or -1
  * (auto): RS always, CRS when staged.  Written as C, NVVM shares g0 ^ g1
