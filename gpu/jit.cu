@@ -7,15 +7,20 @@
  * matrix (gr_gf_bitmatrix) is compiled into straight-line code: output
  * bit-plane R is the XOR of exactly the input planes whose bit is set, so
  * the work follows the matrix's density, there are no coefficient loads,
- * and ptxas fuses the XORs into three-input LOP3s.
+ * and the XORs are three-input LOP3s (written out as such for RS).
  *
  * CRS: a thread owns 4 bytes of each of the 8 packets of one group of
  * every block; packets are the planes.
- * RS: a thread owns 32 contiguous bytes of every block; an 8x8 bit
+ * RS: a thread owns 32 bytes of every block (by default 16 at 16 l and 16
+ * at 512 + 16 l of its warp's kilobyte, lane l, see ITEM); an 8x8 bit
  * transpose per byte lane turns its 8 words into 8 planes (word t = bit t
  * of each of the 32 bytes), the same network runs, and the outputs are
  * transposed back.  So RS over GF(2^8) costs the same XORs as CRS plus two
  * transposes.
+ *
+ * Kernels with many output blocks stage their inputs in shared memory
+ * with cp.async (gr_gpu_jit_stage), so that later inputs arrive while the
+ * network runs on earlier ones without holding registers.
  *
  * NVRTC is loaded with dlopen, so nothing needs it to start; without it
  * (or on any failure) the generic kernels are used.  Compiling takes
