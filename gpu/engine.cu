@@ -75,65 +75,19 @@ gr_gpu_set_variants (int rs, int crs)
   return old;
 }
 
-/* Test hook: batches of at least min_bytes of data compile the JIT kernel
- * (SIZE_MAX: never).  Returns the previous value. */
-extern "C" int
-gr_gpu_set_jit_split (int n)
-{
-  const int old = gr_gpu_jit_split;
-
-  gr_gpu_jit_split = n;
-  return old;
-}
-
-extern "C" int
-gr_gpu_set_jit_passrows (int n)
-{
-  const int old = gr_gpu_jit_passrows;
-
-  gr_gpu_jit_passrows = n;
-  return old;
-}
-
-extern "C" int
-gr_gpu_set_jit_async (int on)
-{
-  const int old = gr_gpu_jit_async;
-
-  gr_gpu_jit_async = on;
-  return old;
-}
-
-/* Test hook: the direct path's tail (direct_taper).  Returns the previous
- * value. */
-extern "C" int
-gr_gpu_set_taper (int mode)
-{
-  const int old = direct_taper;
-
-  direct_taper = mode;
-  return old;
-}
-
-/* Test hook: data bytes per chunk of the direct (page-locked) path, 0
- * for automatic.  Returns the previous value. */
-extern "C" size_t
-gr_gpu_set_chunk (size_t bytes)
-{
-  const size_t old = direct_chunk;
-
-  direct_chunk = bytes;
-  return old;
-}
-
-extern "C" size_t
-gr_gpu_set_jit_min (size_t min_bytes)
-{
-  const size_t old = gr_gpu_jit_min;
-
-  gr_gpu_jit_min = min_bytes;
-  return old;
-}
+/* Test hooks (gpu/test-gpu, bench-gpu): each sets one knob for what
+ * comes afterwards and returns its previous value.
+ * - JIT: groups of warps per item, output blocks per pass, compiles in
+ *   the background (0: before use), batches of at least this many data
+ *   bytes compile the kernel (SIZE_MAX: never);
+ * - direct path: its tail (direct_taper), data bytes per chunk (0:
+ *   automatic). */
+GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_split, gr_gpu_jit_split)
+GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_passrows, gr_gpu_jit_passrows)
+GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_async, gr_gpu_jit_async)
+GR_GPU_TEST_HOOK (size_t, gr_gpu_set_jit_min, gr_gpu_jit_min)
+GR_GPU_TEST_HOOK (int, gr_gpu_set_taper, direct_taper)
+GR_GPU_TEST_HOOK (size_t, gr_gpu_set_chunk, direct_chunk)
 
 /* ---- errors ------------------------------------------------------------ */
 

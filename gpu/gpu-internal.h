@@ -122,6 +122,17 @@ extern int gr_gpu_jit_coalesce;
 /* Network rows as explicit LOP3s (1), as C XORs (0), or auto (-1). */
 extern int gr_gpu_jit_lop3;
 
+/* A test hook: extern "C" type name (type v) sets var to v and returns
+ * its previous value. */
+#define GR_GPU_TEST_HOOK(type, name, var)       \
+  extern "C" type                               \
+  name (type v)                                 \
+  {                                             \
+    const type old_ = (var);                    \
+    (var) = v;                                  \
+    return old_;                                \
+  }
+
 /* Free kernels.cu's shared device tables (gr_gpu_release). */
 void gr_gpu_kernels_release (void);
 

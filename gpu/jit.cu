@@ -840,14 +840,7 @@ gen_source_share (enum gr_code code, const uint8_t *bits, int nrows,
 
 /* Test hook: the warp-pair form for tables compiled afterwards (1 on, 0
  * off).  Returns the previous value. */
-extern "C" int
-gr_gpu_set_jit_share (int on)
-{
-  const int old = gr_gpu_jit_share;
-
-  gr_gpu_jit_share = on;
-  return old;
-}
+GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_share, gr_gpu_jit_share)
 
 /* Test hook: the form of kernels compiled afterwards, f = { stage, shr,
  * coalesce, lop3 } (gr_gpu_jit_stage, _shr, _coalesce, _lop3; -1 where
