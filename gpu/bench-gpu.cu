@@ -257,6 +257,51 @@ model_jit (const struct gr_gpu_tab *t, size_t data, double *density)
   return model_ops (lop / (32.0 * k), 0, 0, k, m, data);
 }
 
+/* One JIT kernel timed: data GB/s, % of roofline, compile + load ms,
+ * registers per thread, local bytes (spills), resident blocks per SM. */
+struct jit_run {
+  double gbs, roof, ms;
+  int regs, per_sm;
+  size_t local;
+};
+
+/* Build the JIT kernel of mat (m x k, code) with the code generation
+ * options set now and time 5 launches over ns stripes of len bytes.
+ * 0, or -1 if it could not be built (gr_gpu_last_error says why). */
+static int
+time_jit (enum gr_code code, const uint8_t *mat, int k, int m, void *din,
+          void *dout, size_t ns, size_t len, struct jit_run *r)
+{
+  struct gr_gpu_tab t;
+  struct cudaFuncAttributes fa;
+  double secs, t0;
+  int ret = -1;
+
+  if (gr_gpu_tab_make (code, code == GR_CODE_RS ? GR_GPU_RS_IMAD
+                       : GR_GPU_CRS_MASK, mat, m, k, &t) < 0)
+    exit (1);
+  t0 = now ();
+  if (gr_gpu_tab_jit (&t) == 0) {
+    r->ms = (now () - t0) * 1e3;
+    memset (&fa, 0, sizeof fa);
+    r->per_sm = 0;
+    (void) cudaFuncGetAttributes (&fa, (const void *) t.jit);
+    (void) cudaOccupancyMaxActiveBlocksPerMultiprocessor
+      (&r->per_sm, (const void *) t.jit, 128, t.jit_smem);
+    (void) cudaGetLastError ();
+    r->regs = fa.numRegs;
+    r->local = (size_t) fa.localSizeBytes;
+    secs = time_dev (5, [&] {
+        CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
+      });
+    r->gbs = ns * k * len / secs / 1e9;
+    r->roof = 100 * ns * k * len / secs / (copy_bw * k / (k + m));
+    ret = 0;
+  }
+  gr_gpu_tab_free (&t);
+  return ret;
+}
+
 /* Decode matrix (m x k) for the loss of data blocks 0..m-1 (m <= k). */
 static void
 decode_matrix (const uint8_t *gen, int k, int m, uint8_t *dm)
@@ -304,8 +349,7 @@ bench_jit_options (void *din, void *dout)
 
     gr_gf_gen_matrix (k, m, gen);
     for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
-      struct gr_gpu_tab t;
-      double secs, t0;
+      struct jit_run r;
 
       if (code == GR_CODE_CRS && cfg[ci][1] == 0)
         continue;               /* no transposes in CRS */
@@ -313,26 +357,14 @@ bench_jit_options (void *din, void *dout)
       gr_gpu_jit_swap = cfg[ci][1];
       gr_gpu_jit_persist = cfg[ci][2];
       gr_gpu_jit_minblocks = cfg[ci][3];
-      if (gr_gpu_tab_make (code, code == GR_CODE_RS ? GR_GPU_RS_IMAD
-                           : GR_GPU_CRS_MASK, gen + (size_t) k * k, m, k,
-                           &t) < 0)
-        exit (1);
-      t0 = now ();
-      if (gr_gpu_tab_jit (&t) == 0) {
-        t0 = now () - t0;
-        secs = time_dev (5, [&] {
-            CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
-          });
+      if (time_jit (code, gen + (size_t) k * k, k, m, din, dout, ns, len,
+                    &r) == 0)
         printf ("%d+%d %-3s pf=%d sel=%d wave=%d mb=%d: %7.1f GB/s "
                 "(%.1f%% of roofline; compile %.0f ms)\n", k, m,
                 code == GR_CODE_RS ? "RS" : "CRS", cfg[ci][0], cfg[ci][1],
-                cfg[ci][2], cfg[ci][3], ns * k * len / secs / 1e9,
-                100 * ns * k * len / secs / (copy_bw * k / (k + m)),
-                t0 * 1e3);
-      }
+                cfg[ci][2], cfg[ci][3], r.gbs, r.roof, r.ms);
       else
         printf ("%d+%d jit failed: %s\n", k, m, gr_gpu_last_error ());
-      gr_gpu_tab_free (&t);
     }
     free (gen);
   }
@@ -378,10 +410,7 @@ bench_jit_forms (void *din, void *dout, const char *title,
     for (int op = 0; op < (k == 16 && m == 16 ? 2 : 1); op++)
       for (int fi = 0; fi < nforms; fi++) {
         const struct jit_form *f = &forms[fi];
-        struct gr_gpu_tab t;
-        struct cudaFuncAttributes fa;
-        double secs, t0;
-        int per_sm = 0;
+        struct jit_run r;
 
         if (!(f->codes & (code == GR_CODE_RS ? 1 : 2)))
           continue;
@@ -390,34 +419,17 @@ bench_jit_forms (void *din, void *dout, const char *title,
         gr_gpu_jit_shr = f->shr;
         gr_gpu_jit_coalesce = f->coalesce;
         gr_gpu_jit_lop3 = f->lop3;
-        if (gr_gpu_tab_make (code, code == GR_CODE_RS ? GR_GPU_RS_IMAD
-                             : GR_GPU_CRS_MASK,
-                             op == 0 ? gen + (size_t) k * k : dm, m, k, &t) < 0)
-          exit (1);
-        t0 = now ();
-        if (gr_gpu_tab_jit (&t) == 0) {
-          t0 = now () - t0;
-          memset (&fa, 0, sizeof fa);
-          (void) cudaFuncGetAttributes (&fa, (const void *) t.jit);
-          (void) cudaOccupancyMaxActiveBlocksPerMultiprocessor
-            (&per_sm, (const void *) t.jit, 128, t.jit_smem);
-          (void) cudaGetLastError ();
-          secs = time_dev (5, [&] {
-              CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
-            });
+        if (time_jit (code, op == 0 ? gen + (size_t) k * k : dm, k, m, din,
+                      dout, ns, len, &r) == 0)
           printf ("%d+%d %-3s %s share=%d stage=%d shr=%d co=%d lop3=%d: "
                   "%7.1f GB/s (%.1f%% of roofline; %d regs, %zu B local, "
                   "%d blocks/SM; compile %.0f ms)\n",
                   k, m, code == GR_CODE_RS ? "RS" : "CRS",
                   op == 0 ? "enc" : "dec", f->share, f->stage, f->shr,
-                  f->coalesce, f->lop3,
-                  ns * k * len / secs / 1e9,
-                  100 * ns * k * len / secs / (copy_bw * k / (k + m)),
-                  fa.numRegs, (size_t) fa.localSizeBytes, per_sm, t0 * 1e3);
-        }
+                  f->coalesce, f->lop3, r.gbs, r.roof, r.regs, r.local,
+                  r.per_sm, r.ms);
         else
           printf ("%d+%d jit failed: %s\n", k, m, gr_gpu_last_error ());
-        gr_gpu_tab_free (&t);
       }
     free (gen);
     free (dm);
@@ -584,24 +596,13 @@ bench_kernels (void)
         /* Compile the matrix's kernel with pr output blocks per pass on
          * sp groups of warps, time it; print it with label. */
         auto rate = [&] (int pr, int sp, const char *label) {
-          struct gr_gpu_tab t;
-          double secs, t0;
+          struct jit_run r;
 
           gr_gpu_jit_passrows = pr;
           gr_gpu_jit_split = sp;
-          if (gr_gpu_tab_make (code, ci == 0 ? GR_GPU_RS_IMAD : GR_GPU_CRS_MASK,
-                               gen + (size_t) k * k, m, k, &t) < 0)
-            exit (1);
-          t0 = now ();
-          if (gr_gpu_tab_jit (&t) == 0) {
-            t0 = now () - t0;
-            secs = time_dev (5, [&] {
-                CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
-              });
-            printf ("  %s: %7.1f (%4.0f ms)", label,
-                    ns * k * len / secs / 1e9, t0 * 1e3);
-          }
-          gr_gpu_tab_free (&t);
+          if (time_jit (code, gen + (size_t) k * k, k, m, din, dout, ns, len,
+                        &r) == 0)
+            printf ("  %s: %7.1f (%4.0f ms)", label, r.gbs, r.ms);
         };
         char label[32];
 
