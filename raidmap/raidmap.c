@@ -1,5 +1,6 @@
 /* gpuraid - array geometry.  See raidmap.h for the layout. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "raidmap.h"
@@ -98,4 +99,35 @@ gr_map_inverse (const struct gr_geom *g, int member, uint64_t member_off,
   else
     *logical = UINT64_MAX;
   return 0;
+}
+
+void
+gr_map_walk_init (struct gr_walk *w, const struct gr_geom *g,
+                  uint64_t offset, uint64_t len)
+{
+  w->g = g;
+  w->pos = offset;
+  w->end = offset + len;
+}
+
+bool
+gr_map_walk_next (struct gr_walk *w, struct gr_span *sp)
+{
+  uint64_t width = gr_map_stripe_width (w->g), room;
+
+  if (w->pos >= w->end)
+    return false;
+  sp->logical = w->pos;
+  sp->stripe = w->pos / width;
+  sp->so = w->pos % width;
+  room = width - sp->so;
+  sp->len = w->end - w->pos < room ? w->end - w->pos : room;
+  w->pos += sp->len;
+  return true;
+}
+
+bool
+gr_map_span_whole (const struct gr_geom *g, const struct gr_span *sp)
+{
+  return sp->so == 0 && sp->len == gr_map_stripe_width (g);
 }

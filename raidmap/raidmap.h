@@ -22,6 +22,7 @@
 #ifndef GPURAID_RAIDMAP_H
 #define GPURAID_RAIDMAP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -70,6 +71,30 @@ uint64_t gr_map_member_offset (const struct gr_geom *g, uint64_t stripe,
  * advancing by ext->len, to walk a range. */
 void gr_map_extent (const struct gr_geom *g, uint64_t offset, uint64_t len,
                     struct gr_extent *ext);
+
+/* The part of a logical range inside one stripe. */
+struct gr_span {
+  uint64_t logical;          /* logical byte offset of its first byte */
+  uint64_t stripe;
+  uint64_t so;               /* offset inside the stripe's data, < k * chunk */
+  uint64_t len;              /* bytes, so + len <= k * chunk */
+};
+
+/* A walk over a logical range, stripe by stripe:
+ *   struct gr_walk w;  struct gr_span sp;
+ *   gr_map_walk_init (&w, g, offset, len);
+ *   while (gr_map_walk_next (&w, &sp)) ...
+ * The range must lie inside the array. */
+struct gr_walk {
+  const struct gr_geom *g;
+  uint64_t pos, end;
+};
+void gr_map_walk_init (struct gr_walk *w, const struct gr_geom *g,
+                       uint64_t offset, uint64_t len);
+/* The next stripe's part (true), or false at the end of the range. */
+bool gr_map_walk_next (struct gr_walk *w, struct gr_span *sp);
+/* Does the span cover its whole stripe? */
+bool gr_map_span_whole (const struct gr_geom *g, const struct gr_span *sp);
 
 /* Inverse map: for a byte at member_off on member, the stripe, code index
  * and chunk offset; *logical is the logical offset for a data index, or
