@@ -219,7 +219,9 @@ plan_build (struct gr_coder *c, const int *e, int ne, unsigned hash,
   int k = c->k, n = c->n;
   struct gr_plan *p;
   uint8_t *sub = NULL, *inv = NULL;
-  int i, j, l, s, r;
+  bool lost[GR_MAX_MEMBERS];
+  int erased[GR_MAX_MEMBERS];
+  int i, j, l, r;
 
   p = calloc (1, sizeof *p);
   if (p == NULL)
@@ -227,14 +229,16 @@ plan_build (struct gr_coder *c, const int *e, int ne, unsigned hash,
   p->hash = hash;
   p->d.nerased = ne;
   memcpy (p->d.erased, e, ne * sizeof *e);
-  for (i = 0, s = 0, j = 0; i < n && s < k; i++) {
-    if (j < ne && e[j] == i) {
-      j++;
-      continue;
-    }
-    p->d.survivors[s++] = i;
+  /* The survivors: the first k blocks not erased (ne <= m leaves k). */
+  for (i = 0; i < n; i++)
+    lost[i] = false;
+  for (i = 0; i < ne; i++)
+    lost[e[i]] = true;
+  if (gr_reconstruct_choose (k, n - k, lost, lost, erased, p->d.survivors)
+      != ne) {
+    free (p);
+    return -EINVAL;
   }
-  /* s == k always: ne <= m leaves at least k survivors. */
 
   sub = malloc ((size_t) k * k);
   inv = malloc ((size_t) k * k);
@@ -439,4 +443,21 @@ gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
   r = c->be->reconstruct (c, &p->d, blocks, nstripes, len);
   plan_put (c, p);
   return r;
+}
+
+int
+gr_reconstruct_choose (int k, int m, const bool *lost, const bool *want,
+                       int *erased, int *survivors)
+{
+  int n = k + m, i, s = 0, ne = 0;
+
+  for (i = 0; i < n; i++) {
+    if (!lost[i]) {
+      if (s < k)
+        survivors[s++] = i;
+    }
+    else if (s < k || (want && want[i]))
+      erased[ne++] = i;
+  }
+  return s < k ? -EIO : ne;
 }

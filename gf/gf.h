@@ -11,6 +11,7 @@
 #ifndef GPURAID_GF_H
 #define GPURAID_GF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,6 +76,19 @@ int gr_encode (struct gr_coder *c, uint8_t *const *blocks,
  * Thread-safe.  -EINVAL for a bad erasure list. */
 int gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
                     uint8_t *const *blocks, size_t nstripes, size_t len);
+
+/* Which blocks a reconstruction reads and which it rebuilds; the one
+ * place that decides (gr_reconstruct's plans use it too).  lost[i]
+ * (i < k + m): block i is unavailable; want[i]: block i is needed.  On
+ * return survivors[0..k-1] are the blocks read, the first k available
+ * ones, ascending, and erased[0..ret-1] (ascending) the erasure list to
+ * pass to gr_reconstruct: every lost block that is wanted or lies before
+ * the k-th survivor (so that gr_reconstruct reads exactly survivors).
+ * Returns the number erased (0: every wanted block is available), or
+ * -EIO if fewer than k blocks are available.  want may be NULL (nothing
+ * wanted beyond what the survivors require). */
+int gr_reconstruct_choose (int k, int m, const bool *lost, const bool *want,
+                           int *erased, int *survivors);
 
 /* Parity update for read-modify-write: for each stripe s,
  * parity[s*m + j] ^= G[j][data_index] * delta[s], where delta is
