@@ -16,12 +16,12 @@
  *      max(bytes moved / copy_bw, instruction lanes / issue rate),
  *      predicted vs measured.
  *
- * QUICK=1: fewer geometries and repetitions.  BENCH_ONLY=a,a2,a3,a4,b,c
- * runs only the sections named (a4: JIT code generation options; a5, only
- * when named: JIT warp pairs sharing the transposed inputs or not; a6,
- * only when named: inputs staged in shared memory, IMAD.HI shifts; bx,
- * only when named: the direct path's chunk size, sizes in MiB in
- * BENCH_CHUNKS, default 1,2,4,8,16).
+ * QUICK=1: fewer geometries and repetitions.  BENCH_ONLY=a,a2,a3,b,c
+ * runs only the sections named (a5, only when named: JIT warp pairs
+ * sharing the transposed inputs or not; a6, only when named: inputs
+ * staged in shared memory, IMAD.HI shifts; bx, only when named: the
+ * direct path's chunk size, sizes in MiB in BENCH_CHUNKS, default
+ * 1,2,4,8,16).
  */
 #include <errno.h>
 #include <math.h>
@@ -321,59 +321,6 @@ decode_matrix (const uint8_t *gen, int k, int m, uint8_t *dm)
   free (inv);
 }
 
-/* (a4) JIT code generation options (gpu/jit.cu), encode: inputs loaded
- * ahead (pf), RS swap form (XOR or select), grid of one resident wave
- * (persist), __launch_bounds__ minimum blocks. */
-static void
-bench_jit_options (void *din, void *dout)
-{
-  static const int geo[][3] = {     /* k, m, RS? */
-    { 16, 16, 1 }, { 8, 8, 1 }, { 10, 4, 1 }, { 16, 16, 0 }, { 8, 8, 0 },
-  };
-  static const int cfg[][4] = {     /* pf, select, persist, minblocks */
-    { 0, 0, 0, 0 }, { 0, 1, 0, 0 }, { 0, 1, 1, 0 }, { 1, 1, 1, 0 },
-    { 2, 1, 1, 0 }, { 1, 0, 1, 0 }, { 2, 0, 1, 0 }, { 1, 1, 0, 0 },
-  };
-  const int save[4] = { gr_gpu_jit_prefetch, gr_gpu_jit_swap,
-                        gr_gpu_jit_persist, gr_gpu_jit_minblocks };
-  const size_t len = MiB;
-
-  printf ("\n(a4) JIT options, encode GB/s of data (median of 5): "
-          "pf = inputs loaded ahead, sel = RS swaps as selects, "
-          "wave = grid of one resident wave, mb = launch-bounds min blocks\n");
-  for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
-    const int k = geo[gi][0], m = geo[gi][1];
-    const enum gr_code code = geo[gi][2] ? GR_CODE_RS : GR_CODE_CRS;
-    const size_t ns = GiB / ((size_t) k * len);
-    uint8_t *gen = (uint8_t *) malloc ((size_t) (k + m) * k);
-
-    gr_gf_gen_matrix (k, m, gen);
-    for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
-      struct jit_run r;
-
-      if (code == GR_CODE_CRS && cfg[ci][1] == 0)
-        continue;               /* no transposes in CRS */
-      gr_gpu_jit_prefetch = cfg[ci][0];
-      gr_gpu_jit_swap = cfg[ci][1];
-      gr_gpu_jit_persist = cfg[ci][2];
-      gr_gpu_jit_minblocks = cfg[ci][3];
-      if (time_jit (code, gen + (size_t) k * k, k, m, din, dout, ns, len,
-                    &r) == 0)
-        printf ("%d+%d %-3s pf=%d sel=%d wave=%d mb=%d: %7.1f GB/s "
-                "(%.1f%% of roofline; compile %.0f ms)\n", k, m,
-                code == GR_CODE_RS ? "RS" : "CRS", cfg[ci][0], cfg[ci][1],
-                cfg[ci][2], cfg[ci][3], r.gbs, r.roof, r.ms);
-      else
-        printf ("%d+%d jit failed: %s\n", k, m, gr_gpu_last_error ());
-    }
-    free (gen);
-  }
-  gr_gpu_jit_prefetch = save[0];
-  gr_gpu_jit_swap = save[1];
-  gr_gpu_jit_persist = save[2];
-  gr_gpu_jit_minblocks = save[3];
-}
-
 /* A form of JIT kernel: warp pairs sharing planes (gr_gpu_jit_share),
  * inputs staged in shared memory (gr_gpu_jit_stage), RS right shifts as
  * IMAD.HI (gr_gpu_jit_shr), coalesced RS items (gr_gpu_jit_coalesce),
@@ -622,8 +569,6 @@ bench_kernels (void)
     }
     gr_gpu_jit_passrows = saved;
   }
-  if (want ("a4"))
-    bench_jit_options (din, dout);
   if (want ("a5")) {
     static const struct jit_form f[] = {
       { 1, 0, 0, 0, 0, 3 }, { 0, 0, 0, 0, 0, 3 }, { 0, -1, 1, 1, -1, 3 },
@@ -635,15 +580,13 @@ bench_kernels (void)
   if (want ("a6")) {
     static const struct jit_form f[] = {
       { 0, 0, 0, 0, 0, 3 }, { 0, 0, 0, 0, 1, 3 }, { 0, 0, 1, 0, 1, 1 },
-      { 0, 0, 1, 1, 1, 1 }, { 0, 1, 1, 1, 1, 1 }, { 0, 2, 1, 1, 1, 1 },
-      { 0, 1, 0, 0, 1, 3 }, { 0, 2, 0, 0, 1, 2 },
+      { 0, 0, 1, 1, 1, 1 }, { 0, 1, 1, 1, 1, 1 }, { 0, 1, 0, 0, 1, 3 },
     };
     bench_jit_forms (din, dout, "(a6) JIT forms: stage = inputs staged in "
-                     "shared memory by cp.async (1: per item; 2: an item "
-                     "ahead, resident wave); shr = RS right shifts as "
-                     "IMAD.HI; co = RS items as two 512-byte runs per "
-                     "warp; lop3 = network rows as explicit LOP3s", f,
-                     (int) (sizeof f / sizeof f[0]));
+                     "shared memory by cp.async (per item); shr = RS right "
+                     "shifts as IMAD.HI; co = RS items as two 512-byte "
+                     "runs per warp; lop3 = network rows as explicit LOP3s",
+                     f, (int) (sizeof f / sizeof f[0]));
   }
   if (want ("a"))
     printf ("(d) model: predicted GB/s = data / max(data*(k+m)/k / copy_bw, "
@@ -1003,8 +946,8 @@ main (void)
           gr_gpu_variant_names[gr_gpu_crs_variant], gr_gpu_jit_min >> 20);
   gr_gpu_jit_async = 0;         /* (b): JIT kernel ready before timing */
   references ();
-  if (want ("a") || want ("a2") || want ("a3") || want ("a4") ||
-      want ("a5") || want ("a6"))
+  if (want ("a") || want ("a2") || want ("a3") || want ("a5") ||
+      want ("a6"))
     bench_kernels ();
   if (want ("bx"))
     bench_chunks ();

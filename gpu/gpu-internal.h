@@ -50,8 +50,6 @@ struct gr_gpu_tab {
   void *jit;            /* cudaKernel_t */
   void *jit_lib;        /* cudaLibrary_t */
   int jit_split;        /* warps per item group (gr_gpu_jit_split) */
-  int jit_wave;         /* kernel runs one resident wave of blocks */
-  size_t jit_grid;      /* its blocks per launch (0 = unknown: any) */
   size_t jit_smem;      /* its dynamic shared memory per block */
 };
 
@@ -100,20 +98,12 @@ extern int gr_gpu_jit_passrows;
 /* Groups of output blocks computed by separate warps on the same items
  * (1, 2 or 4; tables compiled afterwards). */
 extern int gr_gpu_jit_split;
-/* Code generation options for tables compiled afterwards (jit.cu; all
- * off by default, measured slower): inputs loaded ahead (with the wave
- * only), grid of one resident wave, RS swaps as selects, launch-bounds
- * minimum blocks. */
-extern int gr_gpu_jit_prefetch;
-extern int gr_gpu_jit_swap;
-extern int gr_gpu_jit_minblocks;
-extern int gr_gpu_jit_persist;
 /* Warp pairs sharing the transposed inputs through shared memory (1 on,
  * 0 off: the default, measured slower). */
 extern int gr_gpu_jit_share;
-/* Inputs staged in shared memory by cp.async (0 off, 1 per item, 2 an
- * item ahead in a resident wave, -1 auto) and RS right shifts as IMAD.HI
- * (1). */
+/* Code generation options for tables compiled afterwards (jit.cu):
+ * inputs staged in shared memory by cp.async (0 off, 1 on, -1 auto) and
+ * RS right shifts as IMAD.HI (1). */
 extern int gr_gpu_jit_stage;
 extern int gr_gpu_jit_shr;
 /* RS items of a warp laid out as two runs of 512 bytes (1) or as 32

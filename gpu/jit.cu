@@ -48,22 +48,6 @@ size_t gr_gpu_jit_min = (size_t) 4 << 20;
  * blocks per pass for 8+8 and 16+16, so passes start beyond 16. */
 int gr_gpu_jit_passrows = 16;
 int gr_gpu_jit_split = 1;
-/* Code generation options, measured on an H200 (bench-gpu (a4) in
- * gpu/h200-bench-gpu-options.log, then (a) in gpu/h200-bench-gpu.log of
- * commit bc03a19, where they were on for kernels of at most 64
- * accumulators per pass): a grid of one resident wave with inputs loaded
- * 2 ahead (across items too) was slower than one item per thread with
- * loads where they are used: 10+4 RS 2893 GB/s against 2946, 8+8 RS
- * 1837 against 1914, 10+4 CRS 2820 against 3094, 8+8 CRS 1818 against
- * 2051; with 128 accumulators (16+16) the extra registers spill and they
- * cost 15-25 %.  So both are off; they stay for bench-gpu's sweep. */
-int gr_gpu_jit_prefetch = 0;    /* inputs loaded ahead (with the wave) */
-int gr_gpu_jit_persist = 0;     /* grid of one resident wave */
-/* RS transposes: delta swaps as selects by mask (1) or in XOR form (0).
- * The select form measured slower (ptxas emits 9 % more LOP3s for it). */
-int gr_gpu_jit_swap = 0;
-/* __launch_bounds__ minimum blocks per SM (0: none). */
-int gr_gpu_jit_minblocks = 0;
 /* Warp pairs sharing the transposed inputs through shared memory
  * (gen_source_share): 1 on, 0 off.  Only for at most JIT_SHARE_MAXCOLS
  * inputs (static shared memory: 2 KiB per input per block).  Measured on
@@ -76,17 +60,15 @@ int gr_gpu_jit_minblocks = 0;
 int gr_gpu_jit_share = 0;
 /* Inputs staged in shared memory by asynchronous copies (cp.async):
  * 0 off; 1 every input of a thread's item requested before its network,
- * waited for one by one; 2 a grid of one resident wave, each input
- * requested an item ahead (as soon as its slot is read); -1 (auto) 1 for
- * kernels of at least JIT_STAGE_MINROWS output blocks, else 0.  Only
- * single-pass kernels of at most JIT_STAGE_MAXCOLS inputs are staged.
+ * waited for one by one; -1 (auto) 1 for kernels of at least
+ * JIT_STAGE_MINROWS output blocks, else 0.  Only single-pass kernels of
+ * at most JIT_STAGE_MAXCOLS inputs are staged.
  * Measured on an H200 (bench-gpu (a6), commit a63a726): staging pays
  * where the network is heavy: 16+16 RS 1660 GB/s (78 % of roofline)
  * against 1468 unstaged, 12+12 RS 1936 against 1800, 16+16 CRS 1840
  * against 1796; 8+8 and 10+4 RS are even (2063 and 3080 against 2059
  * and 3085); the memory-bound CRS kernels lose (8+8 CRS 1956 against
- * 2061, 10+4 CRS 2906 against 3068).  Stage 2 was slower than stage 1
- * everywhere. */
+ * 2061, 10+4 CRS 2906 against 3068). */
 int gr_gpu_jit_stage = -1;
 #define JIT_STAGE_MINROWS 12
 /* RS transposes' right shifts as IMAD.HI products (1) or SHF (0): moves
@@ -207,13 +189,6 @@ static const char prologue[] =
   "struct alignas(16) v4 { u32 x, y, z, w; };\n"
   "__device__ __forceinline__ u32 X3 (u32 a, u32 b, u32 c)\n"
   "{ u32 d; asm (\"lop3.b32 %0, %1, %2, %3, 0x96;\" : \"=r\" (d) : \"r\" (a), \"r\" (b), \"r\" (c)); return d; }\n"
-  /* Delta swap of the bits m of b with the bits m << s of a. */
-  "#if GR_SWAP_SELECT\n"
-  /* As two selects by mask: one shift and one LOP3 each (4 instructions
-   * per pair against 5 for the XOR form). */
-  "#define SWP(a, b, s, m) { const u32 na_ = (a & ~(m << s)) | ((b << s) & (m << s));"
-  " b = (b & ~m) | ((a >> s) & m); a = na_; }\n"
-  "#else\n"
   "#if GR_SHR_HI\n"
   /* Right shifts as the high word of a product by 2^(32-s) (IMAD.HI, the
    * multiply pipe) instead of SHF (the integer ALU pipe, the bound).  The
@@ -225,8 +200,8 @@ static const char prologue[] =
   "#else\n"
   "#define SHR(a, s) ((a) >> (s))\n"
   "#endif\n"
+  /* Delta swap of the bits m of b with the bits m << s of a. */
   "#define SWP(a, b, s, m) { u32 t_ = (SHR (a, s) ^ b) & m; b ^= t_; a ^= t_ << s; }\n"
-  "#endif\n"
   /* Staging of inputs in shared memory (gr_gpu_jit_stage): asynchronous
    * copies, waited for per input. */
   "#define CPA16(sa, gp) asm volatile (\"cp.async.cg.shared.global [%0], [%1], 16;\""
@@ -317,21 +292,10 @@ emit_stage_read (struct sbuf *b, enum gr_code code, int i, const char *dst)
   }
 }
 
-static void
-emit_decl8 (struct sbuf *b, const char *name)
-{
-  emit (b, "    u32 %s_0, %s_1, %s_2, %s_3, %s_4, %s_5, %s_6, %s_7;\n",
-        name, name, name, name, name, name, name, name);
-}
-
 /* Code generation options of gen_source (see the globals above). */
 struct gen_opts {
   int split;            /* groups of warps per item (1, 2, 4) */
-  int pf;               /* inputs loaded ahead (with wave only) */
-  int swap_select;      /* RS swaps as selects */
-  int minblocks;        /* __launch_bounds__ minimum blocks (0: none) */
-  int wave;             /* grid of one resident wave */
-  int stage;            /* staged inputs: 0, 1 or 2 (gr_gpu_jit_stage) */
+  int stage;            /* staged inputs: 0 or 1 (gr_gpu_jit_stage) */
   int shr;              /* RS right shifts as IMAD.HI */
   int coalesce;         /* RS items as two 512-byte runs per warp */
   int lop3;             /* network rows as explicit LOP3s */
@@ -394,18 +358,13 @@ emit_net (struct sbuf *b, const uint8_t *bits, int nc, int i, int r0, int r1,
 }
 
 /* Emit the code for output blocks [ja, jb) of one item in passes of
- * passrows.  pf > 0: the first pass takes inputs 0..pf-1 from the
- * registers P<j>_* (loaded before, for this item) and loads every input
- * pf inputs before it is needed; the loads that would run past the last
- * input fetch the first pf inputs of the next item (nip, nbase; when
- * nidx < total) into P<j>_*, so that memory latency overlaps the
- * network. */
+ * passrows (staged kernels: one pass). */
 static void
 emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
            int ncols, int ja, int jb, int passrows,
            const struct gen_opts *o)
 {
-  const int pf = o->pf, stage = o->stage;
+  const int stage = o->stage;
   const int nc = ncols * 8;
 
   /* Passes of at most passrows output blocks: fewer live accumulators
@@ -423,56 +382,21 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
     else
       emit (b, "    {\n    const u32 *ipp;\n"
             "    asm volatile (\"mov.b64 %%0, %%1;\" : \"=l\" (ipp) : \"l\" (ip));\n");
-    /* Running pointers: the input being loaded (xp), the next item's
-     * (nxp). */
-    if (first && pf > 0)
-      emit (b, "    const u32 *xp = ipp + base + %d * vlen;\n"
-            "    const u32 *nxp = nip + nbase;\n", pf);
-    else if (stage == 2)
-      emit (b, "    const u32 *nxp = nip + nbase;\n    (void) ipp;\n");
-    else if (stage)
+    /* The running pointer to the input being loaded (xp). */
+    if (stage)
       emit (b, "    (void) ipp;\n");
     else
       emit (b, "    const u32 *xp = ipp + base;\n");
-    if (first && pf > 0)
-      for (int i = pf; i < ncols; i++) {
-        char nm[16];
-        snprintf (nm, sizeof nm, "L%d", i);
-        emit_decl8 (b, nm);
-      }
     emit (b, "    u32 o[%d];\n", r1 - r0);
     for (int r = r0; r < r1; r++)
       emit (b, "    o[%d] = 0;\n", r - r0);
     for (int i = 0; i < ncols; i++) {
       emit (b, "    {\n      u32 p[8];\n");
-      if (first && pf > 0) {
-        const char *src = i < pf ? "P" : "L";
-        const int q = i + pf;
-
-        for (int c = 0; c < 8; c++)
-          emit (b, "      p[%d] = %s%d_%d;\n", c, src, i, c);
-        if (q < ncols) {
-          char nm[16];
-          snprintf (nm, sizeof nm, "L%d", q);
-          emit_load (b, code, nm, "xp", "h2");
-          emit (b, "      xp += vlen;\n");
-        }
-        else {
-          char nm[16];
-          snprintf (nm, sizeof nm, "P%d", q - ncols);
-          emit (b, "      if (nidx < total)\n");
-          emit_load (b, code, nm, "nxp", "nh2");
-          emit (b, "      nxp += vlen;\n");
-        }
-      }
-      else if (stage) {
-        /* Stage 1: every input of this item was requested before the
-         * network, one copy group each: wait for input i's.  Stage 2 (a
-         * resident wave): each group holds one input, requested an item
-         * ahead; once input i is read, its slot takes the next item's
-         * input i, so the oldest group is always the one needed. */
+      if (stage) {
+        /* Every input of this item was requested before the network,
+         * one copy group each: wait for input i's. */
         emit (b, "      u32 X_0, X_1, X_2, X_3, X_4, X_5, X_6, X_7;\n"
-              "      CPWAIT (%d);\n", stage == 1 ? ncols - 1 - i : ncols - 1);
+              "      CPWAIT (%d);\n", ncols - 1 - i);
         /* The shared loads of input i wait (in the compiler's eyes, at no
          * cost) for the last accumulator of input i - 1: else NVVM puts
          * every input's loads ahead of the network and registers spill. */
@@ -480,16 +404,6 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
           emit (b, "      asm volatile (\"\" : \"+r\" (sb) : \"r\" (o[%d]));\n",
                 r1 - r0 - 1);
         emit_stage_read (b, code, i, "X");
-        if (stage == 2) {
-          emit (b, "      if (nidx < total) {\n");
-          emit_stage_copy (b, code, i, "nxp", "nh2");
-          /* The pointer advances in volatile asm, in order with the
-           * copies: else the compiler computes every input's address
-           * ahead and spills. */
-          emit (b, "      }\n      CPCOMMIT ();\n"
-                "      asm volatile (\"add.s64 %%0, %%0, %%1;\""
-                " : \"+l\" (nxp) : \"l\" (vlen * 4));\n");
-        }
         for (int c = 0; c < 8; c++)
           emit (b, "      p[%d] = X_%d;\n", c, c);
       }
@@ -527,45 +441,28 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
  * groups of output blocks, each computed by its own warps (the warps of a
  * block that share items load the same inputs, mostly from L1).
  *
- * Items (32 bytes of every block of a stripe for RS, 4 bytes of each of
- * the 8 packets of a group for CRS) are numbered across the stripes of
- * the batch; a thread takes items idx, idx + stride, ...  The launch
- * (gr_gpu_launch_jit) sizes the grid to one resident wave, so a thread
- * codes many items and, with prefetching (pf inputs ahead), loads the
- * next item's first inputs while it finishes the current one. */
+ * Items: 32 bytes of every block of a stripe for RS, 4 bytes of each of
+ * the 8 packets of a group for CRS.  One item per thread: the launch
+ * (gr_gpu_launch_jit) spreads x over the items of a stripe and y over
+ * the stripes (a thread loops only beyond 65535 blocks either way). */
 static char *
 gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
             struct gen_opts *o)
 {
-  const int split = o->split, wave = o->wave;
-  int pf = o->pf, stage = o->stage;
+  const int split = o->split;
+  int stage = o->stage;
   struct sbuf b = { NULL, 0, 0, 0 };
   const int passrows = gr_gpu_jit_passrows > 0 ? gr_gpu_jit_passrows : nrows;
   const int per_block = JIT_THREADS / split;
-  char lb[32];
 
-  if (pf > ncols)
-    pf = ncols;
-  if (!wave)
-    pf = 0;
   /* Staging: one pass of every output block, every warp on its own items
-   * (the shared buffer is per thread), at most JIT_STAGE_MAXCOLS inputs;
-   * stage 2 needs the resident wave and replaces pf. */
-  if (split != 1 || passrows < nrows || ncols > JIT_STAGE_MAXCOLS
-      || (stage == 2 && !wave))
+   * (the shared buffer is per thread), at most JIT_STAGE_MAXCOLS inputs. */
+  if (split != 1 || passrows < nrows || ncols > JIT_STAGE_MAXCOLS)
     stage = 0;
-  if (stage)
-    pf = 0;
-  o->pf = pf;
   o->stage = stage;
   if (o->lop3 < 0)
     o->lop3 = code == GR_CODE_RS || stage;
-  if (o->minblocks > 0)
-    snprintf (lb, sizeof lb, "%d, %d", JIT_THREADS, o->minblocks);
-  else
-    snprintf (lb, sizeof lb, "%d", JIT_THREADS);
-  emit (&b, "#define GR_SWAP_SELECT %d\n#define GR_SHR_HI %d\n%s",
-        o->swap_select ? 1 : 0, o->shr ? 1 : 0, prologue);
+  emit (&b, "#define GR_SHR_HI %d\n%s", o->shr ? 1 : 0, prologue);
   /* ITEM (t, base, h2) declares where item t of a stripe starts (base,
    * in words) and, RS, where its second 16 bytes are (h2 words further).
    * CRS: 4 bytes of each packet of group t / 128.  RS (coalesce): the
@@ -583,22 +480,17 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
     emit (&b, "#define ITEM(t, base, h2) const u64 base = ((t) >> 7) * 1024"
           " + ((t) & 127); const u32 h2 = 0; (void) h2;\n");
   emit (&b,
-        "extern \"C\" __global__ void __launch_bounds__(%s)\n"
+        "extern \"C\" __global__ void __launch_bounds__(%d)\n"
         "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
         " u64 vlen, u64 nstripes)\n{\n"
         "  const u64 items = vlen / 8, total = items * nstripes;\n"
-        "  const unsigned w = threadIdx.x >> 5;\n", lb);
+        "  const unsigned w = threadIdx.x >> 5;\n", JIT_THREADS);
   if (stage)
     emit (&b, "  extern __shared__ v4 gr_stage[];\n"
           "  u32 sb = (u32) __cvta_generic_to_shared (gr_stage)"
           " + threadIdx.x * %d;\n", code == GR_CODE_RS ? 16 : 4);
   if (split > 1)
     emit (&b, "  const unsigned h = w %% %d;\n", split);
-  if (wave)
-    emit (&b,
-          "  const u64 stride = (u64) gridDim.x * %d;\n"
-          "  const u64 idx0 = (u64) blockIdx.x * %d + (w / %d) * 32"
-          " + (threadIdx.x & 31);\n", per_block, per_block, split);
   for (int g = 0; g < split; g++) {
     const int per = (nrows + split - 1) / split;
     const int ja = g * per, jb = ja + per < nrows ? ja + per : nrows;
@@ -606,7 +498,7 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
     if (split > 1)
       emit (&b, "  %sif (h == %d) {\n", g ? "else " : "", g);
     emit (&b, "  {\n");
-    if (ja < jb && !wave) {
+    if (ja < jb) {
       /* One item per thread: x over the items of a stripe, y over the
        * stripes. */
       emit (&b,
@@ -628,64 +520,6 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
       }
       emit_rows (&b, code, bits, ncols, ja, jb, passrows, o);
       emit (&b, "  }\n");
-    }
-    else if (ja < jb) {
-      /* Items numbered across the stripes, idx0 + k * stride. */
-      emit (&b,
-            "  u64 s, t;\n"
-            "  if ((total >> 32) == 0) {\n"
-            "    s = (u32) idx0 / (u32) items;\n"
-            "    t = (u32) idx0 - (u32) s * (u32) items;\n"
-            "  }\n"
-            "  else {\n"
-            "    s = idx0 / items;\n"
-            "    t = idx0 - s * items;\n"
-            "  }\n");
-      for (int j = 0; j < pf; j++) {
-        char nm[16];
-        snprintf (nm, sizeof nm, "P%d", j);
-        emit_decl8 (&b, nm);
-      }
-      if (pf > 0) {
-        emit (&b, "  if (idx0 < total) {\n"
-              "    ITEM (t, b0, h0)\n"
-              "    const u32 *nxp = in + s * %d * vlen + b0;\n", ncols);
-        for (int j = 0; j < pf; j++) {
-          char nm[16];
-          snprintf (nm, sizeof nm, "P%d", j);
-          emit_load (&b, code, nm, "nxp", "h0");
-          emit (&b, "    nxp += vlen;\n");
-        }
-        emit (&b, "  }\n");
-      }
-      if (stage == 2) {
-        emit (&b, "  {\n      ITEM (t, b0, h0)\n"
-              "      const u32 *cp = in + s * %d * vlen + b0;\n", ncols);
-        for (int i = 0; i < ncols; i++) {
-          emit (&b, "      if (idx0 < total) {\n");
-          emit_stage_copy (&b, code, i, "cp", "h0");
-          emit (&b, "      }\n      CPCOMMIT ();\n      cp += vlen;\n");
-        }
-        emit (&b, "  }\n");
-      }
-      emit (&b,
-            "  for (u64 idx = idx0; idx < total; idx += stride) {\n"
-            "    const u32 *ip = in + s * %d * vlen;\n"
-            "    u32 *op = out + s * %d * vlen;\n"
-            "    ITEM (t, base, h2)\n"
-            "    u64 ns = s, nt = t + stride;\n"
-            "    if (nt >= items) {\n"
-            "      if (nt < 2 * items) { nt -= items; ns++; }\n"
-            "      else { ns += nt / items; nt %%= items; }\n"
-            "    }\n", ncols, nrows);
-      if (pf > 0 || stage == 2)
-        emit (&b, "    const u64 nidx = idx + stride;\n"
-              "    const u32 *nip = in + ns * %d * vlen;\n"
-              "    ITEM (nt, nbase, nh2)\n", ncols);
-      emit_rows (&b, code, bits, ncols, ja, jb, passrows, o);
-      emit (&b, "    s = ns;\n    t = nt;\n  }\n");
-      if (stage)
-        emit (&b, "  CPWAIT (0);\n");
     }
     emit (&b, "  }\n");
     if (split > 1)
@@ -722,7 +556,7 @@ gen_source_share (enum gr_code code, const uint8_t *bits, int nrows,
   const int ka = (ncols + 1) / 2, ma = (nrows + 1) / 2;
   const int nc = ncols * 8;
 
-  emit (&b, "#define GR_SWAP_SELECT 0\n%s", prologue);
+  emit (&b, "%s", prologue);
   /* Shared loads as volatile asm: they stay in program order, so ptxas
    * cannot hoist every input's planes above the network (it did: 255
    * registers and spills for 16+16; 128 and none this way). */
@@ -870,7 +704,7 @@ jit_build (struct gr_gpu_tab *t)
   cudaError_t e;
   char *src = NULL, *cubin = NULL, arch[64];
   size_t cubin_len = 0;
-  int dev = 0, major = 0, minor = 0, r = -EIO, wave = 0, share = 0;
+  int dev = 0, major = 0, minor = 0, r = -EIO, share = 0;
   int stage = 0;
 
   pthread_once (&rtc_once, rtc_load);
@@ -904,19 +738,13 @@ jit_build (struct gr_gpu_tab *t)
     struct gen_opts o;
 
     o.split = split;
-    o.stage = gr_gpu_jit_stage == 1 || gr_gpu_jit_stage == 2
-      ? gr_gpu_jit_stage
-      : gr_gpu_jit_stage < 0 && t->nrows >= JIT_STAGE_MINROWS ? 1 : 0;
-    o.wave = gr_gpu_jit_persist > 0 || o.stage == 2;
-    o.pf = gr_gpu_jit_prefetch > 0 ? gr_gpu_jit_prefetch : 0;
-    o.swap_select = gr_gpu_jit_swap;
-    o.minblocks = gr_gpu_jit_minblocks;
+    o.stage = gr_gpu_jit_stage == 1
+      || (gr_gpu_jit_stage < 0 && t->nrows >= JIT_STAGE_MINROWS);
     o.shr = gr_gpu_jit_shr;
     o.coalesce = gr_gpu_jit_coalesce;
     o.lop3 = gr_gpu_jit_lop3;
     src = gen_source (t->code, t->bits, t->nrows, t->ncols, &o);
     stage = o.stage;
-    wave = o.wave;
   }
   if (src == NULL)
     return -ENOMEM;
@@ -976,22 +804,6 @@ jit_build (struct gr_gpu_tab *t)
       cudaLibraryUnload (lib);
       goto out;
     }
-  }
-  /* One resident wave: SMs x blocks per SM (0 = no limit, one item per
-   * thread, if either is unknown). */
-  t->jit_grid = 0;
-  t->jit_wave = wave;
-  if (wave) {
-    int nsm = 0, per_sm = 0;
-
-    if (cudaDeviceGetAttribute (&nsm, cudaDevAttrMultiProcessorCount, dev)
-        == cudaSuccess &&
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor
-        (&per_sm, (const void *) kern, JIT_THREADS, t->jit_smem)
-        == cudaSuccess &&
-        nsm > 0 && per_sm > 0)
-      t->jit_grid = (size_t) nsm * per_sm;
-    (void) cudaGetLastError ();
   }
   if (share)
     /* The warp-pair form: as much shared memory as the SM can give
@@ -1137,25 +949,17 @@ gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din, void *dout,
   unsigned long long vlen = lp / 4, ns = nstripes;
   const size_t items = vlen / 8, per_block = JIT_THREADS / t->jit_split;
   void *args[] = { (void *) &din, (void *) &dout, &vlen, &ns };
-  dim3 grid;
 
   if (lp % (t->code == GR_CODE_RS ? 32 : GR_CRS_GROUP))
     return cudaErrorInvalidValue;
   if (items == 0 || nstripes == 0)
     return cudaSuccess;
-  if (t->jit_wave) {            /* one resident wave, items across stripes */
-    size_t gx = (items * nstripes + per_block - 1) / per_block;
+  /* One item per thread: x over the items of a stripe, y over the
+   * stripes. */
+  const size_t gx = (items + per_block - 1) / per_block;
+  const dim3 grid ((unsigned) (gx > 65535 ? 65535 : gx),
+                   (unsigned) (nstripes > 65535 ? 65535 : nstripes));
 
-    if (t->jit_grid > 0 && gx > t->jit_grid)
-      gx = t->jit_grid;
-    grid = dim3 ((unsigned) (gx > 0x7fffffff ? 0x7fffffff : gx));
-  }
-  else {                        /* one item per thread */
-    const size_t gx = (items + per_block - 1) / per_block;
-
-    grid = dim3 ((unsigned) (gx > 65535 ? 65535 : gx),
-                 (unsigned) (nstripes > 65535 ? 65535 : nstripes));
-  }
   cudaLaunchKernel ((const void *) t->jit, grid, dim3 (JIT_THREADS), args,
                     t->jit_smem, st);
   return cudaGetLastError ();
