@@ -17,8 +17,7 @@
  *      predicted vs measured.
  *
  * QUICK=1: fewer geometries and repetitions.  BENCH_ONLY=a,a2,a3,b,c
- * runs only the sections named (a5, only when named: JIT warp pairs
- * sharing the transposed inputs or not; a6, only when named: inputs
+ * runs only the sections named (a6, only when named: JIT forms, inputs
  * staged in shared memory, IMAD.HI shifts; bx, only when named: the
  * direct path's chunk size, sizes in MiB in BENCH_CHUNKS, default
  * 1,2,4,8,16).
@@ -62,8 +61,7 @@ want (const char *name)
   const size_t n = strlen (name);
 
   if (p == NULL || *p == 0)
-    return strcmp (name, "bx") != 0 && strcmp (name, "a5") != 0 &&
-      strcmp (name, "a6") != 0;
+    return strcmp (name, "bx") != 0 && strcmp (name, "a6") != 0;
   while (*p) {
     const char *e = strchr (p, ',');
     const size_t l = e ? (size_t) (e - p) : strlen (p);
@@ -321,13 +319,12 @@ decode_matrix (const uint8_t *gen, int k, int m, uint8_t *dm)
   free (inv);
 }
 
-/* A form of JIT kernel: warp pairs sharing planes (gr_gpu_jit_share),
- * inputs staged in shared memory (gr_gpu_jit_stage), RS right shifts as
- * IMAD.HI (gr_gpu_jit_shr), coalesced RS items (gr_gpu_jit_coalesce),
- * network rows as explicit LOP3s (gr_gpu_jit_lop3); codes: 1 RS, 2 CRS,
- * 3 both. */
+/* A form of JIT kernel: inputs staged in shared memory
+ * (gr_gpu_jit_stage), RS right shifts as IMAD.HI (gr_gpu_jit_shr),
+ * coalesced RS items (gr_gpu_jit_coalesce), network rows as explicit
+ * LOP3s (gr_gpu_jit_lop3); codes: 1 RS, 2 CRS, 3 both. */
 struct jit_form {
-  int share, stage, shr, coalesce, lop3, codes;
+  int stage, shr, coalesce, lop3, codes;
 };
 
 /* Encode (and decode for 16+16) of each geometry with each form: GB/s,
@@ -340,7 +337,7 @@ bench_jit_forms (void *din, void *dout, const char *title,
     { 16, 16, 1 }, { 16, 16, 0 }, { 12, 12, 1 }, { 8, 8, 1 }, { 8, 8, 0 },
     { 10, 4, 1 }, { 10, 4, 0 },
   };
-  const int save[5] = { gr_gpu_jit_share, gr_gpu_jit_stage, gr_gpu_jit_shr,
+  const int save[4] = { gr_gpu_jit_stage, gr_gpu_jit_shr,
                         gr_gpu_jit_coalesce, gr_gpu_jit_lop3 };
   const size_t len = MiB;
 
@@ -361,18 +358,17 @@ bench_jit_forms (void *din, void *dout, const char *title,
 
         if (!(f->codes & (code == GR_CODE_RS ? 1 : 2)))
           continue;
-        gr_gpu_jit_share = f->share;
         gr_gpu_jit_stage = f->stage;
         gr_gpu_jit_shr = f->shr;
         gr_gpu_jit_coalesce = f->coalesce;
         gr_gpu_jit_lop3 = f->lop3;
         if (time_jit (code, op == 0 ? gen + (size_t) k * k : dm, k, m, din,
                       dout, ns, len, &r) == 0)
-          printf ("%d+%d %-3s %s share=%d stage=%d shr=%d co=%d lop3=%d: "
+          printf ("%d+%d %-3s %s stage=%d shr=%d co=%d lop3=%d: "
                   "%7.1f GB/s (%.1f%% of roofline; %d regs, %zu B local, "
                   "%d blocks/SM; compile %.0f ms)\n",
                   k, m, code == GR_CODE_RS ? "RS" : "CRS",
-                  op == 0 ? "enc" : "dec", f->share, f->stage, f->shr,
+                  op == 0 ? "enc" : "dec", f->stage, f->shr,
                   f->coalesce, f->lop3, r.gbs, r.roof, r.regs, r.local,
                   r.per_sm, r.ms);
         else
@@ -381,11 +377,10 @@ bench_jit_forms (void *din, void *dout, const char *title,
     free (gen);
     free (dm);
   }
-  gr_gpu_jit_share = save[0];
-  gr_gpu_jit_stage = save[1];
-  gr_gpu_jit_shr = save[2];
-  gr_gpu_jit_coalesce = save[3];
-  gr_gpu_jit_lop3 = save[4];
+  gr_gpu_jit_stage = save[0];
+  gr_gpu_jit_shr = save[1];
+  gr_gpu_jit_coalesce = save[2];
+  gr_gpu_jit_lop3 = save[3];
 }
 
 static void
@@ -569,18 +564,10 @@ bench_kernels (void)
     }
     gr_gpu_jit_passrows = saved;
   }
-  if (want ("a5")) {
-    static const struct jit_form f[] = {
-      { 1, 0, 0, 0, 0, 3 }, { 0, 0, 0, 0, 0, 3 }, { 0, -1, 1, 1, -1, 3 },
-    };
-    bench_jit_forms (din, dout, "(a5) JIT warp pairs sharing transposed "
-                     "inputs (share=1) or not (share=0: the plain form, "
-                     "and the default form, -1 = auto)", f, 3);
-  }
   if (want ("a6")) {
     static const struct jit_form f[] = {
-      { 0, 0, 0, 0, 0, 3 }, { 0, 0, 0, 0, 1, 3 }, { 0, 0, 1, 0, 1, 1 },
-      { 0, 0, 1, 1, 1, 1 }, { 0, 1, 1, 1, 1, 1 }, { 0, 1, 0, 0, 1, 3 },
+      { 0, 0, 0, 0, 3 }, { 0, 0, 0, 1, 3 }, { 0, 1, 0, 1, 1 },
+      { 0, 1, 1, 1, 1 }, { 1, 1, 1, 1, 1 }, { 1, 0, 0, 1, 3 },
     };
     bench_jit_forms (din, dout, "(a6) JIT forms: stage = inputs staged in "
                      "shared memory by cp.async (per item); shr = RS right "
@@ -946,8 +933,7 @@ main (void)
           gr_gpu_variant_names[gr_gpu_crs_variant], gr_gpu_jit_min >> 20);
   gr_gpu_jit_async = 0;         /* (b): JIT kernel ready before timing */
   references ();
-  if (want ("a") || want ("a2") || want ("a3") || want ("a5") ||
-      want ("a6"))
+  if (want ("a") || want ("a2") || want ("a3") || want ("a6"))
     bench_kernels ();
   if (want ("bx"))
     bench_chunks ();

@@ -98,9 +98,6 @@ extern int gr_gpu_jit_passrows;
 /* Groups of output blocks computed by separate warps on the same items
  * (1, 2 or 4; tables compiled afterwards). */
 extern int gr_gpu_jit_split;
-/* Warp pairs sharing the transposed inputs through shared memory (1 on,
- * 0 off: the default, measured slower). */
-extern int gr_gpu_jit_share;
 /* Code generation options for tables compiled afterwards (jit.cu):
  * inputs staged in shared memory by cp.async (0 off, 1 on, -1 auto) and
  * RS right shifts as IMAD.HI (1). */

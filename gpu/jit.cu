@@ -48,16 +48,6 @@ size_t gr_gpu_jit_min = (size_t) 4 << 20;
  * blocks per pass for 8+8 and 16+16, so passes start beyond 16. */
 int gr_gpu_jit_passrows = 16;
 int gr_gpu_jit_split = 1;
-/* Warp pairs sharing the transposed inputs through shared memory
- * (gen_source_share): 1 on, 0 off.  Only for at most JIT_SHARE_MAXCOLS
- * inputs (static shared memory: 2 KiB per input per block).  Measured on
- * an H200 (bench-gpu (a5), encode; commit of this text): slower
- * everywhere although it halves the registers (16+16 RS 128 instead of
- * 230, 4 blocks per SM instead of 2): 16+16 RS 1027 GB/s against 1311,
- * 16+16 CRS 1379 against 1780, 12+12 RS 1231 against 1539, 8+8 RS 1745
- * against 1916, 10+4 RS 2557 against 3030.  So it is off; it stays for
- * that sweep and for test-gpu. */
-int gr_gpu_jit_share = 0;
 /* Inputs staged in shared memory by asynchronous copies (cp.async):
  * 0 off; 1 every input of a thread's item requested before its network,
  * waited for one by one; -1 (auto) 1 for kernels of at least
@@ -87,7 +77,6 @@ int gr_gpu_jit_coalesce = 1;
  * LOP3s.  Unstaged 16+16 CRS measured slower with them (1633 GB/s against
  * 1796), staged faster (1840). */
 int gr_gpu_jit_lop3 = -1;
-#define JIT_SHARE_MAXCOLS 24
 static int jit_built;
 
 /* Test hook: how many JIT kernels were built in this process. */
@@ -533,148 +522,7 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
   return b.p;
 }
 
-/* Warp pairs sharing the transposed inputs (gr_gpu_jit_share).  A block
- * of JIT_THREADS threads is JIT_THREADS / 64 pairs of warps; a pair codes
- * 32 items (one per lane) at a time.  Warp 0 of the pair loads (and, RS,
- * transposes) inputs [0, ka), warp 1 inputs [ka, ncols); each stores
- * the 8 planes of its inputs to shared memory as two 16-byte vectors per
- * lane (sh[input][half][lane]: a warp's vector stores and loads touch
- * 512 consecutive bytes, no bank conflicts).  After a barrier of the
- * pair (bar.sync 1 + pair, 64), warp 0 accumulates output blocks [0, ma)
- * and warp 1 [ma, nrows) from every input's planes in shared memory,
- * then each transposes back and stores its own; a second barrier keeps
- * the next items' planes from overwriting them early.  So nothing is
- * computed twice except the subset XORs of each input, and a thread
- * holds half of the accumulators (64 instead of 128 for 16+16). */
-static char *
-gen_source_share (enum gr_code code, const uint8_t *bits, int nrows,
-                  int ncols)
-{
-  struct sbuf b = { NULL, 0, 0, 0 };
-  const int npairs = 2;          /* JIT_THREADS / 64; BAR() has 2 */
-  static_assert (JIT_THREADS == 128, "gen_source_share: 2 warp pairs");
-  const int ka = (ncols + 1) / 2, ma = (nrows + 1) / 2;
-  const int nc = ncols * 8;
-
-  emit (&b, "%s", prologue);
-  /* Shared loads as volatile asm: they stay in program order, so ptxas
-   * cannot hoist every input's planes above the network (it did: 255
-   * registers and spills for 16+16; 128 and none this way). */
-  emit (&b,
-        "__device__ __forceinline__ v4 lds(const v4 *p)\n{\n"
-        "  v4 r;\n"
-        "  asm volatile (\"ld.shared.v4.u32 {%%0, %%1, %%2, %%3}, [%%4];\"\n"
-        "                : \"=r\" (r.x), \"=r\" (r.y), \"=r\" (r.z), \"=r\" (r.w)\n"
-        "                : \"r\" ((u32) __cvta_generic_to_shared (p)));\n"
-        "  return r;\n}\n"
-        "#define BAR() { if (pr == 0) asm volatile (\"bar.sync 1, 64;\" ::: \"memory\");"
-        " else asm volatile (\"bar.sync 2, 64;\" ::: \"memory\"); }\n");
-  emit (&b,
-        "extern \"C\" __global__ void __launch_bounds__(%d, %d)\n"
-        "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
-        " u64 vlen, u64 nstripes)\n{\n"
-        "  __shared__ v4 sh[%d][%d][2][32];\n"
-        "  const u64 items = vlen / 8;\n"
-        "  const unsigned w = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
-        "  const unsigned pr = w >> 1, h = w & 1;\n"
-        "  v4 (*const S)[2][32] = sh[pr];\n"
-        "  for (u64 s = blockIdx.y; s < nstripes; s += gridDim.y)\n"
-        "  for (u64 t0 = (u64) blockIdx.x * %d + pr * 32; t0 < items;"
-        " t0 += (u64) gridDim.x * %d) {\n"
-        "    const u64 t = t0 + lane;\n"
-        "    const bool ok = t < items;\n"
-        "    const u32 *ip = in + s * %d * vlen;\n"
-        "    u32 *op = out + s * %d * vlen;\n"
-        "    const u64 base = %s;\n",
-        JIT_THREADS, ma <= 8 ? 4 : 1, npairs, ncols, 32 * npairs,
-        32 * npairs, ncols, nrows,
-        code == GR_CODE_RS ? "t * 8" : "(t >> 7) * 1024 + (t & 127)");
-  /* Inputs: load, transpose, store the planes. */
-  for (int g = 0; g < 2; g++) {
-    const int ia = g ? ka : 0, ib = g ? ncols : ka;
-
-    /* Running pointers (xp, yp below): offsets i * vlen would be
-     * hoisted out of the item loop, two registers each. */
-    emit (&b, "    %sif (h == %d) {\n"
-          "    const u32 *xp = ip + %d * vlen + base;\n", g ? "else " : "", g,
-          ia);
-    for (int i = ia; i < ib; i++) {
-      emit (&b, "    {\n      u32 X_0 = 0, X_1 = 0, X_2 = 0, X_3 = 0,"
-            " X_4 = 0, X_5 = 0, X_6 = 0, X_7 = 0;\n"
-            "      if (ok)\n");
-      emit_load (&b, code, "X", "xp", "4");
-      emit (&b, "      xp += vlen;\n");
-      emit (&b, "      u32 p[8] = { X_0, X_1, X_2, X_3, X_4, X_5, X_6, X_7 };\n");
-      if (code == GR_CODE_RS)
-        emit (&b, "      TR8(p)\n");
-      emit (&b,
-            "      S[%d][0][lane] = v4 { p[0], p[1], p[2], p[3] };\n"
-            "      S[%d][1][lane] = v4 { p[4], p[5], p[6], p[7] };\n"
-            "    }\n", i, i);
-    }
-    emit (&b, "    }\n");
-  }
-  emit (&b, "    BAR()\n");
-  /* Outputs: accumulate from every input's planes, transpose, store. */
-  for (int g = 0; g < 2; g++) {
-    const int ja = g ? ma : 0, jb = g ? nrows : ma;
-    const int r0 = ja * 8, r1 = jb * 8;
-
-    emit (&b, "    %sif (h == %d) {\n", g ? "else " : "", g);
-    if (ja < jb) {
-      emit (&b, "    u32 o[%d];\n", r1 - r0);
-      for (int r = r0; r < r1; r++)
-        emit (&b, "    o[%d] = 0;\n", r - r0);
-      for (int i = 0; i < ncols; i++) {
-        emit (&b, "    {\n"
-              "      const v4 a_ = lds (&S[%d][0][lane]), b_ = lds (&S[%d][1][lane]);\n"
-              "      const u32 p[8] = { a_.x, a_.y, a_.z, a_.w,"
-              " b_.x, b_.y, b_.z, b_.w };\n", i, i);
-        emit_net (&b, bits, nc, i, r0, r1, r0, 0);
-        emit (&b, "    }\n");
-        /* Input i's XORs end here: without this fence NVVM moves every
-         * shared load to the top and the XORs below them (CRS 16+16:
-         * 255 registers and spills; 125 and none with it). */
-        for (int a = 0; a < r1 - r0; a += 8) {
-          emit (&b, "    asm volatile (\"\" :");
-          for (int x = a; x < a + 8 && x < r1 - r0; x++)
-            emit (&b, "%s \"+r\" (o[%d])", x > a ? "," : "", x);
-          emit (&b, ");\n");
-        }
-      }
-      emit (&b, "    if (ok) {\n"
-            "    u32 *yp = op + %d * vlen + base;\n", ja);
-      for (int j = ja; j < jb; j++) {
-        if (code == GR_CODE_RS)
-          emit (&b,
-                "    {\n      u32 q[8];\n"
-                "      for (int r = 0; r < 8; r++) q[r] = o[%d + r];\n"
-                "      TR8(q)\n"
-                "      *(v4 *) yp = v4 { q[0], q[1], q[2], q[3] };\n"
-                "      *(v4 *) (yp + 4) = v4 { q[4], q[5], q[6], q[7] };\n"
-                "    }\n", (j - ja) * 8);
-        else
-          for (int r = 0; r < 8; r++)
-            emit (&b, "    yp[%d] = o[%d];\n", r * 128, (j - ja) * 8 + r);
-        emit (&b, "    yp += vlen;\n");
-      }
-      emit (&b, "    }\n");
-    }
-    emit (&b, "    }\n");
-  }
-  emit (&b, "    BAR()\n  }\n}\n");
-  if (b.oom) {
-    free (b.p);
-    return NULL;
-  }
-  return b.p;
-}
-
 /* ---- compile + load ---------------------------------------------------- */
-
-/* Test hook: the warp-pair form for tables compiled afterwards (1 on, 0
- * off).  Returns the previous value. */
-GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_share, gr_gpu_jit_share)
 
 /* Test hook: the form of kernels compiled afterwards, f = { stage, shr,
  * coalesce, lop3 } (gr_gpu_jit_stage, _shr, _coalesce, _lop3; -1 where
@@ -704,8 +552,8 @@ jit_build (struct gr_gpu_tab *t)
   cudaError_t e;
   char *src = NULL, *cubin = NULL, arch[64];
   size_t cubin_len = 0;
-  int dev = 0, major = 0, minor = 0, r = -EIO, share = 0;
-  int stage = 0;
+  int dev = 0, major = 0, minor = 0, r = -EIO, split = gr_gpu_jit_split;
+  struct gen_opts o;
 
   pthread_once (&rtc_once, rtc_load);
   if (!rtc.ok) {
@@ -722,30 +570,18 @@ jit_build (struct gr_gpu_tab *t)
     return -EIO;
   snprintf (arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
 
-  if (gr_gpu_jit_share > 0 && t->ncols <= JIT_SHARE_MAXCOLS) {
-    share = 1;
-    t->jit_split = 2;           /* 64 items per block */
-    src = gen_source_share (t->code, t->bits, t->nrows, t->ncols);
-  }
-  else {
-    int split = gr_gpu_jit_split;
-
-    while (split > 1 && split > t->nrows)
-      split /= 2;
-    if (split != 1 && split != 2 && split != 4)
-      split = 1;
-    t->jit_split = split;
-    struct gen_opts o;
-
-    o.split = split;
-    o.stage = gr_gpu_jit_stage == 1
-      || (gr_gpu_jit_stage < 0 && t->nrows >= JIT_STAGE_MINROWS);
-    o.shr = gr_gpu_jit_shr;
-    o.coalesce = gr_gpu_jit_coalesce;
-    o.lop3 = gr_gpu_jit_lop3;
-    src = gen_source (t->code, t->bits, t->nrows, t->ncols, &o);
-    stage = o.stage;
-  }
+  while (split > 1 && split > t->nrows)
+    split /= 2;
+  if (split != 1 && split != 2 && split != 4)
+    split = 1;
+  t->jit_split = split;
+  o.split = split;
+  o.stage = gr_gpu_jit_stage == 1
+    || (gr_gpu_jit_stage < 0 && t->nrows >= JIT_STAGE_MINROWS);
+  o.shr = gr_gpu_jit_shr;
+  o.coalesce = gr_gpu_jit_coalesce;
+  o.lop3 = gr_gpu_jit_lop3;
+  src = gen_source (t->code, t->bits, t->nrows, t->ncols, &o);
   if (src == NULL)
     return -ENOMEM;
   nr = rtc.create (&prog, src, "gr_jit.cu", 0, NULL, NULL);
@@ -790,7 +626,7 @@ jit_build (struct gr_gpu_tab *t)
   /* Staged inputs: the shared buffer is dynamic (beyond the 48 KiB a
    * kernel gets without asking), with the SM's largest carveout. */
   t->jit_smem = 0;
-  if (stage) {
+  if (o.stage) {
     t->jit_smem = (size_t) t->ncols * JIT_STAGE_BYTES;
     e = cudaFuncSetAttribute ((const void *) kern,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -805,12 +641,6 @@ jit_build (struct gr_gpu_tab *t)
       goto out;
     }
   }
-  if (share)
-    /* The warp-pair form: as much shared memory as the SM can give
-     * (2 KiB per input per block), no caching of inputs needed. */
-    (void) cudaFuncSetAttribute ((const void *) kern,
-                                 cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 100);
   (void) cudaGetLastError ();
   t->jit_lib = lib;
   t->jit = kern;

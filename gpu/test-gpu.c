@@ -16,11 +16,10 @@
  * same suite, reduced, with the other generic kernel variants (RS log/exp,
  * the other CRS one), with the run-time compiled XOR networks on every
  * batch (with 16+16 too), with those in passes of 2 output blocks on
- * 2 groups of warps, on 4 groups of warps, as warp pairs sharing the
- * transposed inputs (with 16+16 too), and with inputs staged in shared
- * memory (with 16+16 and big launches).  QUICK=1 runs the reduced set
- * throughout (for compute-sanitizer); TEST_JIT_ONLY=1 only the JIT parts,
- * TEST_JIT_ONLY=stage only the staged ones.
+ * 2 groups of warps, on 4 groups of warps, and with inputs staged in
+ * shared memory (with 16+16 and big launches).  QUICK=1 runs the
+ * reduced set throughout (for compute-sanitizer); TEST_JIT_ONLY=1 only
+ * the JIT parts, TEST_JIT_ONLY=stage only the staged ones.
  * TEST_SEED sets the random seed (printed).
  *
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
@@ -550,10 +549,9 @@ extern int gr_gpu_jit_built (void);
 extern int gr_gpu_set_jit_async (int on);
 extern int gr_gpu_set_jit_passrows (int n);
 extern int gr_gpu_set_jit_split (int n);
-extern int gr_gpu_set_jit_share (int on);
 extern void gr_gpu_set_jit_form (const int f[4], int old[4]);
 
-/* 16+16 (the geometry the warp-pair JIT form is for): encode and
+/* 16+16 (the heaviest JIT kernels, staged by default): encode and
  * reconstruct, RS and CRS, a few lengths and batch sizes. */
 static void
 run_16_16 (const struct gr_backend *ref, const struct gr_backend *gpu)
@@ -603,13 +601,11 @@ run_big (const struct gr_backend *ref, const struct gr_backend *gpu)
   gr_gpu_set_chunk (old);
 }
 
-/* The JIT suites of the unstaged forms: one group of warps, 2 groups in
- * passes of 2 output blocks, 4 groups, warp pairs sharing planes. */
+/* The JIT suites of the default form, then of the unstaged plain form:
+ * 2 groups of warps in passes of 2 output blocks, 4 groups, one group. */
 static void
 run_jit_forms (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
-  const int sh = gr_gpu_set_jit_share (0);
-
   printf ("kernels: JIT XOR networks on every batch, reduced set and "
           "16+16\n");
   run_suite (ref, gpu);
@@ -637,12 +633,6 @@ run_jit_forms (const struct gr_backend *ref, const struct gr_backend *gpu)
     run_16_16 (ref, gpu);
     gr_gpu_set_jit_form (old, NULL);
   }
-  gr_gpu_set_jit_share (1);
-  printf ("kernels: JIT XOR networks as warp pairs sharing the "
-          "transposed inputs, on every batch, reduced set and 16+16\n");
-  run_suite (ref, gpu);
-  run_16_16 (ref, gpu);
-  gr_gpu_set_jit_share (sh);
 }
 
 int
