@@ -103,9 +103,6 @@ extern int gr_gpu_jit_split;
  * RS right shifts as IMAD.HI (1). */
 extern int gr_gpu_jit_stage;
 extern int gr_gpu_jit_shr;
-/* RS items of a warp laid out as two runs of 512 bytes (1) or as 32
- * consecutive bytes each (0). */
-extern int gr_gpu_jit_coalesce;
 /* Network rows as explicit LOP3s (1), as C XORs (0), or auto (-1). */
 extern int gr_gpu_jit_lop3;
 

@@ -11,8 +11,8 @@
  *
  * CRS: a thread owns 4 bytes of each of the 8 packets of one group of
  * every block; packets are the planes.
- * RS: a thread owns 32 bytes of every block (by default 16 at 16 l and 16
- * at 512 + 16 l of its warp's kilobyte, lane l, see ITEM); an 8x8 bit
+ * RS: a thread owns 32 bytes of every block (16 at 16 l and 16 at
+ * 512 + 16 l of its warp's kilobyte, lane l, see ITEM); an 8x8 bit
  * transpose per byte lane turns its 8 words into 8 planes (word t = bit t
  * of each of the 32 bytes), the same network runs, and the outputs are
  * transposed back.  So RS over GF(2^8) costs the same XORs as CRS plus two
@@ -65,11 +65,6 @@ int gr_gpu_jit_stage = -1;
  * 384 instructions per 16+16 item from the integer ALU pipe to the
  * multiply pipe; even or slightly better everywhere. */
 int gr_gpu_jit_shr = 1;
-/* RS items of a warp as two 512-byte runs (1) or 32 bytes each (0).  The
- * staged kernels need it (their copies bypass L1, so 32-byte items read
- * every sector twice from L2: 16+16 RS staged 1258 GB/s without, 1660
- * with); unstaged 16+16 RS gains too (1468 against 1337). */
-int gr_gpu_jit_coalesce = 1;
 /* Network rows as explicit three-input LOP3s (1), as C XORs (0), or -1
  * (auto): RS always, CRS when staged.  Written as C, NVVM shares g0 ^ g1
  * between rows that take the same pair and ptxas cannot fuse the rest:
@@ -286,7 +281,6 @@ struct gen_opts {
   int split;            /* groups of warps per item (1, 2, 4) */
   int stage;            /* staged inputs: 0 or 1 (gr_gpu_jit_stage) */
   int shr;              /* RS right shifts as IMAD.HI */
-  int coalesce;         /* RS items as two 512-byte runs per warp */
   int lop3;             /* network rows as explicit LOP3s */
 };
 
@@ -454,17 +448,20 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
   emit (&b, "#define GR_SHR_HI %d\n%s", o->shr ? 1 : 0, prologue);
   /* ITEM (t, base, h2) declares where item t of a stripe starts (base,
    * in words) and, RS, where its second 16 bytes are (h2 words further).
-   * CRS: 4 bytes of each packet of group t / 128.  RS (coalesce): the
-   * items of a full group of 32 (a warp's kilobyte) take 16 bytes at 16 l
-   * and 512 + 16 l of it (l = t % 32), so that each 16-byte access of a
-   * warp covers 512 consecutive bytes; the items of a last partial group,
-   * and every item without coalesce, take 32 consecutive bytes. */
+   * CRS: 4 bytes of each packet of group t / 128.  RS: the items of a
+   * full group of 32 (a warp's kilobyte) take 16 bytes at 16 l and
+   * 512 + 16 l of it (l = t % 32), so that each 16-byte access of a warp
+   * covers 512 consecutive bytes; the items of a last partial group take
+   * 32 consecutive bytes.  (32 consecutive bytes for every item measured
+   * slower on an H200: 16+16 RS 1337 GB/s against 1468, and 1258 against
+   * 1660 staged, where the copies bypass L1 and each 32-byte item's
+   * sectors came twice from L2.) */
   if (code == GR_CODE_RS)
     emit (&b, "#define ITEM(t, base, h2) u64 base; u32 h2; {"
           " const u64 g_ = (t) >> 5;"
-          " if (%d && ((g_ + 1) << 5) <= items) {"
+          " if (((g_ + 1) << 5) <= items) {"
           " base = g_ * 256 + ((t) & 31) * 4; h2 = 128; }"
-          " else { base = (t) * 8; h2 = 4; } }\n", o->coalesce ? 1 : 0);
+          " else { base = (t) * 8; h2 = 4; } }\n");
   else
     emit (&b, "#define ITEM(t, base, h2) const u64 base = ((t) >> 7) * 1024"
           " + ((t) & 127); const u32 h2 = 0; (void) h2;\n");
@@ -525,21 +522,19 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
 /* ---- compile + load ---------------------------------------------------- */
 
 /* Test hook: the form of kernels compiled afterwards, f = { stage, shr,
- * coalesce, lop3 } (gr_gpu_jit_stage, _shr, _coalesce, _lop3; -1 where
- * they take auto); the previous values are stored in old (if not NULL). */
+ * lop3 } (gr_gpu_jit_stage, _shr, _lop3; -1 where they take auto); the
+ * previous values are stored in old (if not NULL). */
 extern "C" void
-gr_gpu_set_jit_form (const int f[4], int old[4])
+gr_gpu_set_jit_form (const int f[3], int old[3])
 {
   if (old) {
     old[0] = gr_gpu_jit_stage;
     old[1] = gr_gpu_jit_shr;
-    old[2] = gr_gpu_jit_coalesce;
-    old[3] = gr_gpu_jit_lop3;
+    old[2] = gr_gpu_jit_lop3;
   }
   gr_gpu_jit_stage = f[0];
   gr_gpu_jit_shr = f[1];
-  gr_gpu_jit_coalesce = f[2];
-  gr_gpu_jit_lop3 = f[3];
+  gr_gpu_jit_lop3 = f[2];
 }
 
 static int
@@ -579,7 +574,6 @@ jit_build (struct gr_gpu_tab *t)
   o.stage = gr_gpu_jit_stage == 1
     || (gr_gpu_jit_stage < 0 && t->nrows >= JIT_STAGE_MINROWS);
   o.shr = gr_gpu_jit_shr;
-  o.coalesce = gr_gpu_jit_coalesce;
   o.lop3 = gr_gpu_jit_lop3;
   src = gen_source (t->code, t->bits, t->nrows, t->ncols, &o);
   if (src == NULL)

@@ -549,7 +549,7 @@ extern int gr_gpu_jit_built (void);
 extern int gr_gpu_set_jit_async (int on);
 extern int gr_gpu_set_jit_passrows (int n);
 extern int gr_gpu_set_jit_split (int n);
-extern void gr_gpu_set_jit_form (const int f[4], int old[4]);
+extern void gr_gpu_set_jit_form (const int f[3], int old[3]);
 
 /* 16+16 (the heaviest JIT kernels, staged by default): encode and
  * reconstruct, RS and CRS, a few lengths and batch sizes. */
@@ -613,15 +613,14 @@ run_jit_forms (const struct gr_backend *ref, const struct gr_backend *gpu)
   {
     const int pr = gr_gpu_set_jit_passrows (2);
     const int sp = gr_gpu_set_jit_split (2);
-    /* The forms the defaults left: RS items of 32 consecutive bytes,
-     * right shifts by SHF, rows as C XORs. */
-    const int plain[4] = { 0, 0, 0, 0 };
-    int old[4];
+    /* The forms the defaults left: right shifts by SHF, rows as C
+     * XORs. */
+    const int plain[3] = { 0, 0, 0 };
+    int old[3];
 
     gr_gpu_set_jit_form (plain, old);
     printf ("kernels: JIT XOR networks in 2 groups of warps, passes of "
-            "2 output blocks, plain form (32-byte RS items, SHF, C XORs), "
-            "reduced set\n");
+            "2 output blocks, plain form (SHF, C XORs), reduced set\n");
     run_suite (ref, gpu);
     gr_gpu_set_jit_passrows (pr);
     gr_gpu_set_jit_split (4);
@@ -711,13 +710,13 @@ main (void)
       if (jit_only != 2)
         run_jit_forms (ref, gpu);
       {
-        const int f[4] = { 1, 0, 1, -1 };
-        int saved[4];
+        const int f[3] = { 1, 0, -1 };
+        int saved[3];
 
         gr_gpu_set_jit_form (f, saved);
         printf ("kernels: JIT XOR networks with inputs staged in shared "
-                "memory (per item), coalesced RS items, reduced set, 16+16 "
-                "and big launches\n");
+                "memory (per item, right shifts by SHF), reduced set, "
+                "16+16 and big launches\n");
         run_suite (ref, gpu);
         run_16_16 (ref, gpu);
         run_big (ref, gpu);
