@@ -10,6 +10,7 @@ $(LIBGF): $(GF_OBJS)
 	$(AR) rcs $@ $^
 
 GF_TESTS = gf/test-field gf/test-coder
+$(GF_TESTS:=.o): CFLAGS_ALL += -I.
 
 gf/test-%: gf/test-%.o $(LIBGF)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS)

@@ -5,7 +5,7 @@
 #include <isa-l/erasure_code.h>
 
 #include "gf.h"
-#include "testutil.h"
+#include "tests/testkit.h"
 
 /* Bitwise carry-less multiply mod 0x11d: the definition, independent of
  * the tables. */
@@ -182,10 +182,5 @@ main (void)
   test_gen ();
   test_invert ();
   test_bitmatrix ();
-  if (test_failures) {
-    printf ("test-field: %d failures\n", test_failures);
-    return 1;
-  }
-  printf ("test-field: ok\n");
-  return 0;
+  return test_done ("test-field");
 }

@@ -7,16 +7,7 @@
 #include <string.h>
 
 #include "superblock.h"
-
-static int failures;
-
-#define CHECK(cond)                                                     \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf (stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                       \
-    }                                                                   \
-  } while (0)
+#include "tests/testkit.h"
 
 static void
 sample (struct gr_sb *sb)
@@ -154,10 +145,5 @@ main (void)
   CHECK (strcmp (gr_sb_strerror (-EBADMSG), "superblock checksum mismatch")
          == 0);
 
-  if (failures) {
-    printf ("test-superblock: %d checks FAILED\n", failures);
-    return 1;
-  }
-  printf ("test-superblock: PASS\n");
-  return 0;
+  return test_done ("test-superblock");
 }

@@ -131,3 +131,22 @@ gr_map_span_whole (const struct gr_geom *g, const struct gr_span *sp)
 {
   return sp->so == 0 && sp->len == gr_map_stripe_width (g);
 }
+
+void
+gr_map_span_chunks (const struct gr_geom *g, const struct gr_span *sp,
+                    int *first, int *last)
+{
+  *first = (int) (sp->so / g->chunk);
+  *last = (int) ((sp->so + sp->len - 1) / g->chunk);
+}
+
+void
+gr_map_span_range (const struct gr_geom *g, const struct gr_span *sp, int i,
+                   uint32_t *a, uint32_t *b, uint64_t *from)
+{
+  uint64_t start = (uint64_t) i * g->chunk, end = sp->so + sp->len - start;
+
+  *a = sp->so > start ? (uint32_t) (sp->so - start) : 0;
+  *b = end < g->chunk ? (uint32_t) end : g->chunk;
+  *from = start + *a - sp->so;
+}

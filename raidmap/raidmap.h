@@ -96,6 +96,14 @@ bool gr_map_walk_next (struct gr_walk *w, struct gr_span *sp);
 /* Does the span cover its whole stripe? */
 bool gr_map_span_whole (const struct gr_geom *g, const struct gr_span *sp);
 
+/* The data chunks a span touches, first .. last (code indices). */
+void gr_map_span_chunks (const struct gr_geom *g, const struct gr_span *sp,
+                         int *first, int *last);
+/* The bytes [*a, *b) of data chunk i (first <= i <= last) that a span
+ * touches, and where byte *a is from the span's first byte. */
+void gr_map_span_range (const struct gr_geom *g, const struct gr_span *sp,
+                        int i, uint32_t *a, uint32_t *b, uint64_t *from);
+
 /* Inverse map: for a byte at member_off on member, the stripe, code index
  * and chunk offset; *logical is the logical offset for a data index, or
  * UINT64_MAX for parity.  Returns 0, or -ERANGE if member_off is outside

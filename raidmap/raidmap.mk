@@ -4,6 +4,7 @@ LIBMAP = raidmap/libgrmap.a
 raidmap/libgrmap.a: raidmap/raidmap.o
 	$(AR) rcs $@ $^
 
+raidmap/test-raidmap.o: CFLAGS_ALL += -I.
 raidmap/test-raidmap: raidmap/test-raidmap.o $(LIBMAP)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 

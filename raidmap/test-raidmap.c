@@ -5,7 +5,9 @@
  * - every logical byte maps forward to one (member, offset) and the
  *   inverse map returns the same logical byte; member bytes are covered
  *   exactly once by data or parity;
- * - range walks with gr_map_extent cover [offset, offset+len) exactly;
+ * - range walks with gr_map_extent cover [offset, offset+len) exactly,
+ *   and so do stripe walks (gr_map_walk_*), whose spans, chunk lists and
+ *   chunk ranges agree with gr_map_extent;
  * - the k=3,m=2 layout matches the diagram in raidmap.h.
  */
 #undef NDEBUG
@@ -17,19 +19,7 @@
 #include <time.h>
 
 #include "raidmap.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                        \
-  do {                                                          \
-    if (!(cond)) {                                              \
-      fprintf (stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__,  \
-               #cond);                                          \
-      fprintf (stderr, __VA_ARGS__);                            \
-      fprintf (stderr, "\n");                                   \
-      if (++failures > 20) exit (1);                            \
-    }                                                           \
-  } while (0)
+#include "tests/testkit.h"
 
 /* Check one geometry exhaustively, at a granularity of `step` bytes
  * (a divisor of the chunk size; every step-th byte is mapped). */
@@ -125,15 +115,14 @@ check_geom (int k, int m, uint32_t chunk, uint64_t stripes, uint32_t step)
 /* Walk random ranges with gr_map_extent: pieces are contiguous, inside
  * one chunk, and add up to the range. */
 static void
-check_walks (unsigned seed)
+check_walks (void)
 {
   struct gr_geom g = { .k = 5, .m = 3, .chunk = 4096,
                        .data_offset = 8192, .stripes = 37 };
   uint64_t size = gr_map_size (&g);
-  srand (seed);
   for (int t = 0; t < 20000; t++) {
-    uint64_t off = ((uint64_t) rand () * 7919) % size;
-    uint64_t len = 1 + ((uint64_t) rand () % (3 * 5 * 4096));
+    uint64_t off = test_rand () % size;
+    uint64_t len = 1 + test_rand () % (3 * 5 * 4096);
     uint64_t pos = off, left;
     if (len > size - off)
       len = size - off;
@@ -151,17 +140,65 @@ check_walks (unsigned seed)
   }
 }
 
+/* Walk random ranges stripe by stripe: the spans tile the range, stay
+ * inside one stripe, say whether they cover it whole, and their chunks
+ * and touched ranges are the pieces gr_map_extent gives. */
+static void
+check_stripe_walks (void)
+{
+  struct gr_geom g = { .k = 5, .m = 3, .chunk = 4096,
+                       .data_offset = 8192, .stripes = 37 };
+  uint64_t size = gr_map_size (&g), width = gr_map_stripe_width (&g);
+
+  for (int t = 0; t < 20000; t++) {
+    uint64_t off = test_rand () % size;
+    uint64_t len = 1 + test_rand () % (3 * width);
+    uint64_t pos;
+    struct gr_walk w;
+    struct gr_span sp;
+
+    if (t % 4 == 0)
+      off -= off % width;               /* stripe-aligned starts too */
+    if (len > size - off)
+      len = size - off;
+    pos = off;
+    gr_map_walk_init (&w, &g, off, len);
+    while (gr_map_walk_next (&w, &sp)) {
+      struct gr_extent e;
+      uint64_t at = sp.logical, from;
+      uint32_t a, b;
+      int first, last, i;
+
+      CHECK (sp.logical == pos && sp.len >= 1 &&
+             sp.stripe == pos / width && sp.so == pos % width &&
+             sp.so + sp.len <= width, "span at %" PRIu64, pos);
+      CHECK (gr_map_span_whole (&g, &sp) == (sp.so == 0 && sp.len == width),
+             "whole");
+      gr_map_span_chunks (&g, &sp, &first, &last);
+      for (i = first; i <= last; i++) {
+        gr_map_extent (&g, at, off + len - at, &e);
+        gr_map_span_range (&g, &sp, i, &a, &b, &from);
+        CHECK (e.index == i && e.chunk_off == a && e.len == b - a &&
+               from == at - sp.logical, "chunk %d of the span at %" PRIu64,
+               i, pos);
+        at += e.len;
+      }
+      CHECK (at == sp.logical + sp.len, "chunks cover the span");
+      pos += sp.len;
+    }
+    CHECK (pos == off + len, "walk end");
+  }
+}
+
 int
 main (void)
 {
-  const char *env = getenv ("TEST_SEED");
-  unsigned seed = env ? (unsigned) strtoul (env, NULL, 0) : (unsigned) time (NULL);
   static const int km[][2] = {
     { 1, 1 }, { 2, 1 }, { 3, 2 }, { 4, 2 }, { 6, 3 }, { 10, 4 }, { 8, 8 },
     { 1, 5 }, { 13, 3 }, { 200, 55 },
   };
 
-  printf ("test-raidmap: TEST_SEED=%u\n", seed);
+  test_seed ("test-raidmap");
 
   /* The diagram in raidmap.h for k=3, m=2. */
   {
@@ -191,7 +228,8 @@ main (void)
     check_geom (km[t][0], km[t][1], 4096, stripes, step);
     check_geom (km[t][0], km[t][1], 65536, n < 20 ? 2 * n : 3, 4096);
   }
-  check_walks (seed);
+  check_walks ();
+  check_stripe_walks ();
 
   /* Invalid geometries. */
   {
@@ -208,10 +246,5 @@ main (void)
     CHECK (gr_map_check (&g) == 0, "good");
   }
 
-  if (failures) {
-    printf ("test-raidmap: %d failures\n", failures);
-    return 1;
-  }
-  printf ("test-raidmap: all geometry checks passed\n");
-  return 0;
+  return test_done ("test-raidmap");
 }
