@@ -1,89 +1,672 @@
-/* gpuraid - per-stripe planning.  See plan.h. */
+/* gpuraid - the planner.  See plan.h. */
+#include <stdlib.h>
+
 #include "plan.h"
 
-uint32_t
-gr_piece_a (const struct gr_piece *pc, int i)
+/* Parity of full-stripe writes is encoded in batches of this much. */
+#define FULL_BATCH_PARITY (32u << 20)
+/* Resync reads this much of every member at once (all members). */
+#define RESYNC_BATCH (64u << 20)
+/* Whole stripes per fallocate call (the stripes stay locked meanwhile). */
+#define FALLOC_BATCH 64
+
+struct gr_plan *
+gr_plan_new (const struct gr_geom *g)
 {
-  uint64_t start = (uint64_t) i * pc->chunk;
+  struct gr_plan *p = calloc (1, sizeof *p);
+  size_t n = (size_t) g->k + g->m;
 
-  return pc->so > start ? (uint32_t) (pc->so - start) : 0;
-}
-
-uint32_t
-gr_piece_b (const struct gr_piece *pc, int i)
-{
-  uint64_t start = (uint64_t) i * pc->chunk;
-  uint64_t b = (uint64_t) pc->so + pc->len - start;
-
-  return b < pc->chunk ? (uint32_t) b : pc->chunk;
-}
-
-size_t
-gr_piece_bufoff (const struct gr_piece *pc, int i, uint32_t a)
-{
-  return (size_t) ((uint64_t) i * pc->chunk + a - pc->so);
-}
-
-bool
-gr_piece_covers (const struct gr_piece *pc, int i)
-{
-  return i >= pc->i0 && i <= pc->i1 &&
-    gr_piece_a (pc, i) <= pc->lo && gr_piece_b (pc, i) >= pc->hi;
+  if (p == NULL)
+    return NULL;
+  p->cap_io = 2048 + 2 * n;
+  p->cap_blk = 2048 + 2 * n;
+  p->cap_step = 4 * n + 8;
+  p->read = malloc (p->cap_io * sizeof *p->read);
+  p->write = malloc (p->cap_io * sizeof *p->write);
+  p->blk = malloc (p->cap_blk * sizeof *p->blk);
+  p->step = malloc (p->cap_step * sizeof *p->step);
+  p->ptr = malloc (p->cap_blk * sizeof *p->ptr);
+  if (p->read == NULL || p->write == NULL || p->blk == NULL ||
+      p->step == NULL || p->ptr == NULL) {
+    gr_plan_free (p);
+    return NULL;
+  }
+  return p;
 }
 
 void
-gr_piece_init (struct gr_piece *pc, uint32_t chunk, uint32_t lm,
-               uint64_t s, uint32_t so, uint32_t len)
+gr_plan_free (struct gr_plan *p)
 {
+  if (p) {
+    free (p->read);
+    free (p->write);
+    free (p->blk);
+    free (p->step);
+    free (p->ptr);
+    free (p);
+  }
+}
+
+const char *
+gr_plan_kind_name (enum gr_plan_kind kind)
+{
+  static const char *const names[] = {
+    "read", "read-degraded", "write-full", "write-rcw", "write-rmw",
+    "write-degraded", "fallocate", "skip", "resync", "refuse",
+  };
+
+  return kind <= GR_PLAN_REFUSE ? names[kind] : "?";
+}
+
+/* --- pieces of one stripe ----------------------------------------------- */
+
+/* A request's bytes inside one stripe: span sp, i.e. chunks i0..i1;
+ * [lo, hi) is the union of the touched ranges widened to multiples of lm
+ * (clipped to the chunk): the range coding works on. */
+struct piece {
+  const struct gr_geom *g;
+  struct gr_span sp;
+  uint64_t s;
+  int i0, i1;
+  uint32_t lo, hi;
+};
+
+/* Chunk i (i0 <= i <= i1) is touched over [a, b), which starts at off
+ * from the piece's first byte. */
+static void
+piece_range (const struct piece *pc, int i, uint32_t *a, uint32_t *b,
+             size_t *off)
+{
+  uint64_t from;
+
+  gr_map_span_range (pc->g, &pc->sp, i, a, b, &from);
+  *off = (size_t) from;
+}
+
+/* Is chunk i touched and fully overwritten over [lo, hi)? */
+static bool
+piece_covers (const struct piece *pc, int i)
+{
+  uint32_t a, b;
+  size_t off;
+
+  if (i < pc->i0 || i > pc->i1)
+    return false;
+  piece_range (pc, i, &a, &b, &off);
+  return a <= pc->lo && b >= pc->hi;
+}
+
+/* Offset from the piece's first byte of byte lo of a chunk it covers. */
+static size_t
+piece_lo_off (const struct piece *pc, int i)
+{
+  return (size_t) ((uint64_t) i * pc->g->chunk + pc->lo - pc->sp.so);
+}
+
+static void
+piece_init (struct piece *pc, const struct gr_geom *g, uint32_t lm,
+            const struct gr_span *sp)
+{
+  uint32_t a, b;
+  size_t off;
   int i;
 
-  pc->s = s;
-  pc->chunk = chunk;
-  pc->so = so;
-  pc->len = len;
-  pc->i0 = so / chunk;
-  pc->i1 = (int) (((uint64_t) so + len - 1) / chunk);
-  pc->lo = chunk;
+  pc->g = g;
+  pc->sp = *sp;
+  pc->s = sp->stripe;
+  gr_map_span_chunks (g, sp, &pc->i0, &pc->i1);
+  pc->lo = g->chunk;
   pc->hi = 0;
   for (i = pc->i0; i <= pc->i1; i++) {
-    if (gr_piece_a (pc, i) < pc->lo)
-      pc->lo = gr_piece_a (pc, i);
-    if (gr_piece_b (pc, i) > pc->hi)
-      pc->hi = gr_piece_b (pc, i);
+    piece_range (pc, i, &a, &b, &off);
+    if (a < pc->lo)
+      pc->lo = a;
+    if (b > pc->hi)
+      pc->hi = b;
   }
   pc->lo -= pc->lo % lm;
   pc->hi = (pc->hi + lm - 1) / lm * lm;
-  if (pc->hi > chunk)
-    pc->hi = chunk;
+  if (pc->hi > g->chunk)
+    pc->hi = g->chunk;
 }
 
-enum gr_write_plan
-gr_plan_write (const struct gr_piece *pc, int k, int m, const bool *failed,
-               int *reads)
-{
-  int i, failed_data = 0, failed_parity = 0, rcw = 0, rmw;
+/* --- building plans ------------------------------------------------------ */
 
-  for (i = 0; i < k + m; i++) {
-    if (failed[i] && i < k)
-      failed_data++;
-    else if (failed[i])
-      failed_parity++;
-  }
-  *reads = 0;
-  if (failed_data + failed_parity > m)
-    return GR_WRITE_TOO_MANY;
-  if (failed_data > 0) {
-    *reads = k;
-    return GR_WRITE_DEGRADED;
-  }
+static struct gr_loc
+loc (enum gr_space space, size_t off)
+{
+  return (struct gr_loc) { .space = space, .off = off };
+}
+
+static void
+add_io (struct gr_io *v, size_t *nv, enum gr_io_kind kind, int member,
+        uint64_t off, uint64_t len, struct gr_loc buf)
+{
+  v[(*nv)++] = (struct gr_io) { .kind = kind, .member = member, .off = off,
+                                .len = len, .buf = buf };
+}
+
+static void
+add_read (struct gr_plan *p, int member, uint64_t off, uint64_t len,
+          struct gr_loc dst)
+{
+  add_io (p->read, &p->nread, GR_IO_READ, member, off, len, dst);
+}
+
+static void
+add_write (struct gr_plan *p, int member, uint64_t off, uint64_t len,
+           struct gr_loc src)
+{
+  add_io (p->write, &p->nwrite, GR_IO_WRITE, member, off, len, src);
+}
+
+static void
+add_move (struct gr_plan *p, enum gr_step_kind kind, struct gr_loc dst,
+          struct gr_loc src, size_t len)
+{
+  if (len > 0)
+    p->step[p->nstep++] = (struct gr_step) { .kind = kind, .dst = dst,
+                                             .src = src, .len = len };
+}
+
+static void
+add_coding (struct gr_plan *p, enum gr_step_kind kind, size_t nstripes,
+            size_t len, int index, bool gpu)
+{
+  p->step[p->nstep++] = (struct gr_step) { .kind = kind, .blk0 = 0,
+                                           .nstripes = nstripes, .len = len,
+                                           .index = index, .gpu = gpu };
+}
+
+/* Is code index i of stripe s on a failed member? */
+static bool
+lost (const struct gr_plan_ctx *c, uint64_t s, int i)
+{
+  return c->failed[gr_map_member (c->g, s, i)];
+}
+
+static uint64_t
+moff (const struct gr_plan_ctx *c, uint64_t s, uint32_t chunk_off)
+{
+  return gr_map_member_offset (c->g, s, chunk_off);
+}
+
+static void
+start (struct gr_plan *p, enum gr_plan_kind kind, enum gr_lock_mode lock,
+       const struct gr_span *sp)
+{
+  p->kind = kind;
+  p->lock = lock;
+  p->s0 = sp->stripe;
+  p->nstripes = 1;
+  p->len = sp->len;
+}
+
+/* Read the k survivors of stripe s over [lo, lo + L) into blk[] and
+ * reconstruct the erased set that want (and the survivors) need. */
+static void
+read_and_reconstruct (const struct gr_plan_ctx *c, struct gr_plan *p,
+                      uint64_t s, uint32_t lo, size_t L, const bool *want,
+                      bool gpu)
+{
+  int k = c->g->k, n = k + c->g->m, i;
+  bool lst[GR_MAX_MEMBERS];
+  int surv[GR_MAX_MEMBERS];
+
+  for (i = 0; i < n; i++)
+    lst[i] = lost (c, s, i);
+  /* At most m lost (checked by the caller): never -EIO here. */
+  p->nerased = gr_reconstruct_choose (k, c->g->m, lst, want, p->erased,
+                                      surv);
   for (i = 0; i < k; i++)
-    if (!gr_piece_covers (pc, i))
-      rcw++;
-  rmw = (pc->i1 - pc->i0 + 1) + (m - failed_parity);
-  if (rmw < rcw) {
-    *reads = rmw;
-    return GR_WRITE_RMW;
+    add_read (p, gr_map_member (c->g, s, surv[i]), moff (c, s, lo), L,
+              p->blk[surv[i]]);
+  add_coding (p, GR_STEP_RECONSTRUCT, 1, L, 0, gpu);
+}
+
+/* Are the chunks of sp that it touches all on live members? */
+static bool
+span_healthy (const struct gr_plan_ctx *c, const struct gr_span *sp)
+{
+  int i0 = (int) (sp->so / c->g->chunk);
+  int i1 = (int) ((sp->so + sp->len - 1) / c->g->chunk), i;
+
+  for (i = i0; i <= i1; i++)
+    if (lost (c, sp->stripe, i))
+      return false;
+  return true;
+}
+
+/* Healthy reads: every touched chunk straight into the request, for as
+ * many stripes in a row as are healthy and fit. */
+static void
+plan_read (const struct gr_plan_ctx *c, struct gr_walk *w,
+           const struct gr_span *first, struct gr_plan *p)
+{
+  struct gr_span sp = *first;
+  struct gr_walk save;
+  struct gr_extent e;
+
+  start (p, GR_PLAN_READ, GR_LOCK_NONE, &sp);
+  p->len = 0;
+  p->nstripes = 0;
+  for (;;) {
+    uint64_t pos = sp.logical, left = sp.len;
+
+    while (left > 0) {
+      gr_map_extent (c->g, pos, left, &e);
+      add_read (p, e.member, e.member_off, e.len,
+                loc (GR_SPACE_REQ, pos - p->offset));
+      pos += e.len;
+      left -= e.len;
+    }
+    p->len += sp.len;
+    p->nstripes++;
+    save = *w;
+    if (!gr_map_walk_next (w, &sp) || !span_healthy (c, &sp) ||
+        p->nread + (size_t) c->g->k > p->cap_io) {
+      *w = save;
+      return;
+    }
   }
-  *reads = rcw;
-  return GR_WRITE_RCW;
+}
+
+/* A read that needs a touched chunk on a failed member. */
+static void
+plan_read_degraded (const struct gr_plan_ctx *c, const struct gr_span *sp,
+                    struct gr_plan *p)
+{
+  int k = c->g->k, n = k + c->g->m, i;
+  struct piece pc;
+  bool want[GR_MAX_MEMBERS] = { false }, gpu;
+  size_t L;
+
+  piece_init (&pc, c->g, c->lm, sp);
+  L = pc.hi - pc.lo;
+  start (p, GR_PLAN_READ_DEGRADED, GR_LOCK_SHARED, sp);
+  for (i = pc.i0; i <= pc.i1; i++)
+    want[i] = true;
+  /* The erased count is known only once the survivors are chosen; the
+   * GPU is asked with the stripe's lost count, which it equals here
+   * unless lost parity lies past the k-th survivor. */
+  {
+    int nl = 0;
+
+    for (i = 0; i < n; i++)
+      nl += lost (c, sp->stripe, i);
+    gpu = c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, (size_t) k * L, nl);
+  }
+  /* On the CPU, chunks the request covers are read or rebuilt in place;
+   * on the GPU every block is in scratch (page-locked) and the request's
+   * part is copied out. */
+  for (i = 0; i < n; i++)
+    p->blk[i] = !gpu && piece_covers (&pc, i)
+      ? loc (GR_SPACE_REQ, piece_lo_off (&pc, i))
+      : loc (GR_SPACE_SCRATCH, (size_t) i * L);
+  p->nblk = n;
+  p->scratch_len = (size_t) n * L;
+  read_and_reconstruct (c, p, sp->stripe, pc.lo, L, want, gpu);
+  for (i = pc.i0; i <= pc.i1; i++) {
+    uint32_t a, b;
+    size_t off;
+
+    piece_range (&pc, i, &a, &b, &off);
+    if (p->blk[i].space == GR_SPACE_SCRATCH)
+      add_move (p, GR_STEP_COPY, loc (GR_SPACE_REQ, off),
+                loc (GR_SPACE_SCRATCH, p->blk[i].off + (a - pc.lo)), b - a);
+  }
+}
+
+/* The writes of a partial-stripe plan: the touched data from the source,
+ * the live parity from its blocks. */
+static void
+write_piece (const struct gr_plan_ctx *c, struct gr_plan *p,
+             const struct piece *pc, enum gr_space src)
+{
+  int k = c->g->k, n = k + c->g->m, i;
+
+  for (i = pc->i0; i <= pc->i1; i++) {
+    uint32_t a, b;
+    size_t off;
+
+    piece_range (pc, i, &a, &b, &off);
+    if (!lost (c, pc->s, i))
+      add_write (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, a),
+                 b - a, loc (src, off));
+  }
+  for (i = k; i < n; i++)
+    if (!lost (c, pc->s, i))
+      add_write (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, pc->lo),
+                 pc->hi - pc->lo, p->blk[i]);
+}
+
+/* Part of one stripe.  Read-modify-write when it reads fewer chunks than
+ * reconstruct-write (like md): RMW reads the touched data and the live
+ * parity, RCW the data chunks not fully overwritten over [lo, hi).  A
+ * failed data chunk makes it a degraded write. */
+static void
+plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
+                 enum gr_space src, struct gr_plan *p)
+{
+  int k = c->g->k, m = c->g->m, n = k + m, i, j;
+  int failed_data = 0, failed_parity = 0, rcw = 0, rmw;
+  struct piece pc;
+  uint64_t s = sp->stripe;
+  size_t L;
+
+  piece_init (&pc, c->g, c->lm, sp);
+  L = pc.hi - pc.lo;
+  for (i = 0; i < n; i++)
+    if (lost (c, s, i))
+      i < k ? failed_data++ : failed_parity++;
+  for (i = 0; i < k; i++)
+    if (!piece_covers (&pc, i))
+      rcw++;
+  rmw = (pc.i1 - pc.i0 + 1) + (m - failed_parity);
+
+  for (i = 0; i < n + m; i++)
+    p->blk[i] = loc (GR_SPACE_SCRATCH, (size_t) i * L);
+
+  if (failed_data > 0) {
+    /* Rebuild the old stripe over [lo, hi), overlay the new data,
+     * encode every parity. */
+    bool want[GR_MAX_MEMBERS] = { false };
+
+    start (p, GR_PLAN_WRITE_DEGRADED, GR_LOCK_EXCL, sp);
+    p->nblk = n;
+    p->scratch_len = (size_t) n * L;
+    for (i = 0; i < k; i++)
+      want[i] = lost (c, s, i);
+    read_and_reconstruct (c, p, s, pc.lo, L, want,
+                          c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT,
+                                  (size_t) k * L,
+                                  failed_data + failed_parity));
+    for (i = pc.i0; i <= pc.i1; i++) {
+      uint32_t a, b;
+      size_t off;
+
+      piece_range (&pc, i, &a, &b, &off);
+      add_move (p, GR_STEP_COPY,
+                loc (GR_SPACE_SCRATCH, (size_t) i * L + (a - pc.lo)),
+                loc (src, off), b - a);
+    }
+    add_coding (p, GR_STEP_ENCODE, 1, L, 0,
+                c->gpu (c->gpu_arg, GR_OP_ENCODE, (size_t) k * L, 0));
+  }
+  else if (rmw < rcw) {
+    /* delta = old ^ new over the touched bytes (zero elsewhere in
+     * [lo, hi)); parity ^= G * delta for each touched chunk. */
+    bool gpu = c->gpu (c->gpu_arg, GR_OP_UPDATE, L, 0);
+
+    start (p, GR_PLAN_WRITE_RMW, GR_LOCK_EXCL, sp);
+    p->nblk = n + m;
+    p->scratch_len = (size_t) (n + m) * L;
+    for (j = k; j < n; j++) {
+      if (!lost (c, s, j))
+        add_read (p, gr_map_member (c->g, s, j), moff (c, s, pc.lo), L,
+                  p->blk[j]);
+      else
+        add_move (p, GR_STEP_ZERO, p->blk[j], p->blk[j], L);
+    }
+    for (i = pc.i0; i <= pc.i1; i++) {
+      size_t at = (size_t) i * L, off;
+      uint32_t a, b;
+
+      piece_range (&pc, i, &a, &b, &off);
+      add_read (p, gr_map_member (c->g, s, i), moff (c, s, a), b - a,
+                loc (GR_SPACE_SCRATCH, at + (a - pc.lo)));
+      add_move (p, GR_STEP_ZERO, loc (GR_SPACE_SCRATCH, at),
+                loc (GR_SPACE_SCRATCH, at), a - pc.lo);
+      add_move (p, GR_STEP_ZERO, loc (GR_SPACE_SCRATCH, at + (b - pc.lo)),
+                loc (GR_SPACE_SCRATCH, at + (b - pc.lo)), pc.hi - b);
+      add_move (p, GR_STEP_XOR, loc (GR_SPACE_SCRATCH, at + (a - pc.lo)),
+                loc (src, off), b - a);
+    }
+    for (i = pc.i0; i <= pc.i1; i++)
+      add_coding (p, GR_STEP_UPDATE, 1, L, i, gpu);
+  }
+  else {
+    /* Read the data not overwritten, overlay the new data, encode. */
+    start (p, GR_PLAN_WRITE_RCW, GR_LOCK_EXCL, sp);
+    p->nblk = n;
+    p->scratch_len = (size_t) n * L;
+    for (i = 0; i < k; i++) {
+      if (piece_covers (&pc, i)) {
+        p->blk[i] = loc (src, piece_lo_off (&pc, i));
+        continue;
+      }
+      add_read (p, gr_map_member (c->g, s, i), moff (c, s, pc.lo), L,
+                p->blk[i]);
+      if (i >= pc.i0 && i <= pc.i1) {
+        uint32_t a, b;
+        size_t off;
+
+        piece_range (&pc, i, &a, &b, &off);
+        add_move (p, GR_STEP_COPY,
+                  loc (GR_SPACE_SCRATCH, p->blk[i].off + (a - pc.lo)),
+                  loc (src, off), b - a);
+      }
+    }
+    add_coding (p, GR_STEP_ENCODE, 1, L, 0,
+                c->gpu (c->gpu_arg, GR_OP_ENCODE, (size_t) k * L, 0));
+  }
+  write_piece (c, p, &pc, src);
+}
+
+/* Most whole stripes a multi-stripe plan takes, given per-stripe use of
+ * the plan's arrays, and a limit of its own. */
+static uint64_t
+batch_limit (const struct gr_plan *p, size_t io_per, size_t blk_per,
+             uint64_t limit)
+{
+  if (limit < 1)
+    limit = 1;
+  if (io_per && limit > p->cap_io / io_per)
+    limit = p->cap_io / io_per;
+  if (blk_per && limit > p->cap_blk / blk_per)
+    limit = p->cap_blk / blk_per;
+  return limit;
+}
+
+/* Extend a plan that starts with whole stripe first over the whole
+ * stripes that follow, up to max stripes in all. */
+static void
+take_whole (const struct gr_plan_ctx *c, struct gr_walk *w,
+            const struct gr_span *first, uint64_t max, struct gr_plan *p)
+{
+  struct gr_walk save;
+  struct gr_span sp;
+
+  p->s0 = first->stripe;
+  p->nstripes = 1;
+  p->len = first->len;
+  while (p->nstripes < max) {
+    save = *w;
+    if (!gr_map_walk_next (w, &sp) || !gr_map_span_whole (c->g, &sp)) {
+      *w = save;
+      return;
+    }
+    p->nstripes++;
+    p->len += sp.len;
+  }
+}
+
+/* Whole stripes: parity encoded straight from the source in one batch;
+ * no reads, so failed members are simply not written. */
+static void
+plan_write_full (const struct gr_plan_ctx *c, struct gr_walk *w,
+                 const struct gr_span *first, enum gr_space src,
+                 struct gr_plan *p)
+{
+  int k = c->g->k, m = c->g->m, n = k + m, i;
+  uint32_t C = c->g->chunk;
+  uint64_t width = gr_map_stripe_width (c->g), st;
+
+  p->kind = GR_PLAN_WRITE_FULL;
+  p->lock = GR_LOCK_EXCL;
+  take_whole (c, w, first, batch_limit (p, n, n, FULL_BATCH_PARITY /
+                                        ((uint64_t) m * C)), p);
+  for (st = 0; st < p->nstripes; st++) {
+    uint64_t s = p->s0 + st;
+
+    for (i = 0; i < n; i++) {
+      struct gr_loc *b = &p->blk[st * n + i];
+
+      *b = i < k ? loc (src, st * width + (size_t) i * C)
+        : loc (GR_SPACE_SCRATCH, (st * m + (i - k)) * C);
+      if (!lost (c, s, i))
+        add_write (p, gr_map_member (c->g, s, i), moff (c, s, 0), C, *b);
+    }
+  }
+  p->nblk = p->nstripes * n;
+  p->scratch_len = p->nstripes * m * C;
+  add_coding (p, GR_STEP_ENCODE, p->nstripes, C, 0,
+              c->gpu (c->gpu_arg, GR_OP_ENCODE, p->nstripes * k * C, 0));
+}
+
+/* Whole stripes zeroed by fallocate: the chunk of stripe s is at the same
+ * offset on every member, so the same range on every live member leaves
+ * data and parity zero and consistent. */
+static void
+plan_fallocate (const struct gr_plan_ctx *c, struct gr_walk *w,
+                const struct gr_span *first, enum gr_io_kind mode,
+                struct gr_plan *p)
+{
+  int n = c->g->k + c->g->m, i;
+
+  p->kind = GR_PLAN_FALLOCATE;
+  p->lock = GR_LOCK_EXCL;
+  take_whole (c, w, first, FALLOC_BATCH, p);
+  for (i = 0; i < n; i++)
+    if (!c->failed[i])
+      add_io (p->write, &p->nwrite, mode, i, moff (c, p->s0, 0),
+              p->nstripes * c->g->chunk, loc (GR_SPACE_ZERO, 0));
+}
+
+/* Recompute the parity of whole stripes and rewrite what differs (md's
+ * resync).  Member-major: for a batch of stripes each member's chunks are
+ * contiguous, so one read per member per batch. */
+static void
+plan_resync (const struct gr_plan_ctx *c, struct gr_walk *w,
+             const struct gr_span *first, struct gr_plan *p)
+{
+  int k = c->g->k, m = c->g->m, n = k + m, i, j;
+  uint32_t C = c->g->chunk;
+  uint64_t st, nb;
+
+  p->kind = GR_PLAN_RESYNC;
+  p->lock = GR_LOCK_EXCL;
+  take_whole (c, w, first, batch_limit (p, m, n, RESYNC_BATCH /
+                                        ((uint64_t) n * C)), p);
+  nb = p->nstripes;
+  /* Member j's chunks of the batch at j * nb * C, new parity after. */
+  for (j = 0; j < n; j++)
+    add_read (p, j, moff (c, p->s0, 0), nb * C,
+              loc (GR_SPACE_SCRATCH, j * nb * C));
+  for (st = 0; st < nb; st++) {
+    uint64_t s = p->s0 + st;
+
+    for (i = 0; i < n; i++) {
+      struct gr_loc ondisk = loc (GR_SPACE_SCRATCH,
+                                  ((size_t) gr_map_member (c->g, s, i) * nb
+                                   + st) * C);
+
+      if (i < k)
+        p->blk[st * n + i] = ondisk;
+      else {
+        p->blk[st * n + i] = loc (GR_SPACE_SCRATCH,
+                                  (n * nb + st * m + (i - k)) * C);
+        add_io (p->write, &p->nwrite, GR_IO_WRITE_CHANGED,
+                gr_map_member (c->g, s, i), moff (c, s, 0), C,
+                p->blk[st * n + i]);
+        p->write[p->nwrite - 1].cmp = ondisk;
+      }
+    }
+  }
+  p->nblk = nb * n;
+  p->scratch_len = (n + m) * nb * C;
+  add_coding (p, GR_STEP_ENCODE, nb, C, 0,
+              c->gpu (c->gpu_arg, GR_OP_ENCODE, nb * k * C, 0));
+}
+
+/* The fallocate mode a zero or trim of whole stripes uses, or 0. */
+static enum gr_io_kind
+falloc_mode (const struct gr_plan_ctx *c, enum gr_req req)
+{
+  bool punch = c->falloc & GR_FALLOC_PUNCH, zero = c->falloc & GR_FALLOC_ZERO;
+
+  switch (req) {
+  case GR_REQ_TRIM:
+    return punch ? GR_IO_PUNCH : GR_IO_READ;
+  case GR_REQ_ZERO_MAY_TRIM:
+    return punch ? GR_IO_PUNCH : zero ? GR_IO_ZERO_RANGE : GR_IO_READ;
+  case GR_REQ_ZERO:
+    return zero ? GR_IO_ZERO_RANGE : punch ? GR_IO_PUNCH : GR_IO_READ;
+  default:
+    return GR_IO_READ;
+  }
+}
+
+enum gr_plan_kind
+gr_plan_next (const struct gr_plan_ctx *c, enum gr_req req, uint64_t offset,
+              uint64_t len, struct gr_plan *p)
+{
+  int n = c->g->k + c->g->m, i, nfailed = 0;
+  enum gr_space src = req == GR_REQ_WRITE ? GR_SPACE_REQ : GR_SPACE_ZERO;
+  enum gr_io_kind mode;
+  struct gr_walk w;
+  struct gr_span sp;
+
+  p->offset = offset;
+  p->len = len;
+  p->s0 = offset / gr_map_stripe_width (c->g);
+  p->nstripes = 0;
+  p->lock = GR_LOCK_NONE;
+  p->gen = c->gen;
+  p->scratch_len = 0;
+  p->nread = p->nstep = p->nwrite = p->nblk = 0;
+  p->nerased = 0;
+
+  for (i = 0; i < n; i++)
+    nfailed += c->failed[i];
+  if (nfailed > c->g->m || (req == GR_REQ_RESYNC && nfailed > 0))
+    return p->kind = GR_PLAN_REFUSE;
+
+  gr_map_walk_init (&w, c->g, offset, len);
+  gr_map_walk_next (&w, &sp);
+  switch (req) {
+  case GR_REQ_READ:
+    if (span_healthy (c, &sp))
+      plan_read (c, &w, &sp, p);
+    else
+      plan_read_degraded (c, &sp, p);
+    break;
+  case GR_REQ_RESYNC:
+    plan_resync (c, &w, &sp, p);
+    break;
+  case GR_REQ_TRIM:
+  case GR_REQ_ZERO:
+  case GR_REQ_ZERO_MAY_TRIM:
+  case GR_REQ_WRITE:
+    mode = falloc_mode (c, req);
+    if (!gr_map_span_whole (c->g, &sp)) {
+      if (req == GR_REQ_TRIM) {
+        start (p, GR_PLAN_SKIP, GR_LOCK_NONE, &sp);
+        p->nstripes = 0;
+      }
+      else
+        plan_write_part (c, &sp, src, p);
+    }
+    else if (mode != GR_IO_READ)
+      plan_fallocate (c, &w, &sp, mode, p);
+    else if (req == GR_REQ_TRIM) {
+      /* Trim is advisory: without punch-hole, nothing is done. */
+      start (p, GR_PLAN_SKIP, GR_LOCK_NONE, &sp);
+      p->nstripes = 0;
+    }
+    else
+      plan_write_full (c, &w, &sp, src, p);
+    break;
+  }
+  return p->kind;
 }

@@ -1,9 +1,23 @@
-/* gpuraid - per-stripe planning for the data paths (pure functions).
+/* gpuraid - the planner: what a request does to the members (pure).
  *
- * Deciding, apart from doing (like md's raid5.c): which bytes of which
- * chunks a request touches in one stripe, the aligned range the coding
- * works on, and how a partial-stripe write is done.  No I/O, no globals;
- * unit-tested by test-plan. */
+ * Deciding apart from doing, like md's raid5.c: for a range of a request
+ * and a snapshot of which members have failed, gr_plan_next returns a
+ * plan for the first part of the range, a value that lists
+ *   - the member reads (member, offset, length, destination),
+ *   - the steps on the plan's buffers: moves (zero, copy, XOR) and coding
+ *     operations (encode, parity update of data chunk i, reconstruct of a
+ *     given erased set for given wanted chunks),
+ *   - the member writes (or fallocate calls, for zero and trim),
+ * and the stripe lock it needs.  The executor (exec.h) runs it.  Nothing
+ * here does I/O, locks, allocates or logs; test-plan checks every plan
+ * kind by brute force over small geometries and runs plans on in-memory
+ * members.
+ *
+ * Bytes live in three spaces: the request's buffer (its offsets count
+ * from the plan's first byte, plan->offset), the plan's scratch area
+ * (plan->scratch_len bytes that the executor provides), and zeros (a
+ * source only; any offset).
+ */
 #ifndef GPURAID_PLAN_H
 #define GPURAID_PLAN_H
 
@@ -11,41 +25,141 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The part of one stripe a request touches: data bytes [so, so+len) of
- * stripe s (so + len <= k * chunk), i.e. chunks i0..i1; chunk i is
- * touched over [gr_piece_a (i), gr_piece_b (i)).  [lo, hi) is the union
- * of the touched ranges widened to multiples of lm (clipped to chunk). */
-struct gr_piece {
-  uint64_t s;
-  uint32_t chunk;
-  uint32_t so, len;
-  int i0, i1;
-  uint32_t lo, hi;
+#include "gf/gf.h"
+#include "raidmap/raidmap.h"
+
+enum gr_space { GR_SPACE_REQ, GR_SPACE_SCRATCH, GR_SPACE_ZERO };
+
+struct gr_loc {
+  enum gr_space space;
+  size_t off;
 };
 
-/* len >= 1; chunk a multiple of lm (lm >= 1). */
-void gr_piece_init (struct gr_piece *pc, uint32_t chunk, uint32_t lm,
-                    uint64_t s, uint32_t so, uint32_t len);
-uint32_t gr_piece_a (const struct gr_piece *pc, int i);
-uint32_t gr_piece_b (const struct gr_piece *pc, int i);
-/* Offset in the request buffer of byte a of chunk i. */
-size_t gr_piece_bufoff (const struct gr_piece *pc, int i, uint32_t a);
-/* Is chunk i touched and fully overwritten over [lo, hi)? */
-bool gr_piece_covers (const struct gr_piece *pc, int i);
-
-enum gr_write_plan {
-  GR_WRITE_RCW,             /* read untouched data over [lo,hi), encode */
-  GR_WRITE_RMW,             /* read touched data + live parity, update */
-  GR_WRITE_DEGRADED,        /* a data chunk is failed: reconstruct, encode */
-  GR_WRITE_TOO_MANY,        /* more than m failed: cannot be done */
+enum gr_io_kind {
+  GR_IO_READ,
+  GR_IO_WRITE,
+  GR_IO_WRITE_CHANGED,          /* write only if it differs from cmp */
+  GR_IO_PUNCH,                  /* fallocate punch-hole (no buffer) */
+  GR_IO_ZERO_RANGE,             /* fallocate zero-range (no buffer) */
 };
 
-/* How to write a partial stripe.  failed[i] for code index i (0..k+m-1).
- * Chooses RMW when it reads fewer chunks than RCW (like md); chunk reads
- * counted: RMW t touched data + live parity, RCW the data chunks not
- * fully overwritten over [lo, hi).  *reads gets the chosen count (for
- * the degraded plan: k). */
-enum gr_write_plan gr_plan_write (const struct gr_piece *pc, int k, int m,
-                                  const bool *failed, int *reads);
+/* One member access. */
+struct gr_io {
+  enum gr_io_kind kind;
+  int member;
+  uint64_t off;                 /* byte offset on the member */
+  uint64_t len;
+  struct gr_loc buf;            /* read: destination; write: source */
+  struct gr_loc cmp;            /* GR_IO_WRITE_CHANGED: the bytes read */
+};
+
+/* The coding operations, as the router (coding.h) weighs them. */
+enum gr_op { GR_OP_ENCODE, GR_OP_RECONSTRUCT, GR_OP_UPDATE };
+
+enum gr_step_kind {
+  GR_STEP_ZERO,                 /* dst = 0 over len */
+  GR_STEP_COPY,                 /* dst = src over len */
+  GR_STEP_XOR,                  /* dst ^= src over len */
+  GR_STEP_ENCODE,               /* parity of nstripes stripes */
+  GR_STEP_UPDATE,               /* parity ^= G[.][index] * delta */
+  GR_STEP_RECONSTRUCT,          /* rebuild the erased blocks */
+};
+
+/* Coding steps work on blocks of len bytes: plan->blk[blk0 ...], n per
+ * stripe (code index order) for ENCODE and RECONSTRUCT (which rebuilds
+ * plan->erased); for UPDATE the delta is blk[blk0 + index], the parity
+ * blk[blk0 + k ...] and m blocks of scratch for the GPU's partial results
+ * blk[blk0 + n ...]. */
+struct gr_step {
+  enum gr_step_kind kind;
+  struct gr_loc dst, src;       /* moves */
+  size_t len;                   /* moves: bytes; coding: block length */
+  size_t blk0, nstripes;        /* coding */
+  int index;                    /* UPDATE: the data chunk */
+  bool gpu;                     /* coding: the route chosen (coding.h) */
+};
+
+enum gr_plan_kind {
+  GR_PLAN_READ,                 /* data chunks straight into the request */
+  GR_PLAN_READ_DEGRADED,        /* k survivors, reconstruct, copy out */
+  GR_PLAN_WRITE_FULL,           /* whole stripes: encode, write all */
+  GR_PLAN_WRITE_RCW,            /* read the untouched data, encode */
+  GR_PLAN_WRITE_RMW,            /* read old data and parity, update */
+  GR_PLAN_WRITE_DEGRADED,       /* reconstruct, overlay, encode */
+  GR_PLAN_FALLOCATE,            /* whole stripes: the same range of every
+                                 * live member punched or zeroed */
+  GR_PLAN_SKIP,                 /* nothing to do (trim of part of a stripe) */
+  GR_PLAN_RESYNC,               /* whole stripes: recompute the parity,
+                                 * rewrite what differs */
+  GR_PLAN_REFUSE,               /* more than m members lost: EIO */
+};
+
+/* "read", "write-rmw", ... for logs. */
+const char *gr_plan_kind_name (enum gr_plan_kind kind);
+
+enum gr_lock_mode { GR_LOCK_NONE, GR_LOCK_SHARED, GR_LOCK_EXCL };
+
+/* A plan.  The arrays are allocated once by gr_plan_new for a geometry
+ * and reused; a plan never holds more than their capacity (a large
+ * request takes several plans). */
+struct gr_plan {
+  enum gr_plan_kind kind;
+  uint64_t offset, len;         /* the logical range it covers */
+  uint64_t s0, nstripes;        /* the stripes it touches */
+  enum gr_lock_mode lock;       /* held on those stripes while it runs */
+  uint64_t gen;                 /* the member snapshot it was made from */
+  size_t scratch_len;
+  struct gr_io *read;
+  size_t nread;
+  struct gr_step *step;
+  size_t nstep;
+  struct gr_io *write;
+  size_t nwrite;
+  struct gr_loc *blk;
+  size_t nblk;
+  uint8_t **ptr;                /* gr_steps_run: blk resolved */
+  int nerased;                  /* RECONSTRUCT's erased set, ascending */
+  int erased[GR_MAX_MEMBERS];
+  size_t cap_io, cap_step, cap_blk;
+};
+
+/* What a request asks for. */
+enum gr_req {
+  GR_REQ_READ,
+  GR_REQ_WRITE,
+  GR_REQ_ZERO,                  /* write zeros (fallocate zero-range first) */
+  GR_REQ_ZERO_MAY_TRIM,         /* the same, punching holes first */
+  GR_REQ_TRIM,                  /* punch whole stripes, skip the rest */
+  GR_REQ_RESYNC,                /* recompute parity (whole stripes only) */
+};
+
+/* fallocate modes (gr_plan_ctx.falloc). */
+#define GR_FALLOC_PUNCH 1u
+#define GR_FALLOC_ZERO 2u
+
+/* What plans are made from. */
+struct gr_plan_ctx {
+  const struct gr_geom *g;
+  uint32_t lm;                  /* coding lengths are multiples of this */
+  const bool *failed;           /* failed[member] */
+  uint64_t gen;                 /* the snapshot's generation */
+  unsigned falloc;              /* GR_FALLOC_* modes the members support */
+  /* Where a coding operation of that many data bytes (nerased lost)
+   * runs: true for the GPU, whose blocks are then all in scratch (the
+   * engine copies page-locked memory directly). */
+  bool (*gpu) (void *arg, enum gr_op op, size_t bytes, int nerased);
+  void *gpu_arg;
+};
+
+/* A plan with room for geometry g; NULL if out of memory. */
+struct gr_plan *gr_plan_new (const struct gr_geom *g);
+void gr_plan_free (struct gr_plan *p);
+
+/* Plan the first part of [offset, offset + len) (inside the array, len
+ * >= 1; for GR_REQ_RESYNC whole stripes) and return its kind; the plan
+ * covers [p->offset, p->offset + p->len), p->offset == offset. */
+enum gr_plan_kind gr_plan_next (const struct gr_plan_ctx *c, enum gr_req req,
+                                uint64_t offset, uint64_t len,
+                                struct gr_plan *p);
 
 #endif /* GPURAID_PLAN_H */

@@ -1,20 +1,26 @@
 # nbdkit-plugin/ - the gpuraid nbdkit plugin.
 PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
-PLUGIN_OBJS = nbdkit-plugin/gpuraid.o nbdkit-plugin/array.o nbdkit-plugin/plan.o \
-              nbdkit-plugin/accel.o \
-              nbdkit-plugin/io.o nbdkit-plugin/superblock.o nbdkit-plugin/uring.o
+# The data path, top-down: gpuraid (callbacks) -> io (requests) -> plan
+# (what to do) -> exec (doing it) -> members (member I/O and state) and
+# coding (where coding runs); array opens and closes (assemble decides,
+# resync repairs); config, calibrate, gpudev, fakegpu, log, uring beside.
+PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
+              assemble.o resync.o io.o plan.o exec.o members.o coding.o \
+              steps.o calibrate.o gpudev.o fakegpu.o log.o uring.o \
+              superblock.o)
 
-# liburing (optional): parallel chunk reads.  NOURING=1 leaves it out.
+# liburing (optional): member I/O in batches.  NOURING=1 leaves it out.
 ifneq ($(NOURING),1)
 URING_LIBS := $(shell pkg-config --libs liburing 2>/dev/null)
 endif
-URING_CPPFLAGS := $(if $(URING_LIBS),-DGR_HAVE_URING)
 
 # Callbacks have fixed signatures: unused parameters are normal there.
-# GPU_CPPFLAGS (gpu/gpu.mk) brings -DGR_HAVE_CUDA when CUDA is built.
-$(PLUGIN_OBJS) nbdkit-plugin/test-superblock.o: \
-  CFLAGS_ALL += -I. -Wno-unused-parameter $(URING_CPPFLAGS) \
-                $(if $(HAVE_CUDA),$(GPU_CPPFLAGS))
+$(PLUGIN_OBJS) nbdkit-plugin/test-superblock.o nbdkit-plugin/test-plan.o \
+nbdkit-plugin/test-assemble.o: \
+  CFLAGS_ALL += -I. -Wno-unused-parameter
+# Build options, each confined to the one file that has stubs for it.
+nbdkit-plugin/uring.o: CFLAGS_ALL += $(if $(URING_LIBS),-DGR_HAVE_URING)
+nbdkit-plugin/gpudev.o: CFLAGS_ALL += $(if $(HAVE_CUDA),$(GPU_CPPFLAGS))
 
 # raidmap.mk is included after this file: name its library literally.
 $(PLUGIN_SO): $(PLUGIN_OBJS) raidmap/libgrmap.a $(LIBGF) \
@@ -24,20 +30,25 @@ $(PLUGIN_SO): $(PLUGIN_OBJS) raidmap/libgrmap.a $(LIBGF) \
 	  $(PLUGIN_OBJS) raidmap/libgrmap.a $(LIBGF) $(GF_LDLIBS) \
 	  $(if $(HAVE_CUDA),$(LIBGPU) $(GPU_LDLIBS)) $(URING_LIBS)
 
+# Unit tests without nbdkit.
 nbdkit-plugin/test-superblock: nbdkit-plugin/test-superblock.o \
                                nbdkit-plugin/superblock.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 
-CHECK_PROGS += nbdkit-plugin/test-superblock
-CHECK_TESTS += nbdkit-plugin/test-superblock nbdkit-plugin/test-sb-state.sh \
-               nbdkit-plugin/test-degraded-reads.sh \
-               nbdkit-plugin/test-gpu-fallback.sh
-CLEAN_FILES += nbdkit-plugin/test-superblock
+nbdkit-plugin/test-plan: nbdkit-plugin/test-plan.o nbdkit-plugin/plan.o \
+                         nbdkit-plugin/steps.o \
+                         raidmap/libgrmap.a $(LIBGF)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS)
 
-nbdkit-plugin/test-plan: nbdkit-plugin/test-plan.o nbdkit-plugin/plan.o
+nbdkit-plugin/test-assemble: nbdkit-plugin/test-assemble.o \
+                             nbdkit-plugin/assemble.o \
+                             nbdkit-plugin/superblock.o raidmap/libgrmap.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 
-nbdkit-plugin/test-plan.o: CFLAGS_ALL += -I.
-CHECK_PROGS += nbdkit-plugin/test-plan
-CHECK_TESTS += nbdkit-plugin/test-plan
-CLEAN_FILES += nbdkit-plugin/test-plan
+PLUGIN_TESTS = nbdkit-plugin/test-superblock nbdkit-plugin/test-plan \
+               nbdkit-plugin/test-assemble
+CHECK_PROGS += $(PLUGIN_TESTS)
+CHECK_TESTS += $(PLUGIN_TESTS) nbdkit-plugin/test-sb-state.sh \
+               nbdkit-plugin/test-degraded-reads.sh \
+               nbdkit-plugin/test-gpu-fallback.sh
+CLEAN_FILES += $(PLUGIN_TESTS)

@@ -8,7 +8,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
 #include "uring.h"
+
+/* -D gpuraid.no_uring=1: member reads one by one with pread (for
+ * comparison), even when built with liburing. */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_no_uring = 0;
 
 #ifdef GR_HAVE_URING
 #include <liburing.h>
@@ -49,7 +56,8 @@ get_ring (void)
   struct ring *rg;
 
   pthread_once (&ring_once, ring_key_init);
-  if (!ring_key_ok || __atomic_load_n (&uring_disabled, __ATOMIC_RELAXED))
+  if (!ring_key_ok || gpuraid_debug_no_uring ||
+      __atomic_load_n (&uring_disabled, __ATOMIC_RELAXED))
     return NULL;
   rg = pthread_getspecific (ring_key);
   if (rg == NULL) {
@@ -69,7 +77,7 @@ get_ring (void)
   return rg->ok ? rg : NULL;
 }
 
-int
+bool
 gr_uring_available (void)
 {
   return get_ring () != NULL;
@@ -102,7 +110,7 @@ reap (struct ring *rg, struct gr_rio *v, size_t *inflight, int wait)
   }
 }
 
-int
+enum gr_uring_outcome
 gr_uring_read_batch (struct gr_rio *v, size_t n)
 {
   struct ring *rg = get_ring ();
@@ -110,7 +118,7 @@ gr_uring_read_batch (struct gr_rio *v, size_t n)
   int r;
 
   if (rg == NULL)
-    return -1;
+    return GR_URING_UNAVAILABLE;
   for (i = 0; i < n; i++)
     v[i].res = -EINPROGRESS;
   while (next < n || pending > 0 || inflight > 0) {
@@ -140,7 +148,7 @@ gr_uring_read_batch (struct gr_rio *v, size_t n)
     }
     reap (rg, v, &inflight, 1);
   }
-  return 0;
+  return GR_URING_DONE;
 
  broken:
   /* Wait for what the kernel has, then drop the ring (the SQEs never
@@ -151,21 +159,21 @@ gr_uring_read_batch (struct gr_rio *v, size_t n)
   for (i = 0; i < n; i++)
     if (v[i].res == -EINPROGRESS)
       v[i].res = -EIO;
-  return 0;
+  return GR_URING_DONE;
 }
 
 #else /* !GR_HAVE_URING */
 
-int
+bool
 gr_uring_available (void)
 {
-  return 0;
+  return false;
 }
 
-int
+enum gr_uring_outcome
 gr_uring_read_batch (struct gr_rio *v, size_t n)
 {
-  return -1;
+  return GR_URING_UNAVAILABLE;
 }
 
 #endif

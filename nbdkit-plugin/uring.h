@@ -1,8 +1,10 @@
 /* gpuraid - batched member reads through io_uring (when built with
- * liburing), so that the chunk reads of one request run in parallel. */
+ * liburing), so that the chunk reads of one plan run in parallel.
+ * Without liburing (NOURING=1) the stubs say it is not available. */
 #ifndef GPURAID_URING_H
 #define GPURAID_URING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,13 +19,19 @@ struct gr_rio {
   int res;
 };
 
-/* Is io_uring usable in this build and process? */
-int gr_uring_available (void);
+/* Is io_uring usable in this build and process (and not turned off with
+ * -D gpuraid.no_uring=1)? */
+bool gr_uring_available (void);
 
-/* Run the n reads, up to the ring depth at a time, in the calling
- * thread's ring.  Returns 0 when every read has a result in res (some may
- * have failed: the caller redoes those), or -1 if io_uring cannot be used
- * (nothing was read; the caller falls back to pread). */
-int gr_uring_read_batch (struct gr_rio *v, size_t n);
+enum gr_uring_outcome {
+  GR_URING_DONE,                /* every entry has its result in res (some
+                                 * may have failed: the caller redoes
+                                 * those) */
+  GR_URING_UNAVAILABLE,         /* nothing was done: use pread/pwrite */
+};
+
+/* Run the n entries, up to the ring depth at a time, in the calling
+ * thread's ring. */
+enum gr_uring_outcome gr_uring_read_batch (struct gr_rio *v, size_t n);
 
 #endif /* GPURAID_URING_H */

@@ -13,6 +13,7 @@ TESTS_PROGS = tests/gpuraid-check tests/test-concurrent
 # Cheapest first.  All need the plugin (and skip loudly without it).
 TESTS_SCRIPTS = \
 	tests/test-gpuraid-check.sh \
+	tests/test-structure.sh \
 	tests/test-concurrent-selftest.sh \
 	tests/test-dump-plugin.sh \
 	tests/test-docs.sh \

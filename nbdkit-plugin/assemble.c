@@ -1,0 +1,340 @@
+/* gpuraid - the assembly decision.  See assemble.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "assemble.h"
+
+static void
+refuse (struct gr_assembly *a, const char *fmt, ...)
+  __attribute__ ((format (printf, 2, 3)));
+
+static void
+refuse (struct gr_assembly *a, const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (a->error, sizeof a->error, fmt, ap);
+  va_end (ap);
+  a->outcome = GR_ASSEMBLY_REFUSED;
+}
+
+/* Append to a bounded line. */
+static void
+append (char *buf, size_t size, const char *fmt, ...)
+  __attribute__ ((format (printf, 3, 4)));
+
+static void
+append (char *buf, size_t size, const char *fmt, ...)
+{
+  size_t len = strlen (buf);
+  va_list ap;
+
+  if (len + 1 >= size)
+    return;
+  va_start (ap, fmt);
+  vsnprintf (buf + len, size - len, fmt, ap);
+  va_end (ap);
+}
+
+static const char *
+code_name (uint32_t code)
+{
+  return code == GR_CODE_CRS ? "crs" : "rs";
+}
+
+static void
+init (struct gr_assembly *a)
+{
+  int i;
+
+  memset (a, 0, sizeof *a);
+  a->outcome = GR_ASSEMBLY_OK;
+  for (i = 0; i < GR_MAX_MEMBERS; i++)
+    a->slot[i] = -1;
+}
+
+static void
+geom_from_sb (struct gr_assembly *a)
+{
+  a->geom.k = (int) a->sb.k;
+  a->geom.m = (int) a->sb.m;
+  a->geom.chunk = a->sb.chunk;
+  a->geom.data_offset = a->sb.data_offset;
+  a->geom.stripes = a->sb.data_size / a->sb.chunk;
+  a->n = a->geom.k + a->geom.m;
+}
+
+void
+gr_assemble_create (const struct gr_probe *p, int np,
+                    const struct gr_assemble_args *args,
+                    struct gr_assembly *a)
+{
+  int n = np, m = args->m, i;
+  uint32_t chunk = args->chunk ? args->chunk : 65536;
+  uint64_t data_offset = chunk > GR_MIN_DATA_OFFSET ? chunk
+    : GR_MIN_DATA_OFFSET;
+  uint64_t size;
+  char uuid[37];
+
+  init (a);
+  if (n > GR_MAX_MEMBERS) {
+    refuse (a, "k+m = %d: at most %d members", n, GR_MAX_MEMBERS);
+    return;
+  }
+  for (i = 0; i < n; i++) {
+    if (p[i].open_errno) {
+      refuse (a, "member %d (%s): cannot open: %s", i, p[i].path,
+              strerror (p[i].open_errno));
+      return;
+    }
+    if (p[i].sb_status != -ENOENT && !args->force) {
+      if (p[i].sb_status == 0) {
+        gr_sb_uuid_str (p[i].sb.uuid, uuid);
+        refuse (a, "member %d (%s) already holds a gpuraid superblock "
+                "(array %s, member %" PRIu32 "); use force=true to "
+                "overwrite it", i, p[i].path, uuid, p[i].sb.index);
+      }
+      else
+        refuse (a, "member %d (%s) holds a gpuraid superblock (%s); use "
+                "force=true to overwrite it", i, p[i].path,
+                gr_sb_strerror (p[i].sb_status));
+      return;
+    }
+  }
+  size = p[0].size;
+  for (i = 1; i < n; i++)
+    if (p[i].size != size) {
+      refuse (a, "member %d (%s) is %" PRIu64 " bytes but member 0 (%s) is %"
+              PRIu64 ": members must be the same size", i, p[i].path,
+              p[i].size, p[0].path, size);
+      return;
+    }
+  if (size < data_offset + chunk) {
+    refuse (a, "members are too small (%" PRIu64 " bytes): at least %" PRIu64
+            " bytes needed for chunk=%" PRIu32, size, data_offset + chunk,
+            chunk);
+    return;
+  }
+  a->sb.version = GR_SB_VERSION;
+  a->sb.k = (uint32_t) (n - m);
+  a->sb.m = (uint32_t) m;
+  a->sb.code = args->code ? (uint32_t) args->code : GR_CODE_RS;
+  a->sb.chunk = chunk;
+  a->sb.data_offset = data_offset;
+  a->sb.data_size = (size - data_offset) / chunk * chunk;
+  geom_from_sb (a);
+  if (gr_map_check (&a->geom) != 0) {
+    refuse (a, "invalid geometry k=%d m=%d chunk=%" PRIu32, n - m, m, chunk);
+    return;
+  }
+  for (i = 0; i < n; i++) {
+    a->slot[i] = i;
+    a->path[i] = p[i].path;
+    a->state[i] = GR_SLOT_ACTIVE;
+  }
+}
+
+static bool
+same_geometry (const struct gr_sb *x, const struct gr_sb *y)
+{
+  return x->k == y->k && x->m == y->m && x->code == y->code &&
+    x->chunk == y->chunk && x->data_offset == y->data_offset &&
+    x->data_size == y->data_size;
+}
+
+/* Every opened member must hold a valid superblock of one array with one
+ * geometry, as the command line says.  The first valid one, or -1. */
+static int
+check_superblocks (const struct gr_probe *p, int np,
+                   const struct gr_assemble_args *args, struct gr_assembly *a)
+{
+  char uuid[37], uuid2[37];
+  int i, ref = -1;
+
+  for (i = 0; i < np; i++) {
+    if (p[i].open_errno)
+      continue;
+    if (p[i].sb_status == -ENOENT) {
+      refuse (a, "member %d (%s): no gpuraid superblock; use create=true to "
+              "create a new array", i, p[i].path);
+      return -1;
+    }
+    if (p[i].sb_status != 0) {
+      refuse (a, "member %d (%s): %s; refusing to use it (remove it to start "
+              "degraded)", i, p[i].path, gr_sb_strerror (p[i].sb_status));
+      return -1;
+    }
+    if (ref == -1) {
+      ref = i;
+      continue;
+    }
+    if (memcmp (p[i].sb.uuid, p[ref].sb.uuid, 16) != 0) {
+      gr_sb_uuid_str (p[i].sb.uuid, uuid);
+      gr_sb_uuid_str (p[ref].sb.uuid, uuid2);
+      refuse (a, "member %d (%s) belongs to another array (%s, not %s)", i,
+              p[i].path, uuid, uuid2);
+      return -1;
+    }
+    if (!same_geometry (&p[i].sb, &p[ref].sb)) {
+      refuse (a, "member %d (%s): geometry differs from member %d (%s)", i,
+              p[i].path, ref, p[ref].path);
+      return -1;
+    }
+  }
+  if (ref == -1) {
+    refuse (a, "no member could be opened:");
+    for (i = 0; i < np; i++)
+      append (a->error, sizeof a->error, "%s member %d (%s): %s",
+              i ? ";" : "", i, p[i].path, strerror (p[i].open_errno));
+    return -1;
+  }
+  if (args->m >= 0 && (uint32_t) args->m != p[ref].sb.m) {
+    refuse (a, "m=%d does not match the array (m=%" PRIu32 ")", args->m,
+            p[ref].sb.m);
+    return -1;
+  }
+  if (args->chunk && args->chunk != p[ref].sb.chunk) {
+    refuse (a, "chunk=%" PRIu32 " does not match the array (chunk=%" PRIu32
+            ")", args->chunk, p[ref].sb.chunk);
+    return -1;
+  }
+  if (args->code && (uint32_t) args->code != p[ref].sb.code) {
+    refuse (a, "code=%s does not match the array (code=%s)",
+            code_name ((uint32_t) args->code), code_name (p[ref].sb.code));
+    return -1;
+  }
+  return ref;
+}
+
+/* Place the opened members by index; the authoritative one (highest
+ * event) or -1. */
+static int
+place (const struct gr_probe *p, int np, int n, struct gr_assembly *a)
+{
+  int i, auth = -1;
+
+  for (i = 0; i < np; i++) {
+    int idx;
+
+    if (p[i].open_errno)
+      continue;
+    idx = (int) p[i].sb.index;
+    if (a->slot[idx] >= 0) {
+      refuse (a, "member %d (%s) and member %d (%s) both claim member index "
+              "%d", a->slot[idx], p[a->slot[idx]].path, i, p[i].path, idx);
+      return -1;
+    }
+    if (p[i].size < p[i].sb.data_offset + p[i].sb.data_size) {
+      refuse (a, "member %d (%s) is too small (%" PRIu64 " bytes) for its "
+              "superblock's data area (%" PRIu64 " bytes)", i, p[i].path,
+              p[i].size, p[i].sb.data_offset + p[i].sb.data_size);
+      return -1;
+    }
+    a->slot[idx] = i;
+    a->path[idx] = p[i].path;
+    if (idx != i)
+      a->reordered = true;
+    if (auth == -1 || p[i].sb.event > p[auth].sb.event)
+      auth = i;
+  }
+  (void) n;
+  return auth;
+}
+
+/* The state of every slot against the authoritative superblock. */
+static void
+judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
+{
+  bool attributed[GR_MAX_MEMBERS] = { false };
+  int i;
+
+  for (i = 0; i < a->n; i++) {
+    int q = a->slot[i];
+
+    a->state[i] = GR_SLOT_ACTIVE;
+    if (q < 0) {
+      /* At creation the command-line order is the index, so while the
+       * members that opened are all in that order, an unopenable path at
+       * position i is probably member i; otherwise nothing is guessed. */
+      a->state[i] = GR_SLOT_MISSING;
+      if (i < np && p[i].open_errno && !a->reordered) {
+        attributed[i] = true;
+        a->path[i] = p[i].path;
+        snprintf (a->why[i], sizeof a->why[i], "missing; probably member=%s,"
+                  " which cannot be opened: %s", p[i].path,
+                  strerror (p[i].open_errno));
+      }
+      else
+        snprintf (a->why[i], sizeof a->why[i], "missing");
+    }
+    else if (gr_sb_failed_test (&a->sb, i)) {
+      a->state[i] = GR_SLOT_FAILED;
+      snprintf (a->why[i], sizeof a->why[i], "marked failed in the array "
+                "(event %" PRIu64 ")", a->sb.event);
+    }
+    else if (p[q].sb.event < a->sb.event) {
+      a->state[i] = GR_SLOT_STALE;
+      snprintf (a->why[i], sizeof a->why[i], "stale (event %" PRIu64 " < %"
+                PRIu64 ")", p[q].sb.event, a->sb.event);
+    }
+    if (a->state[i] != GR_SLOT_ACTIVE) {
+      a->nfailed++;
+      if (a->state[i] == GR_SLOT_MISSING)
+        append (a->warning, sizeof a->warning, "%smember %d is %s",
+                a->nfailed > 1 ? "; " : "", i, a->why[i]);
+      else
+        append (a->warning, sizeof a->warning, "%smember %d (%s) is %s: not "
+                "used", a->nfailed > 1 ? "; " : "", i, p[q].path, a->why[i]);
+    }
+  }
+  for (i = 0; i < np; i++)
+    if (p[i].open_errno && !attributed[i])
+      append (a->warning, sizeof a->warning, "%smember=%s cannot be opened "
+              "(%s); treating it as missing", a->warning[0] ? "; " : "",
+              p[i].path, strerror (p[i].open_errno));
+}
+
+void
+gr_assemble (const struct gr_probe *p, int np,
+             const struct gr_assemble_args *args, struct gr_assembly *a)
+{
+  char list[sizeof a->warning];
+  int ref, auth;
+
+  init (a);
+  ref = check_superblocks (p, np, args, a);
+  if (ref < 0)
+    return;
+  a->sb = p[ref].sb;
+  geom_from_sb (a);
+  auth = place (p, np, a->n, a);
+  if (auth < 0)
+    return;
+  a->sb = p[auth].sb;
+  geom_from_sb (a);
+  if (gr_map_check (&a->geom) != 0) {
+    refuse (a, "member %d (%s): invalid geometry", auth, p[auth].path);
+    return;
+  }
+  judge_slots (p, np, a);
+  if (a->nfailed > a->geom.m) {
+    refuse (a, "too many members missing or failed: %d of %d, the array "
+            "tolerates %d: %s", a->nfailed, a->n, a->geom.m, a->warning);
+    return;
+  }
+  if (a->nfailed > 0) {
+    snprintf (list, sizeof list, "%s", a->warning);
+    a->warning[0] = '\0';
+    append (a->warning, sizeof a->warning, "starting degraded with %d of %d "
+            "members, %d more failures tolerated: %s", a->n - a->nfailed,
+            a->n, a->geom.m - a->nfailed, list);
+  }
+  /* Not shut down cleanly: parity of the stripes being written at the
+   * crash may not match their data. */
+  if (a->sb.flags & GR_SB_FLAG_DIRTY)
+    a->resync = a->nfailed == 0 ? GR_RESYNC_FULL : GR_RESYNC_IMPOSSIBLE;
+}

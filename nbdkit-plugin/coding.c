@@ -1,0 +1,687 @@
+/* gpuraid - coding: where each operation runs, and running it.  See
+ * coding.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coding.h"
+#include "fakegpu.h"
+#include "gf/gf-backend.h"
+#include "gpudev.h"
+#include "log.h"
+
+#define MiB ((size_t) 1 << 20)
+#define HOST_POOL_MAX (1024 * MiB)      /* all page-locked scratch */
+#define HOST_ALLOC_MAX (64 * MiB)       /* one page-locked buffer */
+
+/* Under accel=auto, at most this many operations on the GPU at once
+ * (writers inside the group commit count one each); more would wait
+ * there for the engine's streams while CPU cores are free, so they run
+ * on the CPU instead ("spill"), and the GPU adds to the CPU under load
+ * instead of becoming a queue (docs/performance.md, array run 3). */
+#define GPU_MAX_INFLIGHT 2
+
+/* Group commit: a batch gathers at most this much data, and its leader
+ * waits at most this long for more. */
+#define BATCH_MAX_BYTES (64 * MiB)
+#define BATCH_WAIT_US 200
+
+struct enc_req {
+  uint8_t *const *blocks;
+  size_t nstripes;
+  int rc;
+  bool done;
+  struct enc_req *next;
+};
+
+struct scratch {
+  struct gr_coding *c;
+  size_t size;
+  void *p;
+  bool pinned;                  /* from the page-locked pool */
+};
+
+struct gr_coding {
+  /* Chosen at config_complete. */
+  const struct gr_backend *cpu_be;
+  bool use_gpu;                 /* a GPU was found usable */
+  bool forced;                  /* accel=gpu or backend=cuda */
+  int device;
+  char gpu_name[256];
+
+  int k, m;
+  enum gr_code code;
+  uint32_t chunk, lm;
+  struct gr_coder *cpu;
+  struct gr_coder *gpu;         /* NULL: none */
+  bool gpu_all;
+  int fallen_back;              /* atomic: the GPU failed */
+  void *(*host_alloc) (size_t size);
+  void (*host_free) (void *p);
+
+  size_t gpu_from[GR_ROUTE_NKINDS];
+  int inflight;                 /* atomic */
+  uint64_t ops_gpu, ops_spilled;        /* atomic */
+
+  /* Group commit (flat combining), under comb_lock. */
+  pthread_mutex_t comb_lock;
+  pthread_cond_t comb_cond;
+  struct enc_req *comb_head, **comb_tail;
+  size_t comb_stripes, comb_reqs;
+  bool comb_leading;
+  int writers;                  /* atomic: requests inside a write */
+
+  pthread_key_t scratch_key;
+  bool key_made;
+  size_t pool_used;             /* atomic */
+  int pool_off;                 /* atomic: an allocation failed */
+};
+
+/* --- set-up -------------------------------------------------------------- */
+
+/* Decide CPU or GPU and check the backend, before touching any member. */
+static int
+choose (struct gr_coding *c, const struct gr_config *cfg)
+{
+  const char *be = cfg->backend;
+  bool want_cuda = be && strcmp (be, "cuda") == 0;
+
+  if (!gr_gpudev_built ()) {
+    if (cfg->accel == GR_ACCEL_GPU || want_cuda) {
+      nbdkit_error ("%s: this gpuraid plugin was built without CUDA "
+                    "support", want_cuda ? "backend=cuda" : "accel=gpu");
+      return -1;
+    }
+  }
+  if (want_cuda && cfg->accel == GR_ACCEL_CPU) {
+    nbdkit_error ("backend=cuda conflicts with accel=cpu");
+    return -1;
+  }
+  if (be && !want_cuda && cfg->accel == GR_ACCEL_GPU) {
+    nbdkit_error ("backend=%s is a CPU backend; it conflicts with accel=gpu",
+                  be);
+    return -1;
+  }
+  if (be && !want_cuda) {
+    c->cpu_be = gr_backend_find (be);
+    if (c->cpu_be == NULL) {
+      nbdkit_error ("backend=%s: this backend is not built in", be);
+      return -1;
+    }
+    if (gr_backend_probe (c->cpu_be) != 0) {
+      nbdkit_error ("backend=%s: this backend cannot run on this machine",
+                    be);
+      return -1;
+    }
+  }
+  if (c->cpu_be == NULL) {
+    nbdkit_error ("no usable CPU coding backend");
+    return -1;
+  }
+
+  c->forced = cfg->accel == GR_ACCEL_GPU || want_cuda;
+  c->device = cfg->gpu_device;
+  if (gr_gpudev_built () &&
+      (want_cuda || (be == NULL && cfg->accel != GR_ACCEL_CPU))) {
+    char name[256] = "";
+
+    if (gr_gpudev_probe_in_child (c->device, name, sizeof name) == 0) {
+      c->use_gpu = true;
+      snprintf (c->gpu_name, sizeof c->gpu_name, "%s", name);
+    }
+    else if (c->forced) {
+      nbdkit_error ("%s: GPU %d is not usable: %s",
+                    want_cuda ? "backend=cuda" : "accel=gpu", c->device,
+                    name);
+      return -1;
+    }
+    else
+      gr_debug ("accel=auto: no usable GPU (%s), using CPU backend %s",
+                name, gr_backend_name (c->cpu_be));
+  }
+  return 0;
+}
+
+struct gr_coding *
+gr_coding_new (const struct gr_config *cfg)
+{
+  struct gr_coding *c = calloc (1, sizeof *c);
+  int i;
+
+  if (c == NULL) {
+    nbdkit_error ("calloc: %m");
+    return NULL;
+  }
+  /* The best CPU backend, before the GPU's registers (it ranks below
+   * the fast CPU backends, but above ref). */
+  c->cpu_be = gr_backend_best ();
+  gr_gpudev_register ();
+  pthread_mutex_init (&c->comb_lock, NULL);
+  pthread_cond_init (&c->comb_cond, NULL);
+  c->comb_tail = &c->comb_head;
+  for (i = 0; i < GR_ROUTE_NKINDS; i++)
+    c->gpu_from[i] = SIZE_MAX;
+  if (choose (c, cfg) == -1) {
+    gr_coding_free (c);
+    return NULL;
+  }
+  return c;
+}
+
+static void scratch_free (void *v);
+
+int
+gr_coding_setup (struct gr_coding *c, int k, int m, enum gr_code code,
+                 uint32_t chunk)
+{
+  int r;
+
+  if (c->cpu)
+    return 0;
+  r = gr_coder_new (&c->cpu, k, m, code, c->cpu_be);
+  if (r < 0) {
+    nbdkit_error ("cannot create a %s coder for k=%d m=%d: %s",
+                  gr_backend_name (c->cpu_be), k, m, strerror (-r));
+    return -1;
+  }
+  c->k = k;
+  c->m = m;
+  c->code = code;
+  c->chunk = chunk;
+  c->lm = (uint32_t) gr_coder_len_multiple (c->cpu);
+  if (pthread_key_create (&c->scratch_key, scratch_free) != 0) {
+    nbdkit_error ("pthread_key_create: %m");
+    return -1;
+  }
+  c->key_made = true;
+  return 0;
+}
+
+int
+gr_coding_start_gpu (struct gr_coding *c)
+{
+  char why[512] = "";
+  int r;
+
+  if (c->use_gpu) {
+    r = gr_gpudev_coder (&c->gpu, c->device, c->k, c->m, c->code, why,
+                         sizeof why);
+    if (r < 0) {
+      c->gpu = NULL;
+      c->use_gpu = false;
+      if (c->forced) {
+        nbdkit_error ("cannot use GPU %d: %s", c->device, why);
+        return -1;
+      }
+      gr_debug ("accel=auto: no usable GPU (%s), using CPU backend %s", why,
+                gr_backend_name (c->cpu_be));
+    }
+    else {
+      c->gpu_all = c->forced;
+      c->host_alloc = gr_gpudev_host_alloc;
+      c->host_free = gr_gpudev_host_free;
+    }
+  }
+  if (!c->use_gpu && gr_fakegpu_mode () != GR_FAKE_NONE) {
+    r = gr_fakegpu_coder (&c->gpu, c->k, c->m, c->code, c->cpu_be);
+    if (r < 0) {
+      nbdkit_error ("fake_gpu: %s", strerror (-r));
+      return -1;
+    }
+    c->gpu_all = gr_fakegpu_auto () == GR_FAKE_AUTO_OFF;
+    if (!c->gpu_all) {
+      c->host_alloc = gr_fakegpu_host_alloc;
+      c->host_free = gr_fakegpu_host_free;
+    }
+    gr_debug ("testing: fake %s GPU coder in front of CPU backend %s%s",
+              gr_fakegpu_name (), gr_backend_name (c->cpu_be),
+              c->gpu_all ? "" : ", routed as accel=auto");
+  }
+  else if (c->use_gpu)
+    gr_debug ("using GPU %d (%s), backend cuda%s; CPU backend %s", c->device,
+              c->gpu_name, c->gpu_all ? " for every operation"
+              : " for operations large enough to pay (measured next)",
+              gr_backend_name (c->cpu_be));
+  else
+    gr_debug ("using CPU backend %s", gr_backend_name (c->cpu_be));
+  if (c->gpu && gr_coder_len_multiple (c->gpu) > c->lm)
+    c->lm = (uint32_t) gr_coder_len_multiple (c->gpu);
+  return 0;
+}
+
+void
+gr_coding_free (struct gr_coding *c)
+{
+  if (c == NULL)
+    return;
+  if (c->gpu)
+    gr_debug ("coding operations on the GPU: %" PRIu64 "; sent to the CPU "
+              "because %d were already on the GPU: %" PRIu64,
+              __atomic_load_n (&c->ops_gpu, __ATOMIC_RELAXED),
+              GPU_MAX_INFLIGHT,
+              __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED));
+  if (c->key_made) {
+    /* The calling thread's scratch.  Other threads' went with them (at
+     * shutdown nbdkit's workers have ended); the key goes, so that no
+     * destructor runs after this. */
+    scratch_free (pthread_getspecific (c->scratch_key));
+    pthread_key_delete (c->scratch_key);
+  }
+  gr_coder_free (c->gpu);
+  gr_coder_free (c->cpu);
+  if (c->use_gpu)
+    gr_gpudev_release ();
+  pthread_mutex_destroy (&c->comb_lock);
+  pthread_cond_destroy (&c->comb_cond);
+  free (c);
+}
+
+int
+gr_coding_k (const struct gr_coding *c)
+{
+  return c->k;
+}
+
+int
+gr_coding_m (const struct gr_coding *c)
+{
+  return c->m;
+}
+
+uint32_t
+gr_coding_len_multiple (const struct gr_coding *c)
+{
+  return c->lm;
+}
+
+const char *
+gr_coding_cpu_name (const struct gr_coding *c)
+{
+  return gr_backend_name (c->cpu_be);
+}
+
+/* --- routing ------------------------------------------------------------- */
+
+bool
+gr_coding_gpu_usable (const struct gr_coding *c)
+{
+  return c->gpu != NULL && !__atomic_load_n (&c->fallen_back,
+                                             __ATOMIC_ACQUIRE);
+}
+
+bool
+gr_coding_gpu_all (const struct gr_coding *c)
+{
+  return c->gpu_all;
+}
+
+void
+gr_coding_gpu_off (struct gr_coding *c)
+{
+  __atomic_store_n (&c->fallen_back, 1, __ATOMIC_RELEASE);
+}
+
+void
+gr_coding_set_gpu_from (struct gr_coding *c,
+                        const size_t from[GR_ROUTE_NKINDS])
+{
+  memcpy (c->gpu_from, from, sizeof c->gpu_from);
+  /* Count the data paths' operations only. */
+  __atomic_store_n (&c->ops_gpu, 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&c->ops_spilled, 0, __ATOMIC_RELAXED);
+}
+
+bool
+gr_coding_route (void *arg, enum gr_op op, size_t bytes, int nerased)
+{
+  struct gr_coding *c = arg;
+  enum gr_route_kind kind;
+
+  if (!gr_coding_gpu_usable (c))
+    return false;
+  if (c->gpu_all)
+    return true;
+  switch (op) {
+  case GR_OP_ENCODE: kind = GR_ROUTE_ENCODE; break;
+  case GR_OP_UPDATE: kind = GR_ROUTE_UPDATE; break;
+  default:
+    /* Measured with 1 and with m blocks lost: the nearer one. */
+    kind = 2 * nerased > 1 + c->m ? GR_ROUTE_RECON_ALL : GR_ROUTE_RECON_ONE;
+  }
+  return bytes >= c->gpu_from[kind];
+}
+
+/* Take one of the GPU's places for an operation about to run there
+ * (false: GPU unusable, or busy under accel=auto: run it on the CPU). */
+static bool
+claim (struct gr_coding *c)
+{
+  if (!gr_coding_gpu_usable (c))
+    return false;
+  if (__atomic_add_fetch (&c->inflight, 1, __ATOMIC_ACQ_REL) >
+      GPU_MAX_INFLIGHT && !c->gpu_all) {
+    __atomic_sub_fetch (&c->inflight, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch (&c->ops_spilled, 1, __ATOMIC_RELAXED);
+    return false;
+  }
+  __atomic_add_fetch (&c->ops_gpu, 1, __ATOMIC_RELAXED);
+  return true;
+}
+
+static void
+release (struct gr_coding *c)
+{
+  __atomic_sub_fetch (&c->inflight, 1, __ATOMIC_ACQ_REL);
+}
+
+/* The GPU failed: this operation and all later ones on the CPU. */
+static void
+gpu_failed (struct gr_coding *c, const char *op, int r)
+{
+  if (!__atomic_exchange_n (&c->fallen_back, 1, __ATOMIC_ACQ_REL))
+    nbdkit_error ("GPU %s failed: %s; redoing it and all later coding on the "
+             "CPU backend %s", op, strerror (-r),
+             gr_backend_name (c->cpu_be));
+}
+
+static int
+coding_error (const char *op, int r)
+{
+  nbdkit_error ("%s: %s", op, strerror (-r));
+  errno = EIO;
+  return -1;
+}
+
+/* --- group commit -------------------------------------------------------- */
+
+/* The full-stripe encodes of concurrent write requests are gathered into
+ * one GPU batch by flat combining: the first thread to queue becomes the
+ * leader, waits (at most BATCH_WAIT_US, and only while other write
+ * requests are in flight and not yet queued) for more stripes, up to
+ * BATCH_MAX_BYTES of data, then encodes everything queued in one call
+ * and wakes the others with the result.  The queue is bounded: a writer
+ * whose stripes do not fit waits for the current batch to go. */
+static int
+encode_combined (struct gr_coding *c, uint8_t *const *blocks,
+                 size_t nstripes, size_t len)
+{
+  size_t max = BATCH_MAX_BYTES / ((size_t) c->k * len);
+  struct enc_req me = { .blocks = blocks, .nstripes = nstripes };
+  struct enc_req *list, *q;
+  size_t total, at, n = (size_t) c->k + c->m;
+  struct timespec deadline;
+  uint8_t **all;
+  int r;
+
+  if (max < 1)
+    max = 1;
+  pthread_mutex_lock (&c->comb_lock);
+  while (c->comb_stripes > 0 && c->comb_stripes + nstripes > max)
+    pthread_cond_wait (&c->comb_cond, &c->comb_lock);
+  *c->comb_tail = &me;
+  c->comb_tail = &me.next;
+  c->comb_stripes += nstripes;
+  c->comb_reqs++;
+  pthread_cond_broadcast (&c->comb_cond);
+  if (c->comb_leading) {                /* follower: wait for the result */
+    while (!me.done)
+      pthread_cond_wait (&c->comb_cond, &c->comb_lock);
+    pthread_mutex_unlock (&c->comb_lock);
+    return me.rc;
+  }
+  c->comb_leading = true;
+  clock_gettime (CLOCK_REALTIME, &deadline);
+  deadline.tv_nsec += BATCH_WAIT_US * 1000;
+  if (deadline.tv_nsec >= 1000000000) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000;
+  }
+  while (c->comb_stripes < max &&
+         c->comb_reqs < (size_t) __atomic_load_n (&c->writers,
+                                                  __ATOMIC_RELAXED) &&
+         pthread_cond_timedwait (&c->comb_cond, &c->comb_lock,
+                                 &deadline) == 0)
+    ;
+  list = c->comb_head;
+  total = c->comb_stripes;
+  c->comb_head = NULL;
+  c->comb_tail = &c->comb_head;
+  c->comb_stripes = c->comb_reqs = 0;
+  c->comb_leading = false;
+  pthread_cond_broadcast (&c->comb_cond);       /* held-back writers */
+  pthread_mutex_unlock (&c->comb_lock);
+
+  all = malloc (total * n * sizeof *all);
+  if (all == NULL)
+    r = -ENOMEM;
+  else {
+    for (at = 0, q = list; q; q = q->next) {
+      memcpy (all + at * n, q->blocks, q->nstripes * n * sizeof *all);
+      at += q->nstripes;
+    }
+    r = gr_encode (c->gpu, all, total, len);
+    free (all);
+  }
+  if (total > nstripes)
+    gr_verbose ("group commit: %zu stripes from several requests in one "
+                "GPU batch", total);
+  pthread_mutex_lock (&c->comb_lock);
+  for (q = list; q; q = q->next) {
+    q->rc = r;
+    q->done = true;
+  }
+  pthread_cond_broadcast (&c->comb_cond);
+  pthread_mutex_unlock (&c->comb_lock);
+  return r;
+}
+
+void
+gr_coding_writer_enter (struct gr_coding *c)
+{
+  __atomic_add_fetch (&c->writers, 1, __ATOMIC_RELAXED);
+}
+
+void
+gr_coding_writer_leave (struct gr_coding *c)
+{
+  __atomic_sub_fetch (&c->writers, 1, __ATOMIC_RELAXED);
+}
+
+/* --- the operations ------------------------------------------------------ */
+
+/* Encodes of whole chunks on the GPU go through the group commit, others
+ * on their own. */
+int
+gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
+                  size_t nstripes, size_t len)
+{
+  int r;
+
+  if (gpu && claim (c)) {
+    if (len == c->chunk)
+      r = encode_combined (c, blocks, nstripes, len);
+    else
+      r = gr_encode (c->gpu, blocks, nstripes, len);
+    release (c);
+    if (r == 0)
+      return 0;
+    gpu_failed (c, "encode", r);
+  }
+  r = gr_encode (c->cpu, blocks, nstripes, len);
+  return r == 0 ? 0 : coding_error ("encode", r);
+}
+
+int
+gr_coding_reconstruct (struct gr_coding *c, bool gpu, const int *erased,
+                       int nerased, uint8_t *const *blocks, size_t len)
+{
+  int r;
+
+  if (gpu && claim (c)) {
+    r = gr_reconstruct (c->gpu, erased, nerased, blocks, 1, len);
+    release (c);
+    if (r == 0)
+      return 0;
+    gpu_failed (c, "reconstruct", r);
+  }
+  r = gr_reconstruct (c->cpu, erased, nerased, blocks, 1, len);
+  return r == 0 ? 0 : coding_error ("reconstruct", r);
+}
+
+int
+gr_coding_update (struct gr_coding *c, bool gpu, int index,
+                  const uint8_t *delta, uint8_t *const *parity,
+                  uint8_t *const *pdelta, size_t len)
+{
+  int j, r;
+
+  if (gpu && claim (c)) {
+    for (j = 0; j < c->m; j++)
+      memset (pdelta[j], 0, len);
+    r = gr_update (c->gpu, index, &delta, pdelta, 1, len);
+    release (c);
+    if (r == 0) {
+      for (j = 0; j < c->m; j++)
+        gr_steps_xor (parity[j], pdelta[j], len);
+      return 0;
+    }
+    gpu_failed (c, "update", r);
+  }
+  r = gr_update (c->cpu, index, &delta, parity, 1, len);
+  return r == 0 ? 0 : coding_error ("update", r);
+}
+
+static int
+plan_encode (void *arg, bool gpu, uint8_t *const *blocks, size_t nstripes,
+             size_t len)
+{
+  return gr_coding_encode (arg, gpu, blocks, nstripes, len);
+}
+
+static int
+plan_reconstruct (void *arg, bool gpu, const int *erased, int nerased,
+                  uint8_t *const *blocks, size_t len)
+{
+  return gr_coding_reconstruct (arg, gpu, erased, nerased, blocks, len);
+}
+
+static int
+plan_update (void *arg, bool gpu, int index, const uint8_t *delta,
+             uint8_t *const *parity, uint8_t *const *pdelta, size_t len)
+{
+  return gr_coding_update (arg, gpu, index, delta, parity, pdelta, len);
+}
+
+struct gr_plan_coder
+gr_coding_plan_coder (struct gr_coding *c)
+{
+  return (struct gr_plan_coder) { .encode = plan_encode,
+                                  .reconstruct = plan_reconstruct,
+                                  .update = plan_update, .arg = c };
+}
+
+/* --- scratch ------------------------------------------------------------- */
+
+/* Would a page-locked buffer of size bytes be used, and fit the pool? */
+static bool
+host_alloc_wanted (struct gr_coding *c, size_t size)
+{
+  return c->host_alloc != NULL && gr_coding_gpu_usable (c) &&
+    !__atomic_load_n (&c->pool_off, __ATOMIC_RELAXED) &&
+    size <= HOST_ALLOC_MAX &&
+    __atomic_load_n (&c->pool_used, __ATOMIC_RELAXED) + size <= HOST_POOL_MAX;
+}
+
+static void *
+pool_alloc (struct gr_coding *c, size_t size)
+{
+  void *p;
+
+  if (!host_alloc_wanted (c, size))
+    return NULL;
+  if (__atomic_add_fetch (&c->pool_used, size, __ATOMIC_RELAXED) >
+      HOST_POOL_MAX) {
+    __atomic_sub_fetch (&c->pool_used, size, __ATOMIC_RELAXED);
+    return NULL;
+  }
+  p = c->host_alloc (size);
+  if (p == NULL) {
+    __atomic_sub_fetch (&c->pool_used, size, __ATOMIC_RELAXED);
+    if (!__atomic_exchange_n (&c->pool_off, 1, __ATOMIC_RELAXED))
+      gr_debug ("no page-locked memory for scratch (%zu bytes): using "
+                "ordinary memory, which the GPU engine stages", size);
+  }
+  return p;
+}
+
+static void
+scratch_release (struct scratch *s)
+{
+  if (s->pinned) {
+    s->c->host_free (s->p);
+    __atomic_sub_fetch (&s->c->pool_used, s->size, __ATOMIC_RELAXED);
+  }
+  else
+    free (s->p);
+  s->p = NULL;
+  s->size = 0;
+}
+
+static void
+scratch_free (void *v)
+{
+  struct scratch *s = v;
+
+  if (s) {
+    scratch_release (s);
+    free (s);
+  }
+}
+
+uint8_t *
+gr_coding_scratch (struct gr_coding *c, size_t size)
+{
+  struct scratch *s = pthread_getspecific (c->scratch_key);
+
+  if (s == NULL) {
+    s = calloc (1, sizeof *s);
+    if (s == NULL || pthread_setspecific (c->scratch_key, s) != 0) {
+      free (s);
+      nbdkit_error ("scratch: %m");
+      errno = ENOMEM;
+      return NULL;
+    }
+    s->c = c;
+  }
+  if (s->size < size || (!s->pinned && host_alloc_wanted (c, size))) {
+    void *p = pool_alloc (c, size);
+    bool pinned = p != NULL;
+
+    if (p == NULL && posix_memalign (&p, 4096, size) != 0) {
+      nbdkit_error ("posix_memalign: %zu bytes: %m", size);
+      errno = ENOMEM;
+      return NULL;
+    }
+    scratch_release (s);
+    s->p = p;
+    s->size = size;
+    s->pinned = pinned;
+  }
+  return s->p;
+}
+
+void *
+gr_coding_host_alloc (struct gr_coding *c, size_t size)
+{
+  return c->host_alloc ? c->host_alloc (size) : NULL;
+}
+
+void
+gr_coding_host_free (struct gr_coding *c, void *p)
+{
+  c->host_free (p);
+}

@@ -1,0 +1,95 @@
+/* gpuraid - coding: where each operation runs, and running it.
+ *
+ * One owner: struct gr_coding holds the CPU coder and, in the server
+ * process, the GPU coder (a real GPU, or a test stand-in, fakegpu.h);
+ * accel=auto's thresholds (set by the start-up measurement, calibrate.h)
+ * and the count of operations on the GPU; the GPU -> CPU fallback; the
+ * group commit of GPU encodes across concurrent writes; and the
+ * per-thread scratch buffers, page-locked (from a bounded pool) while a
+ * GPU is in use so that GPU operations skip the engine's staging copy.
+ *
+ * accel=cpu: always the CPU coder.  accel=gpu (or backend=cuda): every
+ * operation on the GPU.  accel=auto with a usable GPU: an operation goes
+ * to the GPU only from the size the start-up measurement found it at
+ * least 10 % faster, and only while fewer than 2 are on the GPU (the rest
+ * spill to the CPU cores).  A GPU failure redoes the operation, and all
+ * later ones, on the CPU.
+ *
+ * Lifecycle: gr_coding_new at config_complete (backend chosen, GPU
+ * probed in a child process), gr_coding_setup once the geometry is known
+ * (CPU coder), gr_coding_start_gpu after nbdkit's fork, gr_coding_free.
+ * Plugin code: errors are reported with nbdkit_error and return -1 (or
+ * NULL), with errno set for request paths. */
+#ifndef GPURAID_CODING_H
+#define GPURAID_CODING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "plan.h"
+#include "steps.h"
+
+struct gr_coding;
+
+struct gr_coding *gr_coding_new (const struct gr_config *cfg);
+/* chunk: whole-chunk GPU encodes go through the group commit. */
+int gr_coding_setup (struct gr_coding *c, int k, int m, enum gr_code code,
+                     uint32_t chunk);
+int gr_coding_start_gpu (struct gr_coding *c);
+/* Logs the GPU counts, frees the coders, releases the GPU. */
+void gr_coding_free (struct gr_coding *c);
+
+int gr_coding_k (const struct gr_coding *c);
+int gr_coding_m (const struct gr_coding *c);
+/* Coding lengths must be multiples of this (every coder in use). */
+uint32_t gr_coding_len_multiple (const struct gr_coding *c);
+const char *gr_coding_cpu_name (const struct gr_coding *c);
+/* Is there a GPU coder that has not failed? */
+bool gr_coding_gpu_usable (const struct gr_coding *c);
+/* accel=gpu or backend=cuda (or a stand-in not routed as auto): every
+ * operation on the GPU, nothing to measure. */
+bool gr_coding_gpu_all (const struct gr_coding *c);
+/* The GPU gave wrong bytes: code on the CPU only from now on. */
+void gr_coding_gpu_off (struct gr_coding *c);
+
+/* accel=auto's thresholds: data bytes per operation from which the GPU
+ * is used (SIZE_MAX: never), per kind. */
+enum gr_route_kind { GR_ROUTE_ENCODE, GR_ROUTE_RECON_ONE, GR_ROUTE_RECON_ALL,
+                     GR_ROUTE_UPDATE, GR_ROUTE_NKINDS };
+void gr_coding_set_gpu_from (struct gr_coding *c,
+                             const size_t from[GR_ROUTE_NKINDS]);
+/* Where an operation of `bytes` data bytes (nerased lost) runs: true for
+ * the GPU.  arg is the struct gr_coding (plan.h's route callback). */
+bool gr_coding_route (void *arg, enum gr_op op, size_t bytes, int nerased);
+
+/* One operation on the GPU coder if gpu (and it is still usable and has
+ * room), else on the CPU coder.  0, or -1 with errno EIO. */
+int gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
+                      size_t nstripes, size_t len);
+int gr_coding_reconstruct (struct gr_coding *c, bool gpu, const int *erased,
+                           int nerased, uint8_t *const *blocks, size_t len);
+/* parity[j] ^= G[j][index] * delta; pdelta: m blocks of scratch the GPU
+ * computes into first, so that a failure half-way leaves parity whole. */
+int gr_coding_update (struct gr_coding *c, bool gpu, int index,
+                      const uint8_t *delta, uint8_t *const *parity,
+                      uint8_t *const *pdelta, size_t len);
+/* The three above as a plan's coder (plan.h). */
+struct gr_plan_coder gr_coding_plan_coder (struct gr_coding *c);
+
+/* A write request enters or leaves (the group commit waits for writers
+ * that have not queued yet). */
+void gr_coding_writer_enter (struct gr_coding *c);
+void gr_coding_writer_leave (struct gr_coding *c);
+
+/* The calling thread's scratch buffer of at least size bytes, 4096-
+ * aligned, reused; one user at a time.  NULL (errno ENOMEM) after
+ * nbdkit_error. */
+uint8_t *gr_coding_scratch (struct gr_coding *c, size_t size);
+/* Page-locked memory outside the pool (the start-up measurement), or
+ * NULL when there is none. */
+void *gr_coding_host_alloc (struct gr_coding *c, size_t size);
+void gr_coding_host_free (struct gr_coding *c, void *p);
+
+#endif /* GPURAID_CODING_H */

@@ -1,0 +1,232 @@
+/* gpuraid - the plugin's options.  See config.h. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+
+/* Keys that may be given once (bits of cfg->seen). */
+enum {
+  SEEN_M = 1, SEEN_CHUNK = 2, SEEN_CODE = 4, SEEN_CREATE = 8,
+  SEEN_FORCE = 16, SEEN_BACKEND = 32, SEEN_ACCEL = 64, SEEN_DEV = 128,
+};
+
+static int
+once (struct gr_config *cfg, const char *key, unsigned bit)
+{
+  if (cfg->seen & bit) {
+    nbdkit_error ("%s= given more than once", key);
+    return -1;
+  }
+  cfg->seen |= bit;
+  return 0;
+}
+
+static int
+parse_nonneg_int (const char *key, const char *value, int *out)
+{
+  if (nbdkit_parse_int (key, value, out) == -1)
+    return -1;
+  if (*out < 0) {
+    nbdkit_error ("%s=%s: must not be negative", key, value);
+    return -1;
+  }
+  return 0;
+}
+
+/* Check the syntax first, so that the error names the key: digits and
+ * an optional unit letter (as nbdkit_parse_size takes). */
+static bool
+size_syntax_ok (const char *v)
+{
+  size_t i = 0;
+
+  while (v[i] >= '0' && v[i] <= '9')
+    i++;
+  if (i == 0)
+    return false;
+  if (v[i] == '\0')
+    return true;
+  if (strchr ("bBkKmMgGtTpPeE", v[i]) == NULL)
+    return false;
+  return v[i + 1] == '\0';
+}
+
+static int
+parse_bool (struct gr_config *cfg, const char *key, const char *value,
+            unsigned bit, bool *out)
+{
+  int r;
+
+  if (once (cfg, key, bit) == -1)
+    return -1;
+  r = nbdkit_parse_bool (value);
+  if (r == -1)
+    return -1;
+  *out = r;
+  return 0;
+}
+
+static int
+parse_member (struct gr_config *cfg, const char *value)
+{
+  if (cfg->npaths >= GR_MAX_MEMBERS) {
+    nbdkit_error ("member=%s: too many members (at most %d)", value,
+                  GR_MAX_MEMBERS);
+    return -1;
+  }
+  if (value[0] == '\0') {
+    nbdkit_error ("member=: empty path");
+    return -1;
+  }
+  cfg->paths[cfg->npaths] = nbdkit_absolute_path (value);
+  if (cfg->paths[cfg->npaths] == NULL)
+    return -1;
+  cfg->npaths++;
+  return 0;
+}
+
+static int
+parse_chunk (struct gr_config *cfg, const char *value)
+{
+  int64_t c;
+
+  if (once (cfg, "chunk", SEEN_CHUNK) == -1)
+    return -1;
+  if (!size_syntax_ok (value)) {
+    nbdkit_error ("chunk=%s: not a size (a number with an optional k, M or "
+                  "G suffix)", value);
+    return -1;
+  }
+  c = nbdkit_parse_size (value);
+  if (c == -1)
+    return -1;
+  if (c < 4096 || c > GR_MAX_CHUNK || (c & (c - 1)) != 0) {
+    nbdkit_error ("chunk=%s: must be a power of two between 4096 and %"
+                  PRIu32, value, GR_MAX_CHUNK);
+    return -1;
+  }
+  cfg->chunk = (uint32_t) c;
+  return 0;
+}
+
+/* value must be one of names[0..n-1]; *out = its position. */
+static int
+parse_choice (struct gr_config *cfg, const char *key, const char *value,
+              unsigned bit, const char *const *names, int n,
+              const char *expect, int *out)
+{
+  int i;
+
+  if (once (cfg, key, bit) == -1)
+    return -1;
+  for (i = 0; i < n; i++)
+    if (strcmp (value, names[i]) == 0) {
+      *out = i;
+      return 0;
+    }
+  nbdkit_error ("%s=%s: must be %s", key, value, expect);
+  return -1;
+}
+
+int
+gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
+{
+  static const char *const codes[] = { "rs", "crs" };
+  static const char *const backends[] = { "ref", "isal", "gfc", "cuda" };
+  static const char *const accels[] = { "auto", "cpu", "gpu" };
+  int i;
+
+  if (strcmp (key, "member") == 0)
+    return parse_member (cfg, value);
+  if (strcmp (key, "m") == 0) {
+    if (once (cfg, key, SEEN_M) == -1 ||
+        parse_nonneg_int (key, value, &cfg->m) == -1)
+      return -1;
+    if (cfg->m < 1) {
+      nbdkit_error ("m=%s: the parity count must be at least 1", value);
+      return -1;
+    }
+    return 0;
+  }
+  if (strcmp (key, "chunk") == 0)
+    return parse_chunk (cfg, value);
+  if (strcmp (key, "code") == 0) {
+    if (parse_choice (cfg, key, value, SEEN_CODE, codes, 2, "rs or crs",
+                      &i) == -1)
+      return -1;
+    cfg->code = i == 0 ? GR_CODE_RS : GR_CODE_CRS;
+    return 0;
+  }
+  if (strcmp (key, "create") == 0)
+    return parse_bool (cfg, key, value, SEEN_CREATE, &cfg->create);
+  if (strcmp (key, "force") == 0)
+    return parse_bool (cfg, key, value, SEEN_FORCE, &cfg->force);
+  if (strcmp (key, "backend") == 0) {
+    if (parse_choice (cfg, key, value, SEEN_BACKEND, backends, 4,
+                      "ref, isal, gfc or cuda", &i) == -1)
+      return -1;
+    cfg->backend = strdup (value);
+    if (cfg->backend == NULL) {
+      nbdkit_error ("strdup: %m");
+      return -1;
+    }
+    return 0;
+  }
+  if (strcmp (key, "accel") == 0) {
+    if (parse_choice (cfg, key, value, SEEN_ACCEL, accels, 3,
+                      "auto, cpu or gpu", &i) == -1)
+      return -1;
+    cfg->accel = (enum gr_accel) i;
+    return 0;
+  }
+  if (strcmp (key, "gpu-device") == 0)
+    return once (cfg, key, SEEN_DEV) == -1 ? -1
+      : parse_nonneg_int (key, value, &cfg->gpu_device);
+  nbdkit_error ("unknown parameter '%s'", key);
+  return -1;
+}
+
+int
+gr_config_check (const struct gr_config *cfg)
+{
+  int i, j;
+
+  if (cfg->npaths == 0) {
+    nbdkit_error ("no members: give member=PATH once per member");
+    return -1;
+  }
+  for (i = 0; i < cfg->npaths; i++)
+    for (j = 0; j < i; j++)
+      if (strcmp (cfg->paths[i], cfg->paths[j]) == 0) {
+        nbdkit_error ("member=%s is given twice", cfg->paths[i]);
+        return -1;
+      }
+  if (cfg->create) {
+    if (cfg->m < 0) {
+      nbdkit_error ("create=true needs m=N (the number of parity members)");
+      return -1;
+    }
+    if (cfg->m >= cfg->npaths) {
+      nbdkit_error ("m=%d: must be less than the number of members (%d)",
+                    cfg->m, cfg->npaths);
+      return -1;
+    }
+  }
+  else if (cfg->force)
+    gr_debug ("force=true without create=true has no effect");
+  return 0;
+}
+
+void
+gr_config_free (struct gr_config *cfg)
+{
+  int i;
+
+  for (i = 0; i < cfg->npaths; i++)
+    free (cfg->paths[i]);
+  cfg->npaths = 0;
+  free (cfg->backend);
+  cfg->backend = NULL;
+}

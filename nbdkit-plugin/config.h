@@ -1,0 +1,54 @@
+/* gpuraid - the plugin's options: parsed, checked, described.
+ *
+ * struct gr_config is filled by gr_config_parse, one key=value at a time
+ * (nbdkit's .config), and checked as a whole by gr_config_check
+ * (.config_complete).  Errors name the key: one line via nbdkit_error,
+ * and -1. */
+#ifndef GPURAID_CONFIG_H
+#define GPURAID_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gf/gf.h"
+
+#define GR_VERSION "0.1"
+#define GR_DEFAULT_CHUNK 65536
+#define GR_MAX_CHUNK (UINT32_C (64) << 20)    /* 64 MiB */
+
+enum gr_accel { GR_ACCEL_AUTO, GR_ACCEL_CPU, GR_ACCEL_GPU };
+
+struct gr_config {
+  char *paths[GR_MAX_MEMBERS];  /* absolute paths, command-line order */
+  int npaths;
+  int m;                        /* -1 = not given */
+  uint32_t chunk;               /* 0 = not given */
+  int code;                     /* 0 = not given, else enum gr_code */
+  bool create, force;
+  char *backend;                /* NULL = best available */
+  enum gr_accel accel;
+  int gpu_device;
+  unsigned seen;                /* keys given (each at most once) */
+};
+
+#define GR_CONFIG_INIT { .m = -1, .accel = GR_ACCEL_AUTO }
+
+/* One key=value.  0, or -1 after nbdkit_error. */
+int gr_config_parse (struct gr_config *cfg, const char *key,
+                     const char *value);
+/* The keys together, before anything is opened.  0 or -1. */
+int gr_config_check (const struct gr_config *cfg);
+void gr_config_free (struct gr_config *cfg);
+
+#define gr_config_help \
+  "member=PATH            (required, repeat) A member file or device.\n" \
+  "m=N                    Number of parity members (required to create).\n" \
+  "chunk=SIZE             Chunk size, power of two >= 4096 (default 64K).\n" \
+  "code=rs|crs            Reed-Solomon or Cauchy Reed-Solomon (default rs).\n" \
+  "create=true|false      Create a new array on the members.\n" \
+  "force=true|false       Let create overwrite an existing array.\n" \
+  "backend=ref|isal|gfc|cuda  Coding backend (default: best available).\n" \
+  "accel=auto|cpu|gpu     Use the GPU (default auto).\n" \
+  "gpu-device=N           CUDA device number (default 0)."
+
+#endif /* GPURAID_CONFIG_H */

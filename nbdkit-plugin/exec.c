@@ -1,0 +1,338 @@
+/* gpuraid - the executor.  See exec.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+#include "log.h"
+#include "steps.h"
+
+#define NLOCKS 1024                     /* stripe lock table size */
+
+/* Each thread's plan and the member I/O vector its reads and writes go
+ * through. */
+struct work {
+  struct gr_plan *plan;
+  struct gr_mio *mio;
+};
+
+struct gr_exec {
+  struct gr_geom g;
+  struct gr_members *ms;
+  struct gr_coding *coding;
+  pthread_rwlock_t locks[NLOCKS];
+  uint8_t *zero;                        /* a chunk of zeros */
+  pthread_key_t work_key;
+};
+
+static void
+work_free (void *v)
+{
+  struct work *w = v;
+
+  if (w) {
+    gr_plan_free (w->plan);
+    free (w->mio);
+    free (w);
+  }
+}
+
+struct gr_exec *
+gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
+             struct gr_coding *coding)
+{
+  struct gr_exec *x = calloc (1, sizeof *x);
+  int i;
+
+  if (x == NULL) {
+    nbdkit_error ("calloc: %m");
+    return NULL;
+  }
+  x->g = *g;
+  x->ms = ms;
+  x->coding = coding;
+  x->zero = calloc (1, g->chunk);
+  if (x->zero == NULL || pthread_key_create (&x->work_key, work_free) != 0) {
+    nbdkit_error ("executor: %m");
+    free (x->zero);
+    free (x);
+    return NULL;
+  }
+  for (i = 0; i < NLOCKS; i++)
+    pthread_rwlock_init (&x->locks[i], NULL);
+  return x;
+}
+
+void
+gr_exec_free (struct gr_exec *x)
+{
+  int i;
+
+  if (x == NULL)
+    return;
+  /* The calling thread's work; other threads' went with them. */
+  work_free (pthread_getspecific (x->work_key));
+  pthread_key_delete (x->work_key);
+  for (i = 0; i < NLOCKS; i++)
+    pthread_rwlock_destroy (&x->locks[i]);
+  free (x->zero);
+  free (x);
+}
+
+const struct gr_geom *
+gr_exec_geom (const struct gr_exec *x)
+{
+  return &x->g;
+}
+
+struct gr_members *
+gr_exec_members (const struct gr_exec *x)
+{
+  return x->ms;
+}
+
+struct gr_coding *
+gr_exec_coding (const struct gr_exec *x)
+{
+  return x->coding;
+}
+
+static struct work *
+get_work (struct gr_exec *x)
+{
+  struct work *w = pthread_getspecific (x->work_key);
+
+  if (w)
+    return w;
+  w = calloc (1, sizeof *w);
+  if (w)
+    w->plan = gr_plan_new (&x->g);
+  if (w && w->plan)
+    w->mio = malloc (w->plan->cap_io * sizeof *w->mio);
+  if (w == NULL || w->plan == NULL || w->mio == NULL ||
+      pthread_setspecific (x->work_key, w) != 0) {
+    work_free (w);
+    nbdkit_error ("plan: out of memory");
+    errno = ENOMEM;
+    return NULL;
+  }
+  return w;
+}
+
+struct gr_plan *
+gr_exec_plan (struct gr_exec *x)
+{
+  struct work *w = get_work (x);
+
+  return w ? w->plan : NULL;
+}
+
+void
+gr_exec_plan_ctx (struct gr_exec *x, bool *failed, struct gr_plan_ctx *c)
+{
+  *c = (struct gr_plan_ctx) {
+    .g = &x->g,
+    .lm = gr_coding_len_multiple (x->coding),
+    .failed = failed,
+    .gen = gr_members_snapshot (x->ms, failed),
+    .falloc = (gr_members_falloc_ok (x->ms, GR_MIO_PUNCH)
+               ? GR_FALLOC_PUNCH : 0) |
+              (gr_members_falloc_ok (x->ms, GR_MIO_ZERO)
+               ? GR_FALLOC_ZERO : 0),
+    .gpu = gr_coding_route,
+    .gpu_arg = x->coding,
+  };
+}
+
+/* --- stripe locks ----------------------------------------------------- */
+
+/* The lock table entries of stripes [s0, s0 + ns), in table order (so
+ * that threads holding several never deadlock): one range, or two when
+ * it wraps round the table. */
+static void
+lock_range (const struct gr_plan *p, int *lo1, int *hi1, int *lo2, int *hi2)
+{
+  int b = (int) (p->s0 % NLOCKS), e;
+
+  *lo2 = 0;
+  *hi2 = -1;
+  if (p->nstripes >= NLOCKS) {
+    *lo1 = 0;
+    *hi1 = NLOCKS - 1;
+    return;
+  }
+  e = (int) ((p->s0 + p->nstripes - 1) % NLOCKS);
+  if (e >= b) {
+    *lo1 = b;
+    *hi1 = e;
+  }
+  else {
+    *lo1 = 0;
+    *hi1 = e;
+    *lo2 = b;
+    *hi2 = NLOCKS - 1;
+  }
+}
+
+static void
+lock_stripes (struct gr_exec *x, const struct gr_plan *p)
+{
+  int lo1, hi1, lo2, hi2, i;
+
+  lock_range (p, &lo1, &hi1, &lo2, &hi2);
+  for (i = lo1; i <= hi1; i++)
+    p->lock == GR_LOCK_SHARED ? pthread_rwlock_rdlock (&x->locks[i])
+      : pthread_rwlock_wrlock (&x->locks[i]);
+  for (i = lo2; i <= hi2; i++)
+    p->lock == GR_LOCK_SHARED ? pthread_rwlock_rdlock (&x->locks[i])
+      : pthread_rwlock_wrlock (&x->locks[i]);
+}
+
+static void
+unlock_stripes (struct gr_exec *x, const struct gr_plan *p)
+{
+  int lo1, hi1, lo2, hi2, i;
+
+  lock_range (p, &lo1, &hi1, &lo2, &hi2);
+  for (i = hi2; i >= lo2; i--)
+    pthread_rwlock_unlock (&x->locks[i]);
+  for (i = hi1; i >= lo1; i--)
+    pthread_rwlock_unlock (&x->locks[i]);
+}
+
+/* --- running a plan ------------------------------------------------------ */
+
+static enum gr_mio_kind
+mio_kind (enum gr_io_kind k)
+{
+  switch (k) {
+  case GR_IO_READ: return GR_MIO_READ;
+  case GR_IO_PUNCH: return GR_MIO_PUNCH;
+  case GR_IO_ZERO_RANGE: return GR_MIO_ZERO;
+  default: return GR_MIO_WRITE;
+  }
+}
+
+/* The plan's reads; false if one was not done. */
+static bool
+do_reads (struct gr_exec *x, struct work *w, const struct gr_plan *p,
+          const struct gr_bufs *b, enum gr_mio_policy policy)
+{
+  size_t i;
+
+  for (i = 0; i < p->nread; i++) {
+    const struct gr_io *io = &p->read[i];
+
+    w->mio[i] = (struct gr_mio) { .kind = GR_MIO_READ, .member = io->member,
+                                  .off = io->off, .len = io->len,
+                                  .buf = gr_steps_at (b, io->buf) };
+  }
+  gr_members_io (x->ms, w->mio, p->nread, policy);
+  for (i = 0; i < p->nread; i++)
+    if (w->mio[i].result != GR_MIO_DONE)
+      return false;
+  return true;
+}
+
+/* The plan's writes; GR_EXEC_DONE, UNSUPPORTED or (with GR_MIO_REPORT)
+ * ERROR. */
+static enum gr_exec_outcome
+do_writes (struct gr_exec *x, struct work *w, const struct gr_plan *p,
+           const struct gr_bufs *b, enum gr_mio_policy policy,
+           struct gr_exec_result *res)
+{
+  enum gr_exec_outcome r = GR_EXEC_DONE;
+  size_t i, nw = 0;
+
+  for (i = 0; i < p->nwrite; i++) {
+    const struct gr_io *io = &p->write[i];
+    uint8_t *src = gr_steps_at (b, io->buf);
+
+    if (io->kind == GR_IO_WRITE_CHANGED) {
+      uint64_t s, logical;
+      uint32_t co;
+      int idx;
+
+      if (memcmp (src, gr_steps_at (b, io->cmp), io->len) == 0)
+        continue;
+      res->rewritten++;
+      if (gr_map_inverse (&x->g, io->member, io->off, &s, &idx, &co,
+                          &logical) == 0)
+        gr_verbose ("resync: stripe %" PRIu64 ": parity %d on member %d "
+                    "rewritten", s, idx - x->g.k, io->member);
+    }
+    w->mio[nw++] = (struct gr_mio) { .kind = mio_kind (io->kind),
+                                     .member = io->member, .off = io->off,
+                                     .len = io->len, .buf = src };
+  }
+  gr_members_io (x->ms, w->mio, nw, policy);
+  for (i = 0; i < nw; i++)
+    switch (w->mio[i].result) {
+    case GR_MIO_DONE:
+      res->touched[w->mio[i].member] = true;
+      break;
+    case GR_MIO_UNSUPPORTED:
+      r = GR_EXEC_UNSUPPORTED;
+      break;
+    case GR_MIO_FAILED:
+      if (policy == GR_MIO_REPORT && r == GR_EXEC_DONE) {
+        errno = EIO;
+        r = GR_EXEC_ERROR;
+      }
+      break;
+    case GR_MIO_SKIPPED:
+      break;
+    }
+  return r;
+}
+
+enum gr_exec_outcome
+gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
+             enum gr_mio_policy policy, struct gr_exec_result *res)
+{
+  struct work *w = get_work (x);
+  struct gr_plan_coder coder = gr_coding_plan_coder (x->coding);
+  struct gr_bufs b = { .req = req, .zero = x->zero };
+  bool locked = false;
+  enum gr_exec_outcome r;
+
+  if (w == NULL)
+    return GR_EXEC_ERROR;
+  if (p->scratch_len > 0 &&
+      (b.scratch = gr_coding_scratch (x->coding, p->scratch_len)) == NULL)
+    return GR_EXEC_ERROR;
+
+  /* All reads happen before any write, under the lock, from members
+   * that have not failed since the plan was made. */
+  if (p->nread > 0 && p->lock != GR_LOCK_NONE) {
+    lock_stripes (x, p);
+    locked = true;
+    if (gr_members_generation (x->ms) != p->gen) {
+      r = GR_EXEC_REPLAN;
+      goto out;
+    }
+  }
+  if (p->nread > 0 && !do_reads (x, w, p, &b, policy)) {
+    r = GR_EXEC_REPLAN;
+    if (policy == GR_MIO_REPORT) {
+      errno = EIO;
+      r = GR_EXEC_ERROR;
+    }
+    goto out;
+  }
+  if (gr_steps_run (p, &x->g, &b, &coder) == -1) {
+    r = GR_EXEC_ERROR;
+    goto out;
+  }
+  if (p->nwrite > 0 && !locked && p->lock != GR_LOCK_NONE) {
+    lock_stripes (x, p);
+    locked = true;
+  }
+  r = do_writes (x, w, p, &b, policy, res);
+ out:
+  if (locked)
+    unlock_stripes (x, p);
+  return r;
+}

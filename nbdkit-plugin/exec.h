@@ -1,0 +1,70 @@
+/* gpuraid - the executor: runs a plan (plan.h) on the members.
+ *
+ * For a plan it takes the stripe locks the plan asks for (writes hold
+ * their stripes exclusively, degraded reads shared, healthy reads none;
+ * a plan without reads locks only around its writes), checks that the
+ * member snapshot the plan was made from is still current, submits the
+ * plan's reads together (members.h: io_uring where there are several),
+ * runs its steps on the coder each step was routed to (coding.h), then
+ * submits its writes together.  A read error fails the member and the
+ * plan is made again without it; a write error fails the member and the
+ * other writes go on, so the live members still hold one consistent
+ * codeword in which the failed member's chunk is simply erased.
+ *
+ * One owner: struct gr_exec holds the stripe lock table, the zero buffer
+ * and each thread's plan and I/O vectors. */
+#ifndef GPURAID_EXEC_H
+#define GPURAID_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coding.h"
+#include "members.h"
+#include "plan.h"
+
+struct gr_exec;
+
+/* NULL after nbdkit_error. */
+struct gr_exec *gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
+                             struct gr_coding *coding);
+void gr_exec_free (struct gr_exec *x);
+
+const struct gr_geom *gr_exec_geom (const struct gr_exec *x);
+struct gr_members *gr_exec_members (const struct gr_exec *x);
+struct gr_coding *gr_exec_coding (const struct gr_exec *x);
+
+/* The calling thread's plan (made on first use, freed with the thread).
+ * NULL after nbdkit_error (errno ENOMEM). */
+struct gr_plan *gr_exec_plan (struct gr_exec *x);
+
+/* The context plans are made in now: a fresh member snapshot into
+ * failed[] (GR_MAX_MEMBERS), the fallocate modes, the coding route. */
+void gr_exec_plan_ctx (struct gr_exec *x, bool *failed,
+                       struct gr_plan_ctx *c);
+
+enum gr_exec_outcome {
+  GR_EXEC_DONE,
+  GR_EXEC_REPLAN,               /* a member failed (or had failed since
+                                 * the plan was made): plan again */
+  GR_EXEC_UNSUPPORTED,          /* a member refused the fallocate mode
+                                 * (now known): plan again; the range may
+                                 * be partly zeroed */
+  GR_EXEC_ERROR,                /* errno set, after nbdkit_error */
+};
+
+/* What a run did. */
+struct gr_exec_result {
+  bool touched[GR_MAX_MEMBERS]; /* members written (for FUA): or-ed in */
+  uint64_t rewritten;           /* GR_IO_WRITE_CHANGED writes done */
+};
+
+/* Run plan p; req is the request's buffer at the plan's first byte
+ * (NULL if the plan has no request space).  policy: what a member error
+ * does (members.h); with GR_MIO_REPORT an error ends the run with
+ * GR_EXEC_ERROR instead of failing the member. */
+enum gr_exec_outcome gr_exec_run (struct gr_exec *x, struct gr_plan *p,
+                                  uint8_t *req, enum gr_mio_policy policy,
+                                  struct gr_exec_result *res);
+
+#endif /* GPURAID_EXEC_H */

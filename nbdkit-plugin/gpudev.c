@@ -1,0 +1,184 @@
+/* gpuraid - the GPU as the plugin sees it.  See gpudev.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpudev.h"
+
+#ifdef GR_HAVE_CUDA
+#include "gf/gf-backend.h"
+#include "gpu/gpu.h"
+
+bool
+gr_gpudev_built (void)
+{
+  return true;
+}
+
+void
+gr_gpudev_register (void)
+{
+  static bool done;
+
+  if (!done) {
+    done = true;
+    gr_backend_register (gr_gpu_backend ());
+  }
+}
+
+/* The child: probe, select, check the backend; "y" or "n" and a text. */
+static void
+probe_child (int device, int fd)
+{
+  char buf[257];
+  int r;
+
+  r = gr_gpu_probe_device (device, buf + 1, sizeof buf - 1);
+  if (r == 0 && gr_gpu_select (device) != 0) {
+    r = -ENODEV;
+    snprintf (buf + 1, sizeof buf - 1, "cannot select device %d: %s",
+              device, gr_gpu_last_error ());
+  }
+  if (r == 0 && gr_backend_probe (gr_gpu_backend ()) != 0) {
+    r = -ENODEV;
+    snprintf (buf + 1, sizeof buf - 1, "the cuda backend is not usable: %s",
+              gr_gpu_last_error ());
+  }
+  buf[0] = r == 0 ? 'y' : 'n';
+  if (write (fd, buf, strlen (buf + 1) + 1) == -1)
+    _exit (1);
+  _exit (0);
+}
+
+int
+gr_gpudev_probe_in_child (int device, char *name, size_t namelen)
+{
+  char buf[257];
+  int fds[2], status, r = -ENODEV;
+  size_t have = 0;
+  ssize_t got;
+  pid_t pid;
+
+  if (pipe (fds) == -1) {
+    snprintf (name, namelen, "pipe: %s", strerror (errno));
+    return -ENODEV;
+  }
+  pid = fork ();
+  if (pid == -1) {
+    snprintf (name, namelen, "fork: %s", strerror (errno));
+    close (fds[0]);
+    close (fds[1]);
+    return -ENODEV;
+  }
+  if (pid == 0) {
+    close (fds[0]);
+    probe_child (device, fds[1]);
+  }
+  close (fds[1]);
+  while (have < sizeof buf - 1 &&
+         (got = read (fds[0], buf + have, sizeof buf - 1 - have)) > 0)
+    have += got;
+  buf[have] = '\0';
+  if (have > 0) {
+    r = buf[0] == 'y' ? 0 : -ENODEV;
+    snprintf (name, namelen, "%s", buf + 1);
+  }
+  else
+    snprintf (name, namelen, "the GPU probe process failed");
+  close (fds[0]);
+  while (waitpid (pid, &status, 0) == -1 && errno == EINTR)
+    ;
+  return r;
+}
+
+int
+gr_gpudev_coder (struct gr_coder **out, int device, int k, int m,
+                 enum gr_code code, char *why, size_t whylen)
+{
+  char name[256] = "";
+  int r;
+
+  r = gr_gpu_probe_device (device, name, sizeof name);
+  if (r < 0) {
+    snprintf (why, whylen, "%s", name);
+    return r;
+  }
+  r = gr_gpu_select (device);
+  if (r < 0) {
+    snprintf (why, whylen, "select: %s", gr_gpu_last_error ());
+    return r;
+  }
+  r = gr_coder_new (out, k, m, code, gr_gpu_backend ());
+  if (r < 0)
+    snprintf (why, whylen, "coder: %s: %s", strerror (-r),
+              gr_gpu_last_error ());
+  return r;
+}
+
+void *
+gr_gpudev_host_alloc (size_t size)
+{
+  return gr_gpu_host_alloc (size);
+}
+
+void
+gr_gpudev_host_free (void *p)
+{
+  gr_gpu_host_free (p);
+}
+
+void
+gr_gpudev_release (void)
+{
+  gr_gpu_release ();
+}
+
+#else /* !GR_HAVE_CUDA */
+
+bool
+gr_gpudev_built (void)
+{
+  return false;
+}
+
+void
+gr_gpudev_register (void)
+{
+}
+
+int
+gr_gpudev_probe_in_child (int device, char *name, size_t namelen)
+{
+  snprintf (name, namelen, "this gpuraid plugin was built without CUDA "
+            "support");
+  return -ENODEV;
+}
+
+int
+gr_gpudev_coder (struct gr_coder **out, int device, int k, int m,
+                 enum gr_code code, char *why, size_t whylen)
+{
+  snprintf (why, whylen, "this gpuraid plugin was built without CUDA "
+            "support");
+  return -ENODEV;
+}
+
+void *
+gr_gpudev_host_alloc (size_t size)
+{
+  return NULL;
+}
+
+void
+gr_gpudev_host_free (void *p)
+{
+}
+
+void
+gr_gpudev_release (void)
+{
+}
+
+#endif

@@ -1,0 +1,30 @@
+/* gpuraid - the GPU as the plugin sees it: the only file that knows
+ * whether CUDA is built in (GR_HAVE_CUDA); without it, stubs say that no
+ * GPU is usable.  Errors come back as text in why/name, not logged. */
+#ifndef GPURAID_GPUDEV_H
+#define GPURAID_GPUDEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gf/gf.h"
+
+/* Was the plugin built with CUDA? */
+bool gr_gpudev_built (void);
+/* Register the "cuda" coding backend with gf/ (once; no-op without CUDA). */
+void gr_gpudev_register (void);
+/* Probe GPU `device` in a child process (CUDA does not survive fork, and
+ * nbdkit forks into the background after get_ready).  0 and the device
+ * name in name, or -ENODEV and the reason. */
+int gr_gpudev_probe_in_child (int device, char *name, size_t namelen);
+/* In the server process: a "cuda" coder for (k, m, code) on `device`.
+ * 0, or a negative errno and the reason in why. */
+int gr_gpudev_coder (struct gr_coder **out, int device, int k, int m,
+                     enum gr_code code, char *why, size_t whylen);
+/* Page-locked host memory (NULL if none). */
+void *gr_gpudev_host_alloc (size_t size);
+void gr_gpudev_host_free (void *p);
+/* Free the engine's buffers and streams (at shutdown). */
+void gr_gpudev_release (void);
+
+#endif /* GPURAID_GPUDEV_H */

@@ -1,0 +1,475 @@
+/* gpuraid - the members: their files, their state and member I/O.  See
+ * members.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "members.h"
+#include "uring.h"
+
+struct member {
+  char *path;                   /* NULL if no path filled this slot */
+  int fd;                       /* -1 if missing */
+  int failed;                   /* atomic; never cleared */
+  char why[256];                /* why it failed */
+};
+
+struct gr_members {
+  int n, m;
+  struct member *mem;
+  int nfailed;                  /* atomic */
+  uint64_t gen;                 /* atomic: + 1 on every failure */
+  pthread_mutex_t lock;         /* sb and failure transitions; leaf */
+  struct gr_sb sb;
+  int dirty_on_disk;            /* atomic: DIRTY flag persisted */
+  bool keep_dirty;
+  int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
+};
+
+int
+gr_pread_full (int fd, void *buf, size_t len, uint64_t off)
+{
+  uint8_t *p = buf;
+
+  while (len > 0) {
+    ssize_t r = pread (fd, p, len, (off_t) off);
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (r == 0)
+      return -ENODATA;          /* short read: past the end */
+    p += r; len -= r; off += r;
+  }
+  return 0;
+}
+
+int
+gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off)
+{
+  const uint8_t *p = buf;
+
+  while (len > 0) {
+    ssize_t r = pwrite (fd, p, len, (off_t) off);
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (r == 0)
+      return -ENOSPC;
+    p += r; len -= r; off += r;
+  }
+  return 0;
+}
+
+struct gr_members *
+gr_members_new (const struct gr_sb *sb)
+{
+  struct gr_members *ms = calloc (1, sizeof *ms);
+  int i;
+
+  if (ms == NULL) {
+    nbdkit_error ("calloc: %m");
+    return NULL;
+  }
+  ms->n = (int) (sb->k + sb->m);
+  ms->m = (int) sb->m;
+  ms->sb = *sb;
+  ms->mem = calloc (ms->n, sizeof *ms->mem);
+  if (ms->mem == NULL) {
+    nbdkit_error ("calloc: %m");
+    free (ms);
+    return NULL;
+  }
+  for (i = 0; i < ms->n; i++)
+    ms->mem[i].fd = -1;
+  pthread_mutex_init (&ms->lock, NULL);
+  return ms;
+}
+
+void
+gr_members_attach (struct gr_members *ms, int i, const char *path, int fd)
+{
+  free (ms->mem[i].path);
+  ms->mem[i].path = strdup (path);
+  ms->mem[i].fd = fd;
+}
+
+int
+gr_members_n (const struct gr_members *ms)
+{
+  return ms->n;
+}
+
+const char *
+gr_members_path (const struct gr_members *ms, int i)
+{
+  return ms->mem[i].path;
+}
+
+const char *
+gr_members_why (const struct gr_members *ms, int i)
+{
+  return ms->mem[i].why;
+}
+
+bool
+gr_members_failed (const struct gr_members *ms, int i)
+{
+  return __atomic_load_n (&ms->mem[i].failed, __ATOMIC_ACQUIRE);
+}
+
+int
+gr_members_nfailed (const struct gr_members *ms)
+{
+  return __atomic_load_n (&ms->nfailed, __ATOMIC_ACQUIRE);
+}
+
+bool
+gr_members_too_degraded (const struct gr_members *ms)
+{
+  return gr_members_nfailed (ms) > ms->m;
+}
+
+uint64_t
+gr_members_generation (const struct gr_members *ms)
+{
+  return __atomic_load_n (&ms->gen, __ATOMIC_ACQUIRE);
+}
+
+uint64_t
+gr_members_snapshot (const struct gr_members *ms, bool *failed)
+{
+  uint64_t gen = gr_members_generation (ms);
+  int i;
+
+  for (i = 0; i < ms->n; i++)
+    failed[i] = gr_members_failed (ms, i);
+  return gen;
+}
+
+void
+gr_members_sb (struct gr_members *ms, struct gr_sb *out)
+{
+  pthread_mutex_lock (&ms->lock);
+  *out = ms->sb;
+  pthread_mutex_unlock (&ms->lock);
+}
+
+void
+gr_members_keep_dirty (struct gr_members *ms)
+{
+  ms->keep_dirty = true;
+}
+
+/* Member i goes from healthy to failed: counted, its bit set.  Lock held
+ * (or still single-threaded).  At run time the event is logged once. */
+static void
+fail_locked (struct gr_members *ms, int i, const char *why, bool at_runtime)
+{
+  struct member *mb = &ms->mem[i];
+  int left, tolerated, nf;
+
+  if (mb->failed)
+    return;
+  snprintf (mb->why, sizeof mb->why, "%s", why);
+  __atomic_store_n (&mb->failed, 1, __ATOMIC_RELEASE);
+  nf = __atomic_add_fetch (&ms->nfailed, 1, __ATOMIC_ACQ_REL);
+  __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
+  gr_sb_failed_set (&ms->sb, i);
+  if (!at_runtime)
+    return;
+  left = ms->n - nf;
+  tolerated = ms->m - nf;
+  if (tolerated >= 0)
+    nbdkit_error ("member %d (%s) failed: %s; continuing degraded with %d of %d "
+             "members, %d more failures tolerated", i,
+             mb->path ? mb->path : "missing", why, left, ms->n, tolerated);
+  else
+    nbdkit_error ("member %d (%s) failed: %s; only %d of %d members left, %d "
+             "needed: the array has failed, requests now fail with EIO", i,
+             mb->path ? mb->path : "missing", why, left, ms->n,
+             ms->n - ms->m);
+}
+
+void
+gr_members_set_failed (struct gr_members *ms, int i, const char *path,
+                       const char *why)
+{
+  if (path && ms->mem[i].path == NULL)
+    ms->mem[i].path = strdup (path);
+  fail_locked (ms, i, why, false);
+}
+
+/* Write the in-memory superblock, event + 1, to every live member and
+ * fdatasync it.  A member that cannot be written fails, and the write is
+ * redone with a new event so that it is stale.  Lock held. */
+static enum gr_members_outcome
+write_sbs_locked (struct gr_members *ms)
+{
+  uint8_t buf[GR_SB_SIZE];
+  bool redo;
+  int i, r;
+
+  do {
+    redo = false;
+    ms->sb.event++;
+    for (i = 0; i < ms->n; i++) {
+      struct gr_sb sb = ms->sb;
+      char why[128];
+
+      if (ms->mem[i].failed)
+        continue;
+      sb.index = i;
+      gr_sb_encode (&sb, buf);
+      r = gr_pwrite_full (ms->mem[i].fd, buf, GR_SB_SIZE, 0);
+      if (r == 0 && fdatasync (ms->mem[i].fd) == -1)
+        r = -errno;
+      if (r < 0) {
+        snprintf (why, sizeof why, "superblock write: %s", strerror (-r));
+        fail_locked (ms, i, why, true);
+        redo = true;
+        break;
+      }
+    }
+  } while (redo && ms->nfailed <= ms->m);
+  gr_verbose ("superblocks written: event %" PRIu64 " flags 0x%x",
+              ms->sb.event, ms->sb.flags);
+  return ms->nfailed > ms->m ? GR_MEMBERS_ARRAY_FAILED : GR_MEMBERS_OK;
+}
+
+enum gr_members_outcome
+gr_members_write_sbs (struct gr_members *ms)
+{
+  enum gr_members_outcome r;
+
+  pthread_mutex_lock (&ms->lock);
+  r = write_sbs_locked (ms);
+  pthread_mutex_unlock (&ms->lock);
+  return r;
+}
+
+enum gr_members_outcome
+gr_members_mark_clean (struct gr_members *ms)
+{
+  enum gr_members_outcome r;
+
+  pthread_mutex_lock (&ms->lock);
+  ms->sb.flags &= ~GR_SB_FLAG_DIRTY;
+  r = write_sbs_locked (ms);
+  pthread_mutex_unlock (&ms->lock);
+  return r;
+}
+
+enum gr_members_outcome
+gr_members_fail (struct gr_members *ms, int i, const char *fmt, ...)
+{
+  enum gr_members_outcome r = GR_MEMBERS_OK;
+  char why[256];
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (why, sizeof why, fmt, ap);
+  va_end (ap);
+
+  pthread_mutex_lock (&ms->lock);
+  if (!ms->mem[i].failed) {
+    fail_locked (ms, i, why, true);
+    if (ms->nfailed <= ms->m)
+      r = write_sbs_locked (ms);
+  }
+  if (ms->nfailed > ms->m)
+    r = GR_MEMBERS_ARRAY_FAILED;
+  pthread_mutex_unlock (&ms->lock);
+  return r;
+}
+
+int
+gr_members_begin_write (struct gr_members *ms)
+{
+  enum gr_members_outcome r = GR_MEMBERS_OK;
+
+  if (__atomic_load_n (&ms->dirty_on_disk, __ATOMIC_ACQUIRE))
+    return 0;
+  pthread_mutex_lock (&ms->lock);
+  if (!ms->dirty_on_disk) {
+    ms->sb.flags |= GR_SB_FLAG_DIRTY;
+    r = write_sbs_locked (ms);
+    if (r == GR_MEMBERS_OK)
+      __atomic_store_n (&ms->dirty_on_disk, 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock (&ms->lock);
+  if (r != GR_MEMBERS_OK) {
+    nbdkit_error ("cannot mark the array dirty: too many failed members");
+    errno = EIO;
+    return -1;
+  }
+  return 0;
+}
+
+int
+gr_members_sync (struct gr_members *ms, int i)
+{
+  if (gr_members_failed (ms, i))
+    return 0;
+  if (fdatasync (ms->mem[i].fd) == -1) {
+    int e = errno;
+
+    if (gr_members_fail (ms, i, "fdatasync: %s", strerror (e))
+        != GR_MEMBERS_OK) {
+      errno = EIO;
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* --- member I/O ---------------------------------------------------------- */
+
+bool
+gr_members_falloc_ok (const struct gr_members *ms, enum gr_mio_kind mode)
+{
+  return !(__atomic_load_n (&ms->falloc_refused, __ATOMIC_ACQUIRE)
+           & (1 << mode));
+}
+
+/* An error on member v->member (r = -errno): handled by policy. */
+static void
+mio_error (struct gr_members *ms, struct gr_mio *v, int r,
+           enum gr_mio_policy policy)
+{
+  const char *what = v->kind == GR_MIO_READ ? "read"
+    : v->kind == GR_MIO_WRITE ? "write" : "fallocate";
+  const char *err = r == -ENODATA ? "short read" : strerror (-r);
+
+  v->result = GR_MIO_FAILED;
+  if (policy == GR_MIO_REPORT)
+    nbdkit_error ("member %d (%s): %s of %" PRIu64 " bytes at offset %"
+                  PRIu64 ": %s", v->member, ms->mem[v->member].path, what,
+                  v->len, v->off, err);
+  else
+    gr_members_fail (ms, v->member, "%s of %" PRIu64 " bytes at offset %"
+                     PRIu64 ": %s", what, v->len, v->off, err);
+}
+
+/* One access, synchronously. */
+static void
+mio_one (struct gr_members *ms, struct gr_mio *v, enum gr_mio_policy policy)
+{
+  int fd = ms->mem[v->member].fd, r;
+
+  if (gr_members_failed (ms, v->member)) {
+    v->result = GR_MIO_SKIPPED;
+    return;
+  }
+  switch (v->kind) {
+  case GR_MIO_READ:
+    r = gr_pread_full (fd, v->buf, v->len, v->off);
+    break;
+  case GR_MIO_WRITE:
+    r = gr_pwrite_full (fd, v->buf, v->len, v->off);
+    break;
+  default:
+    if (!gr_members_falloc_ok (ms, v->kind)) {
+      v->result = GR_MIO_UNSUPPORTED;
+      return;
+    }
+    r = fallocate (fd, v->kind == GR_MIO_PUNCH
+                   ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+                   : FALLOC_FL_ZERO_RANGE, (off_t) v->off, (off_t) v->len);
+    if (r == -1 && (errno == EOPNOTSUPP || errno == ENOSYS ||
+                    errno == EINVAL || errno == ENODEV)) {
+      if (!(__atomic_fetch_or (&ms->falloc_refused, 1 << v->kind,
+                               __ATOMIC_ACQ_REL) & (1 << v->kind)))
+        gr_debug ("fallocate %s not supported on member %d (%s)",
+                  v->kind == GR_MIO_PUNCH ? "punch-hole" : "zero-range",
+                  v->member, ms->mem[v->member].path);
+      v->result = GR_MIO_UNSUPPORTED;
+      return;
+    }
+    r = r == -1 ? -errno : 0;
+  }
+  if (r == 0)
+    v->result = GR_MIO_DONE;
+  else
+    mio_error (ms, v, r, policy);
+}
+
+void
+gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
+               enum gr_mio_policy policy)
+{
+  struct gr_rio stackv[32], *rv = NULL;
+  size_t i, nr = 0;
+
+  /* Reads of live members together through io_uring; what it could not
+   * do, writes and fallocate one by one (writes through io_uring were
+   * measured slower: docs/performance.md, make bench of the executor). */
+  for (i = 0; i < n && nr < 2; i++)
+    nr += v[i].kind == GR_MIO_READ;
+  if (nr >= 2 && gr_uring_available ())
+    rv = n <= 32 ? stackv : malloc (n * sizeof *rv);
+  nr = 0;
+  if (rv) {
+    for (i = 0; i < n; i++) {
+      v[i].result = GR_MIO_SKIPPED;
+      if (v[i].kind == GR_MIO_READ && !gr_members_failed (ms, v[i].member))
+        rv[nr++] = (struct gr_rio) { .fd = ms->mem[v[i].member].fd,
+                                     .buf = v[i].buf, .len = v[i].len,
+                                     .off = v[i].off, .tag = i };
+    }
+    if (gr_uring_read_batch (rv, nr) == GR_URING_DONE)
+      for (i = 0; i < nr; i++)
+        if (rv[i].res == 0)
+          v[rv[i].tag].result = GR_MIO_DONE;
+    if (rv != stackv)
+      free (rv);
+  }
+  for (i = 0; i < n; i++)
+    if (rv == NULL || v[i].result != GR_MIO_DONE)
+      mio_one (ms, &v[i], policy);
+}
+
+/* --- shutdown ------------------------------------------------------------ */
+
+void
+gr_members_close (struct gr_members *ms)
+{
+  int i;
+
+  if (ms == NULL)
+    return;
+  pthread_mutex_lock (&ms->lock);
+  if (ms->dirty_on_disk && ms->nfailed <= ms->m) {
+    for (i = 0; i < ms->n; i++)
+      if (!ms->mem[i].failed && fdatasync (ms->mem[i].fd) == -1) {
+        char why[128];
+
+        snprintf (why, sizeof why, "fdatasync: %s", strerror (errno));
+        fail_locked (ms, i, why, true);
+      }
+    if (ms->nfailed <= ms->m && !ms->keep_dirty) {
+      ms->sb.flags &= ~GR_SB_FLAG_DIRTY;
+      if (write_sbs_locked (ms) == GR_MEMBERS_OK)
+        ms->dirty_on_disk = 0;
+    }
+  }
+  pthread_mutex_unlock (&ms->lock);
+  for (i = 0; i < ms->n; i++) {
+    if (ms->mem[i].fd >= 0)
+      close (ms->mem[i].fd);
+    free (ms->mem[i].path);
+  }
+  pthread_mutex_destroy (&ms->lock);
+  free (ms->mem);
+  free (ms);
+}

@@ -1,0 +1,119 @@
+/* gpuraid - the members: their files, their state and member I/O.
+ *
+ * One owner of member state: struct gr_members holds every member's file
+ * descriptor and failed flag, and the in-memory authoritative superblock
+ * that records the failures and the dirty flag on every live member
+ * (docs/format.md, "State changes").  A failed member is never read or
+ * written again.  The superblock and the failure state change under one
+ * internal mutex, a leaf lock; the failed flags and the failure
+ * generation are read atomically without it.
+ *
+ * Plugin code: failures are reported with nbdkit_error (operator events
+ * with gr_warn, once) and return -1 with errno set, or a named outcome. */
+#ifndef GPURAID_MEMBERS_H
+#define GPURAID_MEMBERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "superblock.h"
+
+struct gr_members;
+
+/* n = k + m slots, all missing, and the authoritative superblock sb (its
+ * index field unused).  NULL after nbdkit_error. */
+struct gr_members *gr_members_new (const struct gr_sb *sb);
+
+/* Fill slot i with an open member (fd is owned from now on). */
+void gr_members_attach (struct gr_members *ms, int i, const char *path,
+                        int fd);
+/* Slot i is missing or not to be used, for the reason why (assembly; not
+ * logged here).  Its failed bit is set in the in-memory superblock and
+ * written with the next superblock update.  path may be NULL. */
+void gr_members_set_failed (struct gr_members *ms, int i, const char *path,
+                            const char *why);
+/* The array started dirty and degraded: keep the dirty flag on disk. */
+void gr_members_keep_dirty (struct gr_members *ms);
+
+int gr_members_n (const struct gr_members *ms);
+const char *gr_members_path (const struct gr_members *ms, int i);
+const char *gr_members_why (const struct gr_members *ms, int i);
+bool gr_members_failed (const struct gr_members *ms, int i);
+int gr_members_nfailed (const struct gr_members *ms);
+/* More than m members failed: requests fail with EIO. */
+bool gr_members_too_degraded (const struct gr_members *ms);
+/* failed[i] for every member; returns the failure generation, which
+ * changes whenever a member fails. */
+uint64_t gr_members_snapshot (const struct gr_members *ms, bool *failed);
+uint64_t gr_members_generation (const struct gr_members *ms);
+/* A copy of the authoritative superblock. */
+void gr_members_sb (struct gr_members *ms, struct gr_sb *out);
+
+enum gr_members_outcome {
+  GR_MEMBERS_OK,                /* done; at most m members failed */
+  GR_MEMBERS_ARRAY_FAILED,      /* more than m members have failed */
+};
+
+/* Write the superblock, event + 1, to every live member and fdatasync
+ * it.  A member that cannot take it fails, and the update is redone. */
+enum gr_members_outcome gr_members_write_sbs (struct gr_members *ms);
+/* The array's data is consistent: clear the dirty flag on disk. */
+enum gr_members_outcome gr_members_mark_clean (struct gr_members *ms);
+/* Member i failed (the reason, printf-style): logged once with the
+ * redundancy left, recorded on the survivors' superblocks. */
+enum gr_members_outcome gr_members_fail (struct gr_members *ms, int i,
+                                         const char *fmt, ...)
+  __attribute__ ((format (printf, 3, 4)));
+/* Before the first write: persist the dirty flag and the failed set.
+ * 0, or -1 with errno EIO. */
+int gr_members_begin_write (struct gr_members *ms);
+
+/* One member access.  The result says how it went. */
+enum gr_mio_kind { GR_MIO_READ, GR_MIO_WRITE, GR_MIO_PUNCH, GR_MIO_ZERO };
+enum gr_mio_result {
+  GR_MIO_DONE,
+  GR_MIO_FAILED,                /* an error: the member is now failed */
+  GR_MIO_SKIPPED,               /* the member had failed: not done */
+  GR_MIO_UNSUPPORTED,           /* the member cannot fallocate this way */
+};
+struct gr_mio {
+  enum gr_mio_kind kind;
+  int member;
+  uint64_t off, len;
+  void *buf;
+  enum gr_mio_result result;
+};
+
+/* What an error on a member does. */
+enum gr_mio_policy {
+  GR_MIO_FAIL_MEMBER,           /* fail it (gr_members_fail) */
+  GR_MIO_REPORT,                /* only report it (nbdkit_error): resync at
+                                 * start-up refuses the start instead */
+};
+
+/* Do the n accesses (together through io_uring where there are several
+ * and it is available), each with its result, errors handled by policy
+ * before this returns. */
+void gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
+                    enum gr_mio_policy policy);
+/* Has no member refused fallocate in this mode (GR_MIO_PUNCH or
+ * GR_MIO_ZERO) so far? */
+bool gr_members_falloc_ok (const struct gr_members *ms,
+                           enum gr_mio_kind mode);
+
+/* fdatasync member i (FUA, flush).  A failure fails the member; -1 with
+ * errno EIO only when the array has failed. */
+int gr_members_sync (struct gr_members *ms, int i);
+
+/* Clean shutdown: sync the members, clear the dirty flag (unless kept),
+ * close them, free ms. */
+void gr_members_close (struct gr_members *ms);
+
+/* Read or write exactly len bytes at off, retrying short transfers and
+ * EINTR.  0, or -errno (-ENODATA: read past the end; -ENOSPC: a write
+ * that made no progress). */
+int gr_pread_full (int fd, void *buf, size_t len, uint64_t off);
+int gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off);
+
+#endif /* GPURAID_MEMBERS_H */

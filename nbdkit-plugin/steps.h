@@ -1,0 +1,54 @@
+/* gpuraid - running a plan's steps in memory.
+ *
+ * The moves (zero, copy, XOR) and coding operations of a plan (plan.h),
+ * in order, on the plan's buffers: the part of running a plan that does
+ * no I/O, shared by the executor (exec.h) and test-plan's simulated
+ * executor.  The coding goes through a table of callbacks, so that the
+ * executor routes it (coding.h) and the test uses a plain CPU coder. */
+#ifndef GPURAID_STEPS_H
+#define GPURAID_STEPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+/* The buffers of a plan being run: the request's (at the plan's first
+ * byte), scratch (scratch_len bytes) and zeros (at least a chunk). */
+struct gr_bufs {
+  uint8_t *req;
+  uint8_t *scratch;
+  const uint8_t *zero;
+};
+
+/* Where a plan's location is in memory. */
+static inline uint8_t *
+gr_steps_at (const struct gr_bufs *b, struct gr_loc l)
+{
+  if (l.space == GR_SPACE_ZERO)
+    return (uint8_t *) b->zero;         /* any offset: zeros */
+  return (l.space == GR_SPACE_REQ ? b->req : b->scratch) + l.off;
+}
+
+/* The coding operations a plan's steps call: 0, or -1 with errno set. */
+struct gr_plan_coder {
+  int (*encode) (void *arg, bool gpu, uint8_t *const *blocks,
+                 size_t nstripes, size_t len);
+  int (*reconstruct) (void *arg, bool gpu, const int *erased, int nerased,
+                      uint8_t *const *blocks, size_t len);
+  int (*update) (void *arg, bool gpu, int index, const uint8_t *delta,
+                 uint8_t *const *parity, uint8_t *const *pdelta,
+                 size_t len);
+  void *arg;
+};
+
+/* d ^= s over len bytes (the XOR move). */
+void gr_steps_xor (uint8_t *d, const uint8_t *s, size_t len);
+
+/* Run p's steps in order on the buffers b (after its reads, before its
+ * writes).  0, or -1 with errno set by a failed coding operation. */
+int gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
+                  const struct gr_bufs *b, const struct gr_plan_coder *cd);
+
+#endif /* GPURAID_STEPS_H */

@@ -1,0 +1,290 @@
+/* gpuraid - test of the assembly decision (assemble.c), without I/O:
+ * creation checks, placement by index whatever the command-line order,
+ * the authoritative superblock, missing / stale / failed members and what
+ * is said about them, refusals with the member named, and the resync
+ * decision. */
+#undef NDEBUG
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/testkit.h"
+#include "nbdkit-plugin/assemble.h"
+
+#define MiB (UINT64_C (1) << 20)
+#define SIZE (16 * MiB)
+
+static const char *const paths[] = { "/m0", "/m1", "/m2", "/m3", "/m4",
+                                     "/m5" };
+
+/* Fresh probes of n members with no superblock. */
+static void
+fresh (struct gr_probe *p, int n)
+{
+  int i;
+
+  memset (p, 0, n * sizeof *p);
+  for (i = 0; i < n; i++) {
+    p[i].path = paths[i];
+    p[i].size = SIZE;
+    p[i].sb_status = -ENOENT;
+  }
+}
+
+/* Probes of an array of n = k + m members as created, member i at
+ * position i, all at event ev. */
+static void
+array (struct gr_probe *p, int n, int m, uint64_t ev)
+{
+  struct gr_assemble_args args = { .m = m, .chunk = 0, .code = 0 };
+  struct gr_assembly *a = malloc (sizeof *a);
+  int i;
+
+  fresh (p, n);
+  gr_assemble_create (p, n, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_OK, "create: %s", a->error);
+  memset (a->sb.uuid, 0x42, 16);
+  a->sb.event = ev;
+  for (i = 0; i < n; i++) {
+    p[i].sb = a->sb;
+    p[i].sb.index = i;
+    p[i].sb_status = 0;
+  }
+  free (a);
+}
+
+static struct gr_assembly *
+assemble (const struct gr_probe *p, int np, int m)
+{
+  struct gr_assemble_args args = { .m = m, .chunk = 0, .code = 0 };
+  struct gr_assembly *a = malloc (sizeof *a);
+
+  gr_assemble (p, np, &args, a);
+  return a;
+}
+
+static void
+expect_refusal (const struct gr_probe *p, int np, int m, const char *want)
+{
+  struct gr_assembly *a = assemble (p, np, m);
+
+  CHECK (a->outcome == GR_ASSEMBLY_REFUSED && strstr (a->error, want),
+         "want a refusal with '%s', got %s: '%s'", want,
+         a->outcome == GR_ASSEMBLY_OK ? "ok" : "refused", a->error);
+  CHECK (strchr (a->error, '\n') == NULL, "error of more than one line");
+  free (a);
+}
+
+static void
+test_create (void)
+{
+  struct gr_assemble_args args = { .m = 2, .chunk = 0, .code = 0 };
+  struct gr_assembly *a = malloc (sizeof *a);
+  struct gr_probe p[6];
+  int i;
+
+  fresh (p, 6);
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_OK, "create 4+2: %s", a->error);
+  CHECK (a->sb.k == 4 && a->sb.m == 2 && a->sb.code == GR_CODE_RS &&
+         a->sb.chunk == 65536 && a->sb.data_offset == MiB &&
+         a->sb.data_size == SIZE - MiB && a->geom.stripes == 240 &&
+         a->n == 6 && a->nfailed == 0,
+         "created geometry k=%u m=%u chunk=%u offset=%" PRIu64, a->sb.k,
+         a->sb.m, a->sb.chunk, a->sb.data_offset);
+  for (i = 0; i < 6; i++)
+    CHECK (a->slot[i] == i && a->state[i] == GR_SLOT_ACTIVE, "slot %d", i);
+
+  args.chunk = 4 * MiB;
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->sb.data_offset == 4 * MiB &&
+         a->sb.data_size == 12 * MiB, "chunk 4M: offset %" PRIu64,
+         a->sb.data_offset);
+  args.chunk = 16 * MiB;
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_REFUSED &&
+         strstr (a->error, "members are too small"), "%s", a->error);
+  args.chunk = 0;
+
+  p[3].size = SIZE + 4096;
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_REFUSED &&
+         strstr (a->error, "member 3 (/m3) is"), "%s", a->error);
+  p[3].size = SIZE;
+  p[2].open_errno = ENOENT;
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_REFUSED &&
+         strstr (a->error, "member 2 (/m2): cannot open"), "%s", a->error);
+  p[2].open_errno = 0;
+  p[4].sb_status = 0;
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_REFUSED &&
+         strstr (a->error, "member 4 (/m4) already holds") &&
+         strstr (a->error, "force=true"), "%s", a->error);
+  p[4].sb_status = -EBADMSG;
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_REFUSED &&
+         strstr (a->error, "member 4 (/m4) holds a gpuraid superblock"),
+         "%s", a->error);
+  args.force = true;
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_OK, "force: %s", a->error);
+  free (a);
+}
+
+static void
+test_assemble (void)
+{
+  struct gr_probe p[6], q[6];
+  struct gr_assembly *a;
+  int i;
+
+  /* Healthy, in order. */
+  array (p, 6, 2, 5);
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->nfailed == 0 &&
+         !a->reordered && a->warning[0] == '\0' &&
+         a->resync == GR_RESYNC_NONE, "healthy: %s / %s", a->error,
+         a->warning);
+  free (a);
+
+  /* Any order: placed by index, and nothing to warn about. */
+  for (i = 0; i < 6; i++)
+    q[i] = p[(i * 5 + 3) % 6];
+  a = assemble (q, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->nfailed == 0 && a->reordered,
+         "shuffled: %s", a->error);
+  CHECK (a->warning[0] == '\0', "shuffled: warns '%s'", a->warning);
+  for (i = 0; i < 6; i++)
+    CHECK (a->slot[i] >= 0 && q[a->slot[i]].sb.index == (uint32_t) i,
+           "slot %d holds index %u", i, q[a->slot[i]].sb.index);
+  free (a);
+
+  /* A missing member in place: guessed, said once. */
+  array (p, 6, 2, 5);
+  p[1].open_errno = ENOENT;
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->nfailed == 1 &&
+         a->state[1] == GR_SLOT_MISSING && a->slot[1] == -1,
+         "one missing: %s", a->error);
+  CHECK (strstr (a->warning, "starting degraded with 5 of 6 members, 1 more "
+                 "failures tolerated") &&
+         strstr (a->warning, "member 1 is missing; probably member=/m1"),
+         "one missing: '%s'", a->warning);
+  CHECK (strstr (a->warning, "member=/m1 cannot be opened") == NULL,
+         "the missing member said twice: '%s'", a->warning);
+  free (a);
+
+  /* Out of order and shifted by a missing member: no false statements
+   * about members that opened, no guess. */
+  array (p, 6, 2, 5);
+  q[0] = p[2];
+  q[1] = p[0];
+  q[1].open_errno = EACCES;
+  q[2] = p[1];
+  q[3] = p[5];
+  q[4] = p[3];
+  q[5] = p[4];
+  a = assemble (q, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->nfailed == 1 &&
+         a->state[0] == GR_SLOT_MISSING, "shifted: %s", a->error);
+  CHECK (strstr (a->warning, "probably") == NULL, "shifted: a guess: '%s'",
+         a->warning);
+  CHECK (strstr (a->warning, "member 0 is missing") &&
+         strstr (a->warning, "member=/m0 cannot be opened (Permission "
+                 "denied)"), "shifted: '%s'", a->warning);
+  for (i = 0; i < 6; i++)
+    if (i != 1)
+      CHECK (strstr (a->warning, q[i].path) == NULL, "shifted: member %s "
+             "that opened is named: '%s'", q[i].path, a->warning);
+  free (a);
+
+  /* The missing member left off the command line: the others shift. */
+  array (p, 6, 2, 5);
+  for (i = 1; i < 6; i++)
+    q[i - 1] = p[i == 1 ? 0 : i];
+  a = assemble (q, 5, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->nfailed == 1 &&
+         a->state[1] == GR_SLOT_MISSING, "left off: %s", a->error);
+  CHECK (strstr (a->warning, "member 1 is missing") &&
+         strstr (a->warning, "probably") == NULL &&
+         strstr (a->warning, "cannot be opened") == NULL,
+         "left off: '%s'", a->warning);
+  free (a);
+
+  /* Stale (an older event) and marked failed. */
+  array (p, 6, 2, 7);
+  p[3].sb.event = 6;
+  gr_sb_failed_set (&p[0].sb, 5);
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->nfailed == 2 &&
+         a->state[3] == GR_SLOT_STALE && a->state[5] == GR_SLOT_FAILED &&
+         a->sb.event == 7, "stale+failed: %s", a->error);
+  CHECK (strstr (a->warning, "member 3 (/m3) is stale (event 6 < 7)") &&
+         strstr (a->warning, "member 5 (/m5) is marked failed"),
+         "stale+failed: '%s'", a->warning);
+  free (a);
+
+  /* Too many. */
+  p[1].open_errno = ENOENT;
+  expect_refusal (p, 6, -1, "too many members missing or failed: 3 of 6, "
+                  "the array tolerates 2");
+
+  /* Dirty: resync with every member, impossible without. */
+  array (p, 6, 2, 5);
+  for (i = 0; i < 6; i++)
+    p[i].sb.flags |= GR_SB_FLAG_DIRTY;
+  a = assemble (p, 6, -1);
+  CHECK (a->resync == GR_RESYNC_FULL, "dirty: resync %d", a->resync);
+  free (a);
+  p[4].open_errno = EIO;
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->resync == GR_RESYNC_IMPOSSIBLE,
+         "dirty degraded: resync %d", a->resync);
+  free (a);
+}
+
+static void
+test_refusals (void)
+{
+  struct gr_probe p[6];
+  int i;
+
+  array (p, 6, 2, 5);
+  p[2].sb.uuid[0] ^= 1;
+  expect_refusal (p, 6, -1, "member 2 (/m2) belongs to another array");
+  array (p, 6, 2, 5);
+  p[4].sb.chunk = 4096;
+  expect_refusal (p, 6, -1, "member 4 (/m4): geometry differs");
+  array (p, 6, 2, 5);
+  p[5].sb.index = 1;
+  expect_refusal (p, 6, -1, "member 1 (/m1) and member 5 (/m5) both claim "
+                  "member index 1");
+  array (p, 6, 2, 5);
+  p[3].size = MiB;
+  expect_refusal (p, 6, -1, "member 3 (/m3) is too small");
+  array (p, 6, 2, 5);
+  expect_refusal (p, 6, 3, "m=3 does not match the array (m=2)");
+  array (p, 6, 2, 5);
+  p[1].sb_status = -ENOENT;
+  expect_refusal (p, 6, -1, "member 1 (/m1): no gpuraid superblock");
+  array (p, 6, 2, 5);
+  p[0].sb_status = -EBADMSG;
+  expect_refusal (p, 6, -1, "member 0 (/m0): ");
+  array (p, 6, 2, 5);
+  for (i = 0; i < 6; i++)
+    p[i].open_errno = ENOENT;
+  expect_refusal (p, 6, -1, "no member could be opened: member 0 (/m0): No "
+                  "such file or directory; member 1");
+}
+
+int
+main (void)
+{
+  test_seed ("test-assemble");
+  test_create ();
+  test_assemble ();
+  test_refusals ();
+  return test_done ("test-assemble");
+}
