@@ -4,6 +4,7 @@
 #   make check           all tests that need no GPU (what CI runs)
 #   make check-gpu       GPU tests (skip loudly without a GPU)
 #   make SANITIZE=1 ...  build with AddressSanitizer + UBSan
+#   make TSAN=1 check-tsan  the concurrency tests under ThreadSanitizer
 #   make NOCUDA=1 ...    build without CUDA even when nvcc is present
 #   make deps            install Debian build/test dependencies (root)
 #   make demo | bench | bench-gpu
@@ -11,6 +12,7 @@
 # Each folder contributes a fragment (gf/gf.mk, ...) that appends to:
 #   CHECK_TESTS  test programs/scripts run by `make check`
 #   GPU_TESTS    run by `make check-gpu`
+#   TSAN_TESTS   run by `make check-tsan` (concurrent requests)
 #   CHECK_PROGS  binaries `make check` must build first
 #   CLEAN_FILES  files `make clean` removes
 
@@ -21,6 +23,14 @@ WARN = -Wall -Wextra -Werror -Wshadow -Wvla -Wstrict-prototypes \
 ifeq ($(SANITIZE),1)
 SAN = -fsanitize=address,undefined -fno-omit-frame-pointer \
       -fno-sanitize-recover=undefined
+endif
+# ThreadSanitizer: `make clean && make TSAN=1 check-tsan` runs the plugin's
+# concurrency tests with nbdkit under the TSan runtime.
+ifeq ($(TSAN),1)
+ifeq ($(SANITIZE),1)
+$(error SANITIZE=1 and TSAN=1 cannot be combined)
+endif
+SAN = -fsanitize=thread -fno-omit-frame-pointer
 endif
 CFLAGS_ALL = -std=gnu11 -fPIC -D_GNU_SOURCE -pthread $(OPT) $(WARN) $(SAN) $(CFLAGS)
 LDFLAGS_ALL = -pthread $(SAN) $(LDFLAGS)
@@ -41,6 +51,7 @@ all: nbdkit-plugin/nbdkit-gpuraid-plugin.so
 
 CHECK_TESTS :=
 GPU_TESTS :=
+TSAN_TESTS :=
 CHECK_PROGS :=
 CLEAN_FILES :=
 
@@ -61,10 +72,16 @@ check-tests: all $(CHECK_PROGS)
 check-gpu: all $(CHECK_PROGS)
 	@tests/run-tests.sh $(GPU_TESTS)
 
+# The tests that run requests concurrently (TSAN_TESTS, from the
+# fragments), on smaller data; meant for a TSAN=1 build.
+check-tsan: deps
+	$(MAKE) --no-print-directory all $(CHECK_PROGS)
+	@TEST_SMALL=1 tests/run-tests.sh $(TSAN_TESTS)
+
 deps:
 	scripts/install-deps
 
 clean:
 	rm -f */*.o */*.a */*.so $(CLEAN_FILES)
 
-.PHONY: all check check-tests check-gpu deps clean demo bench bench-gpu
+.PHONY: all check check-tests check-gpu check-tsan deps clean demo bench bench-gpu

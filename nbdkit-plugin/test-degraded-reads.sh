@@ -5,10 +5,12 @@
 # random reads (odd offsets and lengths, inside and across chunks and
 # stripes) and a full read must match; then writes with one member
 # missing, read back with it (and, for m >= 2, one more) missing.
-. "$(dirname "$0")/test-common.sh" dreads
-seed=${TEST_SEED:-$(( (RANDOM << 15) | RANDOM ))}
-echo "$0: TEST_SEED=$seed"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../tests/functions.sh"
+requires_plugin
+requires_py
+tmp=$tmpdir plugin=$PLUGIN
+nbdkit () { run_nbdkit "$@"; }
+seed=$TEST_SEED
 
 cat > "$tmp/io.py" <<'PYEOF'
 import nbd, random, sys

@@ -6,10 +6,12 @@
 # (parity update, full encode, reconstruct) the requests must succeed,
 # the failure must be logged exactly once, and the data must read back
 # both healthy and with a member removed (so parity is right).
-. "$(dirname "$0")/test-common.sh" fallback
-seed=${TEST_SEED:-$(( (RANDOM << 15) | RANDOM ))}
-echo "$0: TEST_SEED=$seed"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../tests/functions.sh"
+requires_plugin
+requires_py
+tmp=$tmpdir plugin=$PLUGIN
+nbdkit () { run_nbdkit "$@"; }
+seed=$TEST_SEED
 
 # io.py MODE URI REF SEED: "update" (first op is a read-modify-write),
 # "encode" (first op a full-stripe write), then random writes; "verify".

@@ -6,10 +6,14 @@
 # event+1 at a clean shutdown, dirty left after a crash (and the warning
 # at the next start), and a degraded write recording the missing member
 # in the failed bitmap so that it is stale when it comes back.
-. "$(dirname "$0")/test-common.sh" sbstate
+source "$(dirname "$0")/../tests/functions.sh"
+requires_plugin
+requires_py
+tmp=$tmpdir plugin=$PLUGIN
+nbdkit () { run_nbdkit "$@"; }
 server=
-cleanup () { [ -n "$server" ] && kill -9 "$server" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+kill_server () { if [ -n "$server" ]; then kill -9 "$server" 2>/dev/null; fi; }
+cleanup_fn kill_server
 fail () { echo "$0: FAIL: $*"; exit 1; }
 
 # sb.py FILE: print "uuid index k m code chunk flags doff dsize event failed"

@@ -25,10 +25,11 @@
 #   nbd module, also first on $PATH for nbdsh), $CHECK (gpuraid-check),
 #   $TEST_SEED (printed; set it to repeat a run)
 #
-# Sanitizers: when the plugin is linked against libasan (make SANITIZE=1),
-# nbdkit (not instrumented) is run with the ASan and UBSan runtimes in
-# LD_PRELOAD, only for nbdkit itself, and sanitizer reports are written to
-# $tmpdir/asan.*; any such report fails the test at exit.
+# Sanitizers: when the plugin is linked against libasan (make SANITIZE=1)
+# or libtsan (make TSAN=1), nbdkit (not instrumented) is run with the
+# sanitizer runtimes in LD_PRELOAD, only for nbdkit itself, and reports
+# are written to $tmpdir/asan.* or $tmpdir/tsan.*; any such report fails
+# the test at exit.
 
 set -u
 
@@ -152,7 +153,7 @@ _check_sanitizer_logs ()
 {
   local f
   [ -n "${tmpdir:-}" ] || return 0
-  for f in "$tmpdir"/asan.*; do
+  for f in "$tmpdir"/asan.* "$tmpdir"/tsan.*; do
     [ -e "$f" ] || continue
     echo "$0: FAIL: sanitizer report $f:"
     cat "$f"
@@ -160,15 +161,11 @@ _check_sanitizer_logs ()
   done
 }
 
-# Run nbdkit in the foreground with the sanitizer environment.  Clients
-# started by --run get LD_PRELOAD too; python and nbdsh cope with that.
+# Run nbdkit in the foreground with the sanitizer environment (not the
+# clients started by --run).
 run_nbdkit ()
 {
-  if [ -n "$NBDKIT_PRELOAD" ]; then
-    LD_PRELOAD=$NBDKIT_PRELOAD nbdkit "$@"
-  else
-    nbdkit "$@"
-  fi
+  gr_nbdkit "$@"
 }
 
 # ---- starting and stopping servers -----------------------------------------

@@ -2,16 +2,25 @@
 # gpuraid - sanitizer environment for scripts that start nbdkit (source me).
 #
 # gr_sanitizer_env PLUGIN [LOGDIR]
-#   When PLUGIN is linked against libasan (make SANITIZE=1), nbdkit (not
-#   instrumented) must run with the ASan and UBSan runtimes preloaded.
-#   Sets NBDKIT_PRELOAD (empty for a plain build) and exports ASAN_OPTIONS
-#   and UBSAN_OPTIONS so that any report stops the server; reports go to
-#   LOGDIR/asan.* when LOGDIR is given, else to stderr.
+#   When PLUGIN is linked against libasan (make SANITIZE=1) or libtsan
+#   (make TSAN=1), nbdkit (not instrumented) must run with the sanitizer
+#   runtimes preloaded.  Sets NBDKIT_PRELOAD (empty for a plain build) and
+#   exports ASAN_OPTIONS and UBSAN_OPTIONS, or TSAN_OPTIONS, so that any
+#   report stops the server; reports go to LOGDIR/asan.* or LOGDIR/tsan.*
+#   when LOGDIR is given, else to stderr.  Commands run by --run (the
+#   clients) get no preload.
 gr_sanitizer_env ()
 {
   local plugin=$1 logdir=${2:-} lib p log=
   NBDKIT_PRELOAD=
-  if [ -f "$plugin" ] && ldd "$plugin" 2>/dev/null | grep -q libasan; then
+  # gcc links libasan into a shared object, but leaves TSan's symbols
+  # undefined: look for those.
+  if [ -f "$plugin" ] && nm -D "$plugin" 2>/dev/null | grep -q ' U __tsan_init'; then
+    NBDKIT_PRELOAD=$(${CC:-gcc} -print-file-name=libtsan.so)
+    [ -n "$logdir" ] && log=" log_path=$logdir/tsan"
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1$log"
+    echo "$0: plugin built with ThreadSanitizer, nbdkit LD_PRELOAD=$NBDKIT_PRELOAD"
+  elif [ -f "$plugin" ] && ldd "$plugin" 2>/dev/null | grep -q libasan; then
     for lib in libasan.so libubsan.so; do
       p=$(${CC:-gcc} -print-file-name=$lib)
       if [ -f "$p" ]; then
@@ -61,7 +70,7 @@ gr_nbdkit ()
   sf=$(mktemp)
   for a in "$@"; do
     if [ "$next_is_run" = 1 ]; then
-      a="{ $a
+      a="{ unset LD_PRELOAD; $a
 }; _gr_s=\$?; echo \$_gr_s > '$sf'; exit \$_gr_s"
       next_is_run=0
     fi

@@ -16,10 +16,13 @@ requires_check
 requires_cmd nbdcopy cmp
 
 k=4 m=2 chunk=65536 n=6
+# TEST_SMALL=1 (make check-tsan): a smaller image.
+member_size=34M
+[ "${TEST_SMALL:-0}" = 1 ] && member_size=9M
 
 for code in rs crs; do
   echo "=== code=$code"
-  make_members $n 34M
+  make_members $n $member_size
   args=()
   for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
   : >"$nbdkit_log"
@@ -36,7 +39,9 @@ for code in rs crs; do
   batches=$(grep -c 'group commit:' "$nbdkit_log")
   echo "batches gathered from several requests: $batches"
   grep -m 3 'group commit:' "$nbdkit_log"
-  if [ "$batches" -lt 1 ]; then
+  # Under ThreadSanitizer (TEST_SMALL=1) requests are too slow to meet in
+  # the 200 us window: races, data and parity are what is checked there.
+  if [ "$batches" -lt 1 ] && [ "${TEST_SMALL:-0}" != 1 ]; then
     echo "$0: FAIL: no encode batch gathered stripes of several requests"; exit 1
   fi
   check_parity $k $m $chunk $code "${members[@]}"

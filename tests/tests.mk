@@ -36,6 +36,11 @@ TESTS_SCRIPTS = \
 
 CHECK_PROGS += $(TESTS_PROGS)
 CHECK_TESTS += $(TESTS_SCRIPTS)
+# Concurrent requests, for `make TSAN=1 check-tsan` (tests that start
+# nbdkit in the background: under a preloaded libtsan the shell of a
+# captive `nbdkit --run` crashes, so those cannot run there).
+TSAN_TESTS += tests/test-concurrent.sh tests/test-group-commit.sh \
+              tests/test-member-eio.sh tests/test-accel-auto.sh
 # On the GPU machine: GPU parity inside the array (skips without a GPU).
 GPU_TESTS += tests/test-gpu-array.sh
 CLEAN_FILES += $(TESTS_PROGS) tests/logs/*.log
