@@ -98,7 +98,7 @@ close_probes (struct probes *ps)
 static int
 zero_area (struct probes *ps, int i, uint64_t off, uint64_t len)
 {
-  static const uint8_t zeros[1024 * 1024];
+  static uint8_t zeros[1024 * 1024];      /* bss, not in the file */
   int fd = ps->fd[i], r;
 
   if (len == 0)
