@@ -50,7 +50,7 @@ bench-gpu check-gpu-sanitize:
 	@echo "$@: built without CUDA (no nvcc, or NOCUDA=1)"; exit 1
 endif
 
-gpu/test-gpu.o: CFLAGS += $(GPU_CPPFLAGS)
+gpu/test-gpu.o: CFLAGS_ALL += -I. $(GPU_CPPFLAGS)
 
 GPU_TESTS += gpu/test-gpu
 CHECK_TESTS += gpu/test-gpu

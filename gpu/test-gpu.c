@@ -32,16 +32,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gf/gf.h"
+#include "gf/gf.h"
+#include "tests/testkit.h"
 
 #ifndef GR_HAVE_CUDA
 
 int
 main (void)
 {
-  printf ("SKIP: no usable CUDA device (built without CUDA: no nvcc, "
-          "or NOCUDA=1)\n");
-  return 77;
+  test_skip ("test-gpu", "no usable CUDA device (built without CUDA: no "
+             "nvcc, or NOCUDA=1)");
 }
 
 #else /* GR_HAVE_CUDA */
@@ -54,9 +54,8 @@ extern size_t gr_gpu_set_chunk (size_t bytes);
 
 #define MiB ((size_t) 1 << 20)
 
-static uint64_t rng;
+static uint64_t rng;            /* from the kit's seed; threads fork it */
 static int quick;
-static int failures;
 static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define FAIL(...)                                       \
@@ -64,7 +63,7 @@ static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock (&fail_lock);                    \
     fprintf (stderr, "FAIL: " __VA_ARGS__);             \
     fprintf (stderr, " [gpu: %s]\n", gr_gpu_last_error ());     \
-    failures++;                                         \
+    test_failures++;                                    \
     pthread_mutex_unlock (&fail_lock);                  \
   } while (0)
 
@@ -640,28 +639,20 @@ main (void)
   const struct gr_backend *ref, *gpu;
   const char *e;
   char name[256];
-  uint64_t seed;
   int r, jit_only;
 
-  e = getenv ("QUICK");
-  quick = e && *e && strcmp (e, "0") != 0;
+  quick = test_quick ();
   if (gr_gpu_probe_device (0, name, sizeof name) < 0) {
-    printf ("SKIP: no usable CUDA device (%s)\n", name);
-    return 77;
+    char why[300];
+
+    snprintf (why, sizeof why, "no usable CUDA device (%s)", name);
+    test_skip ("test-gpu", why);
   }
   printf ("device 0: %s\n", name);
-  e = getenv ("TEST_SEED");
-  seed = e ? strtoull (e, NULL, 0) : 0;
-  if (seed == 0) {
-    FILE *f = fopen ("/dev/urandom", "r");
-    if (f == NULL || fread (&seed, sizeof seed, 1, f) != 1)
-      seed = 0x9e3779b97f4a7c15ull;
-    if (f)
-      fclose (f);
-    seed |= 1;
-  }
-  printf ("TEST_SEED=%" PRIu64 "%s\n", seed, quick ? " QUICK=1" : "");
-  rng = seed;
+  test_seed ("test-gpu");
+  rng = test_rand () | 1;
+  if (quick)
+    printf ("QUICK=1\n");
 
   r = gr_backend_register (gr_gpu_backend ());
   if (r < 0 && r != -EEXIST) {
@@ -735,12 +726,7 @@ main (void)
   }
   gr_gpu_release ();
 
-  if (failures) {
-    printf ("%d failures (TEST_SEED=%" PRIu64 ")\n", failures, seed);
-    return 1;
-  }
-  printf ("all passed (TEST_SEED=%" PRIu64 ")\n", seed);
-  return 0;
+  return test_done ("test-gpu");
 }
 
 #endif /* GR_HAVE_CUDA */
