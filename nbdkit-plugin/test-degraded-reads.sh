@@ -8,11 +8,10 @@
 source "$(dirname "$0")/../tests/functions.sh"
 requires_plugin
 requires_py
-tmp=$tmpdir plugin=$PLUGIN
 nbdkit () { run_nbdkit "$@"; }
 seed=$TEST_SEED
 
-cat > "$tmp/io.py" <<'PYEOF'
+cat > "$tmpdir/io.py" <<'PYEOF'
 import nbd, random, sys
 uri, ref, seed, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 h = nbd.NBD()
@@ -43,24 +42,24 @@ fail () { echo "$0: FAIL: $*"; exit 1; }
 # serve SEED MODE: run io.py against the members present.
 serve ()
 {
-  nbdkit -U - "$plugin" "${args[@]}" \
-    --run "$PY $tmp/io.py \"\$uri\" $tmp/ref $1 $2" 2>>"$tmp/log"
+  nbdkit -U - "$PLUGIN" "${args[@]}" \
+    --run "$PY $tmpdir/io.py \"\$uri\" $tmpdir/ref $1 $2" 2>>"$tmpdir/log"
 }
-away () { local x; for x in "$@"; do mv "$tmp/d$x" "$tmp/x$x"; done; }
-back () { local x; for x in "$@"; do mv "$tmp/x$x" "$tmp/d$x"; done; }
+away () { local x; for x in "$@"; do mv "$tmpdir/d$x" "$tmpdir/x$x"; done; }
+back () { local x; for x in "$@"; do mv "$tmpdir/x$x" "$tmpdir/d$x"; done; }
 
 run ()
 {
   local k=$1 m=$2 chunk=$3 code=$4 n i j
   n=$(( k + m ))
-  rm -f "$tmp"/d* "$tmp/ref"
+  rm -f "$tmpdir"/d* "$tmpdir/ref"
   args=()
   for (( i = 0; i < n; i++ )); do
-    truncate -s 3M "$tmp/d$i"
-    args+=("member=$tmp/d$i")
+    truncate -s 3M "$tmpdir/d$i"
+    args+=("member=$tmpdir/d$i")
   done
-  nbdkit -U - "$plugin" "${args[@]}" m=$m chunk=$chunk code=$code \
-    create=true --run "$PY $tmp/io.py \"\$uri\" $tmp/ref $seed init" ||
+  nbdkit -U - "$PLUGIN" "${args[@]}" m=$m chunk=$chunk code=$code \
+    create=true --run "$PY $tmpdir/io.py \"\$uri\" $tmpdir/ref $seed init" ||
     fail "$k+$m $code: healthy writes"
   for (( i = 0; i < n; i++ )); do
     away $i

@@ -9,13 +9,12 @@
 source "$(dirname "$0")/../tests/functions.sh"
 requires_plugin
 requires_py
-tmp=$tmpdir plugin=$PLUGIN
 nbdkit () { run_nbdkit "$@"; }
 seed=$TEST_SEED
 
 # io.py MODE URI REF SEED: "update" (first op is a read-modify-write),
 # "encode" (first op a full-stripe write), then random writes; "verify".
-cat > "$tmp/io.py" <<'PYEOF'
+cat > "$tmpdir/io.py" <<'PYEOF'
 import nbd, random, sys
 mode, uri, ref, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 h = nbd.NBD()
@@ -60,29 +59,29 @@ run_case ()
 {
   local case=$1 k=$2 m=$3 chunk=4096 n i args=() log
   n=$(( k + m ))
-  rm -f "$tmp"/d* "$tmp/ref"
+  rm -f "$tmpdir"/d* "$tmpdir/ref"
   for (( i = 0; i < n; i++ )); do
-    truncate -s 2M "$tmp/d$i"
-    args+=("member=$tmp/d$i")
+    truncate -s 2M "$tmpdir/d$i"
+    args+=("member=$tmpdir/d$i")
   done
-  nbdkit -U - "$plugin" "${args[@]}" m=$m chunk=$chunk create=true \
-    --run "$PY -c 'import nbd,sys; h=nbd.NBD(); h.connect_uri(sys.argv[1]); open(sys.argv[2],\"wb\").write(bytes(h.get_size()))' \"\$uri\" $tmp/ref" ||
+  nbdkit -U - "$PLUGIN" "${args[@]}" m=$m chunk=$chunk create=true \
+    --run "$PY -c 'import nbd,sys; h=nbd.NBD(); h.connect_uri(sys.argv[1]); open(sys.argv[2],\"wb\").write(bytes(h.get_size()))' \"\$uri\" $tmpdir/ref" ||
     fail "$case: create"
-  log=$tmp/$case.log
+  log=$tmpdir/$case.log
   if [ "$case" = reconstruct ]; then
     # Data first (no fake GPU), then the fake GPU on a degraded array:
     # the first coding operation is the rebuild of member 0's chunks.
-    nbdkit -U - "$plugin" "${args[@]}" \
-      --run "$PY $tmp/io.py plain \"\$uri\" $tmp/ref $seed $k $chunk" ||
+    nbdkit -U - "$PLUGIN" "${args[@]}" \
+      --run "$PY $tmpdir/io.py plain \"\$uri\" $tmpdir/ref $seed $k $chunk" ||
       fail "$case: writing the data"
-    mv "$tmp/d0" "$tmp/d0.away"
-    nbdkit -v -U - -D gpuraid.fake_gpu=1 "$plugin" "${args[@]}" \
-      --run "$PY $tmp/io.py verify \"\$uri\" $tmp/ref 0" 2>"$log" ||
+    mv "$tmpdir/d0" "$tmpdir/d0.away"
+    nbdkit -v -U - -D gpuraid.fake_gpu=1 "$PLUGIN" "${args[@]}" \
+      --run "$PY $tmpdir/io.py verify \"\$uri\" $tmpdir/ref 0" 2>"$log" ||
       { tail -20 "$log"; fail "$case: degraded read through the fake GPU"; }
-    mv "$tmp/d0.away" "$tmp/d0"
+    mv "$tmpdir/d0.away" "$tmpdir/d0"
   else
-    nbdkit -v -U - -D gpuraid.fake_gpu=1 "$plugin" "${args[@]}" \
-      --run "$PY $tmp/io.py $case \"\$uri\" $tmp/ref $seed $k $chunk" \
+    nbdkit -v -U - -D gpuraid.fake_gpu=1 "$PLUGIN" "${args[@]}" \
+      --run "$PY $tmpdir/io.py $case \"\$uri\" $tmpdir/ref $seed $k $chunk" \
       2>"$log" || { tail -20 "$log"; fail "$case: I/O through the fake GPU"; }
   fi
   grep -q "fake failing GPU coder" "$log" ||
@@ -96,11 +95,11 @@ run_case ()
   # is refused with a second member gone only if m = 1).
   if [ "$case" != reconstruct ]; then
     for (( i = 0; i < n; i++ )); do
-      mv "$tmp/d$i" "$tmp/away"
-      nbdkit -U - "$plugin" "${args[@]}" \
-        --run "$PY $tmp/io.py verify \"\$uri\" $tmp/ref 0" 2>/dev/null ||
+      mv "$tmpdir/d$i" "$tmpdir/away"
+      nbdkit -U - "$PLUGIN" "${args[@]}" \
+        --run "$PY $tmpdir/io.py verify \"\$uri\" $tmpdir/ref 0" 2>/dev/null ||
         fail "$case: data differs with member $i removed"
-      mv "$tmp/away" "$tmp/d$i"
+      mv "$tmpdir/away" "$tmpdir/d$i"
     done
   fi
   echo "$0: $case: OK"

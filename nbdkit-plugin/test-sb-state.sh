@@ -9,7 +9,6 @@
 source "$(dirname "$0")/../tests/functions.sh"
 requires_plugin
 requires_py
-tmp=$tmpdir plugin=$PLUGIN
 nbdkit () { run_nbdkit "$@"; }
 server=
 kill_server () { if [ -n "$server" ]; then kill -9 "$server" 2>/dev/null; fi; }
@@ -18,7 +17,7 @@ fail () { echo "$0: FAIL: $*"; exit 1; }
 
 # sb.py FILE: print "uuid index k m code chunk flags doff dsize event failed"
 # after checking magic, version, size field, reserved bytes and crc32c.
-cat > "$tmp/sb.py" <<'PYEOF'
+cat > "$tmpdir/sb.py" <<'PYEOF'
 import struct, sys
 def crc32c(b):
     c = 0xffffffff
@@ -41,14 +40,14 @@ print(b[16:32].hex(), idx, k, m, code, chunk, flags, doff, dsize, event,
       ",".join(map(str, failed)) or "-")
 PYEOF
 
-sb () { $PY "$tmp/sb.py" "$1" || fail "$1: invalid superblock"; }
+sb () { $PY "$tmpdir/sb.py" "$1" || fail "$1: invalid superblock"; }
 field () { sb "$1" | cut -d' ' -f"$2"; }      # 1 uuid 2 idx ... 10 event 11 failed
 
 n=3
 args=()
 for (( i = 0; i < n; i++ )); do
-  truncate -s 3M "$tmp/d$i"
-  args+=("member=$tmp/d$i")
+  truncate -s 3M "$tmpdir/d$i"
+  args+=("member=$tmpdir/d$i")
 done
 io () {           # io URI w|r BYTE
   $PY -c "
@@ -59,14 +58,14 @@ if sys.argv[2] == 'w': h.pwrite(pat, 12345); h.flush()
 else: assert h.pread(70000, 12345) == pat, 'data differs'
 " "$@"
 }
-start () {       # start LOG ARGS...: background server on $tmp/sock
+start () {       # start LOG ARGS...: background server on $tmpdir/sock
   local log=$1; shift
-  rm -f "$tmp/sock"
+  rm -f "$tmpdir/sock"
   # env execs nbdkit, so $! is the server itself.
   env ${NBDKIT_PRELOAD:+LD_PRELOAD="$NBDKIT_PRELOAD"} \
-    nbdkit -f -U "$tmp/sock" "$plugin" "$@" 2>"$log" &
+    nbdkit -f -U "$tmpdir/sock" "$PLUGIN" "$@" 2>"$log" &
   server=$!
-  for (( i = 0; i < 100; i++ )); do [ -S "$tmp/sock" ] && return; sleep 0.1; done
+  for (( i = 0; i < 100; i++ )); do [ -S "$tmpdir/sock" ] && return; sleep 0.1; done
   cat "$log"; fail "server did not start"
 }
 stop () {         # SIGTERM, then wait (a sanitizer build can hang in exit())
@@ -77,69 +76,69 @@ stop () {         # SIGTERM, then wait (a sanitizer build can hang in exit())
   done
   wait "$server" 2>/dev/null; server=
 }
-uri="nbd+unix:///?socket=$tmp/sock"
+uri="nbd+unix:///?socket=$tmpdir/sock"
 
 # 1. Creation.
-nbdkit -U - "$plugin" "${args[@]}" m=1 chunk=8K code=crs create=true \
+nbdkit -U - "$PLUGIN" "${args[@]}" m=1 chunk=8K code=crs create=true \
   --run true || fail "create"
-uuid=$(field "$tmp/d0" 1)
+uuid=$(field "$tmpdir/d0" 1)
 for (( i = 0; i < n; i++ )); do
-  read -r u idx k m code chunk flags doff dsize event failed <<<"$(sb "$tmp/d$i")"
+  read -r u idx k m code chunk flags doff dsize event failed <<<"$(sb "$tmpdir/d$i")"
   [ "$u $idx $k $m $code $chunk $flags $event $failed" = \
-    "$uuid $i 2 1 2 8192 0 1 -" ] || fail "member $i after create: $(sb "$tmp/d$i")"
+    "$uuid $i 2 1 2 8192 0 1 -" ] || fail "member $i after create: $(sb "$tmpdir/d$i")"
   [ "$doff" = 1048576 ] && [ "$dsize" = $(( 2 * 1024 * 1024 )) ] ||
     fail "member $i: data offset/size $doff $dsize"
 done
-echo "create: OK ($(sb "$tmp/d0"))"
+echo "create: OK ($(sb "$tmpdir/d0"))"
 
 # 2. A read-only session changes nothing.
-cp "$tmp/d0" "$tmp/before"
-start "$tmp/log1" "${args[@]}"
+cp "$tmpdir/d0" "$tmpdir/before"
+start "$tmpdir/log1" "${args[@]}"
 $PY -c "import nbd,sys; h=nbd.NBD(); h.connect_uri(sys.argv[1]); h.pread(4096,0)" "$uri"
 stop
-cmp -s "$tmp/d0" "$tmp/before" || fail "a read-only session changed member 0"
+cmp -s "$tmpdir/d0" "$tmpdir/before" || fail "a read-only session changed member 0"
 echo "read-only session: OK"
 
 # 3. Dirty while writing, clean after a clean shutdown.
-start "$tmp/log2" "${args[@]}"
+start "$tmpdir/log2" "${args[@]}"
 io "$uri" w 171
-[ "$(field "$tmp/d1" 7) $(field "$tmp/d1" 10)" = "1 2" ] ||
-  fail "while writing: want dirty, event 2: $(sb "$tmp/d1")"
+[ "$(field "$tmpdir/d1" 7) $(field "$tmpdir/d1" 10)" = "1 2" ] ||
+  fail "while writing: want dirty, event 2: $(sb "$tmpdir/d1")"
 stop
 for (( i = 0; i < n; i++ )); do
-  [ "$(field "$tmp/d$i" 7) $(field "$tmp/d$i" 10)" = "0 3" ] ||
-    fail "after clean stop, member $i: $(sb "$tmp/d$i")"
+  [ "$(field "$tmpdir/d$i" 7) $(field "$tmpdir/d$i" 10)" = "0 3" ] ||
+    fail "after clean stop, member $i: $(sb "$tmpdir/d$i")"
 done
 echo "dirty/clean: OK"
 
 # 4. A crash leaves the array dirty; the next start warns.
-start "$tmp/log3" "${args[@]}"
+start "$tmpdir/log3" "${args[@]}"
 io "$uri" w 172
 kill -9 "$server"; wait "$server" 2>/dev/null; server=
-[ "$(field "$tmp/d2" 7)" = 1 ] || fail "after a crash: not dirty: $(sb "$tmp/d2")"
-nbdkit -U - "$plugin" "${args[@]}" --run "$PY -c 'pass'" 2>"$tmp/log4" ||
+[ "$(field "$tmpdir/d2" 7)" = 1 ] || fail "after a crash: not dirty: $(sb "$tmpdir/d2")"
+nbdkit -U - "$PLUGIN" "${args[@]}" --run "$PY -c 'pass'" 2>"$tmpdir/log4" ||
   fail "restart after a crash"
-grep -q "not shut down cleanly" "$tmp/log4" || fail "no dirty warning: $(cat "$tmp/log4")"
+grep -q "not shut down cleanly" "$tmpdir/log4" || fail "no dirty warning: $(cat "$tmpdir/log4")"
 echo "crash: OK"
 
 # 5. Degraded write: the missing member is recorded failed, then stale.
-mv "$tmp/d1" "$tmp/d1.away"
-ev=$(field "$tmp/d0" 10)
-start "$tmp/log5" "${args[@]}"
-grep -q "member 1 is missing" "$tmp/log5" || fail "missing member 1 not logged"
+mv "$tmpdir/d1" "$tmpdir/d1.away"
+ev=$(field "$tmpdir/d0" 10)
+start "$tmpdir/log5" "${args[@]}"
+grep -q "member 1 is missing" "$tmpdir/log5" || fail "missing member 1 not logged"
 io "$uri" w 173
 stop
 for i in 0 2; do
-  [ "$(field "$tmp/d$i" 11)" = 1 ] ||
-    fail "member $i does not record member 1 failed: $(sb "$tmp/d$i")"
-  [ "$(field "$tmp/d$i" 10)" -gt "$ev" ] || fail "event not bumped"
+  [ "$(field "$tmpdir/d$i" 11)" = 1 ] ||
+    fail "member $i does not record member 1 failed: $(sb "$tmpdir/d$i")"
+  [ "$(field "$tmpdir/d$i" 10)" -gt "$ev" ] || fail "event not bumped"
 done
-mv "$tmp/d1.away" "$tmp/d1"
+mv "$tmpdir/d1.away" "$tmpdir/d1"
 # The stale member still holds byte 172 over the range: reads must give 173.
-start "$tmp/log6" "${args[@]}"
+start "$tmpdir/log6" "${args[@]}"
 io "$uri" r 173 || fail "restart with the stale member: wrong data"
 stop
-grep -Eq "member 1 .*(stale|marked failed)" "$tmp/log6" ||
-  fail "member 1 not reported stale: $(cat "$tmp/log6")"
+grep -Eq "member 1 .*(stale|marked failed)" "$tmpdir/log6" ||
+  fail "member 1 not reported stale: $(cat "$tmpdir/log6")"
 echo "degraded write + stale member: OK"
 echo "$0: PASS"
