@@ -9,7 +9,8 @@
 #   cleanup_fn CMD [ARGS...]   run CMD on exit (last registered runs first)
 #   start_nbdkit -P PIDFILE ...  start nbdkit -f in the background, wait for
 #                              the pidfile, kill it (by pid) on exit; its
-#                              stderr goes to $nbdkit_log (appended)
+#                              stderr goes to $nbdkit_log (appended); under
+#                              $NBDKIT_WRAPPER if set
 #   stop_nbdkit PIDFILE        kill that server and wait until it is gone
 #   run_nbdkit ...             run nbdkit in the foreground (sanitizer env)
 #   expect_refusal LOG RE nbdkit ARGS...  nbdkit must refuse to start
@@ -191,7 +192,10 @@ start_nbdkit ()
   done
   echo "+ nbdkit -f $*" >>"$nbdkit_log"
   # A simple command, so that $! is nbdkit's own pid (env execs it).
-  env ${NBDKIT_PRELOAD:+LD_PRELOAD="$NBDKIT_PRELOAD"} \
+  # NBDKIT_WRAPPER (a command and its arguments, word-split) runs nbdkit
+  # under another program, e.g. strace injecting faults.
+  # shellcheck disable=SC2086
+  env ${NBDKIT_PRELOAD:+LD_PRELOAD="$NBDKIT_PRELOAD"} ${NBDKIT_WRAPPER:-} \
     nbdkit -f "$@" </dev/null >>"$nbdkit_log" 2>&1 &
   bgpid=$!
   cleanup_fn _kill_pid "$bgpid"
