@@ -276,10 +276,14 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
       snprintf (a->why[i], sizeof a->why[i], "marked failed in the array "
                 "(event %" PRIu64 ")", a->sb.event);
     }
-    else if (p[q].sb.event < a->sb.event) {
+    else if (p[q].sb.event + 1 < a->sb.event) {
+      /* An update interrupted half way leaves members one event behind
+       * with current data; two or more behind, a member missed an update
+       * that completed, which only an old copy of it can have done. */
       a->state[i] = GR_SLOT_STALE;
-      snprintf (a->why[i], sizeof a->why[i], "stale (event %" PRIu64 " < %"
-                PRIu64 ")", p[q].sb.event, a->sb.event);
+      snprintf (a->why[i], sizeof a->why[i], "stale (event %" PRIu64 ", the "
+                "array's is %" PRIu64 ": an old copy)", p[q].sb.event,
+                a->sb.event);
     }
     if (a->state[i] != GR_SLOT_ACTIVE) {
       a->nfailed++;
@@ -296,6 +300,21 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
       append (a->warning, sizeof a->warning, "%smember=%s cannot be opened "
               "(%s); treating it as missing", a->warning[0] ? "; " : "",
               p[i].path, strerror (p[i].open_errno));
+}
+
+/* Is the array's superblock, or that of an active member, dirty? */
+static bool
+any_dirty (const struct gr_probe *p, const struct gr_assembly *a)
+{
+  int i;
+
+  if (a->sb.flags & GR_SB_FLAG_DIRTY)
+    return true;
+  for (i = 0; i < a->n; i++)
+    if (a->state[i] == GR_SLOT_ACTIVE && (p[a->slot[i]].sb.flags &
+                                          GR_SB_FLAG_DIRTY))
+      return true;
+  return false;
 }
 
 void
@@ -334,7 +353,9 @@ gr_assemble (const struct gr_probe *p, int np,
             a->n, a->geom.m - a->nfailed, list);
   }
   /* Not shut down cleanly: parity of the stripes being written at the
-   * crash may not match their data. */
-  if (a->sb.flags & GR_SB_FLAG_DIRTY)
+   * crash may not match their data.  A member still dirty while the
+   * newest superblock is clean was cut off in the clean update: dirty
+   * too, to be safe. */
+  if (any_dirty (p, a))
     a->resync = a->nfailed == 0 ? GR_RESYNC_FULL : GR_RESYNC_IMPOSSIBLE;
 }

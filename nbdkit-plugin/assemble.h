@@ -41,7 +41,8 @@ struct gr_assemble_args {
 enum gr_slot_state {
   GR_SLOT_ACTIVE,
   GR_SLOT_MISSING,              /* no member with this index */
-  GR_SLOT_STALE,                /* its event is behind the array's */
+  GR_SLOT_STALE,                /* its event is 2 or more behind the
+                                 * array's: an old copy of the member */
   GR_SLOT_FAILED,               /* marked failed in the array */
 };
 

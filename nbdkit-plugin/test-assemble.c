@@ -213,15 +213,31 @@ test_assemble (void)
          "left off: '%s'", a->warning);
   free (a);
 
-  /* Stale (an older event) and marked failed. */
+  /* An update cut off half way: members one event behind hold current
+   * data and are trusted; one still dirty while the newest superblock is
+   * clean (the clean update was cut off) makes the array dirty. */
   array (p, 6, 2, 7);
-  p[3].sb.event = 6;
+  for (i = 2; i < 6; i++) {
+    p[i].sb.event = 6;
+    p[i].sb.flags |= GR_SB_FLAG_DIRTY;
+  }
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->nfailed == 0 &&
+         a->warning[0] == '\0' && a->resync == GR_RESYNC_FULL,
+         "cut-off update: %d failed, resync %d, '%s'", a->nfailed, a->resync,
+         a->warning);
+  free (a);
+
+  /* Stale (two or more events behind: an old copy) and marked failed. */
+  array (p, 6, 2, 7);
+  p[3].sb.event = 5;
   gr_sb_failed_set (&p[0].sb, 5);
   a = assemble (p, 6, -1);
   CHECK (a->outcome == GR_ASSEMBLY_OK && a->nfailed == 2 &&
          a->state[3] == GR_SLOT_STALE && a->state[5] == GR_SLOT_FAILED &&
          a->sb.event == 7, "stale+failed: %s", a->error);
-  CHECK (strstr (a->warning, "member 3 (/m3) is stale (event 6 < 7)") &&
+  CHECK (strstr (a->warning, "member 3 (/m3) is stale (event 5, the "
+                 "array's is 7") &&
          strstr (a->warning, "member 5 (/m5) is marked failed"),
          "stale+failed: '%s'", a->warning);
   free (a);
