@@ -24,6 +24,7 @@ TESTS_SCRIPTS = \
 	tests/test-stale.sh \
 	tests/test-member-order.sh \
 	tests/test-sb-crash.sh \
+	tests/test-failed-array.sh \
 	tests/test-runtime-failure.sh \
 	tests/test-member-eio.sh \
 	tests/test-degraded.sh \
