@@ -197,7 +197,7 @@ assemble (struct probes *ps, const struct gr_assembly *a)
   for (i = 0; i < a->n; i++) {
     int q = a->slot[i];
 
-    if (a->state[i] == GR_SLOT_ACTIVE) {
+    if (a->state[i] == GR_SLOT_ACTIVE || a->state[i] == GR_SLOT_SALVAGED) {
       gr_members_attach (ms, i, ps->p[q].path, ps->fd[q]);
       ps->fd[q] = -1;
     }
@@ -207,8 +207,13 @@ assemble (struct probes *ps, const struct gr_assembly *a)
        * when it comes back. */
       gr_members_set_failed (ms, i, a->path[i], a->why[i]);
   }
+  if (a->read_only)
+    gr_members_read_only (ms);
   if (a->warning[0])
     gr_warn ("%s", a->warning);
+  else if (a->read_only)
+    gr_warn ("salvage: the array has not failed; serving it read-only as it "
+             "is");
   if (a->resync == GR_RESYNC_FULL)
     gr_warn ("the array was not shut down cleanly; resyncing the parity of "
              "all %" PRIu64 " stripes before serving", a->geom.stripes);
@@ -226,7 +231,8 @@ struct gr_array *
 gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
 {
   struct gr_assemble_args args = { .m = cfg->m, .chunk = cfg->chunk,
-                                   .code = cfg->code, .force = cfg->force };
+                                   .code = cfg->code, .force = cfg->force,
+                                   .salvage = cfg->salvage };
   struct probes *ps = calloc (1, sizeof *ps);
   struct gr_assembly *a = calloc (1, sizeof *a);
   struct gr_array *arr = calloc (1, sizeof *arr);

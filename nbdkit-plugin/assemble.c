@@ -302,6 +302,59 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
               p[i].path, strerror (p[i].open_errno));
 }
 
+/* Would bringing back the members marked failed or stale that are
+ * present leave at most m missing? */
+static bool
+salvageable (const struct gr_assembly *a)
+{
+  int i, missing = 0;
+
+  for (i = 0; i < a->n; i++)
+    missing += a->slot[i] < 0;
+  return missing <= a->geom.m;
+}
+
+/* The array has failed: bring back, read-only, as few of the members
+ * marked failed or stale that are present as make it readable, the most
+ * recently updated first (like mdadm's forced assembly: they miss the
+ * fewest writes), and say what may be wrong. */
+static void
+salvage (const struct gr_probe *p, struct gr_assembly *a)
+{
+  char list[sizeof a->warning] = "";
+  int i;
+
+  if (!salvageable (a))
+    return;
+  while (a->nfailed > a->geom.m) {
+    int best = -1;
+
+    for (i = 0; i < a->n; i++)
+      if (a->slot[i] >= 0 && a->state[i] != GR_SLOT_ACTIVE &&
+          a->state[i] != GR_SLOT_SALVAGED &&
+          (best < 0 || p[a->slot[i]].sb.event > p[a->slot[best]].sb.event))
+        best = i;
+    a->state[best] = GR_SLOT_SALVAGED;
+    a->nfailed--;
+    append (list, sizeof list, "%smember %d (%s, last updated at event %"
+            PRIu64 ")", list[0] ? ", " : "", best, p[a->slot[best]].path,
+            p[a->slot[best]].sb.event);
+  }
+  a->salvaged = true;
+  snprintf (a->warning, sizeof a->warning, "salvage: the array had "
+            "failed; serving it read-only with ");
+  append (a->warning, sizeof a->warning, "%s brought back, marked failed "
+          "(the array is at event %" PRIu64 "): their chunks miss the "
+          "writes made after they failed, so where such writes were made "
+          "(the failed writes included), reads of those chunks and reads "
+          "rebuilt through them may be wrong; nothing is written to the "
+          "members", list, a->sb.event);
+  for (i = 0; i < a->n; i++)
+    if (a->state[i] != GR_SLOT_ACTIVE && a->state[i] != GR_SLOT_SALVAGED)
+      append (a->warning, sizeof a->warning, "; member %d is %s%s", i,
+              a->why[i], a->slot[i] >= 0 ? ": not used" : "");
+}
+
 /* Is the array's superblock, or that of an active member, dirty? */
 static bool
 any_dirty (const struct gr_probe *p, const struct gr_assembly *a)
@@ -340,18 +393,28 @@ gr_assemble (const struct gr_probe *p, int np,
     return;
   }
   judge_slots (p, np, a);
+  if (args->salvage) {
+    a->read_only = true;
+    if (a->nfailed > a->geom.m)
+      salvage (p, a);
+  }
   if (a->nfailed > a->geom.m) {
-    refuse (a, "too many members missing or failed: %d of %d, the array "
-            "tolerates %d: %s", a->nfailed, a->n, a->geom.m, a->warning);
+    refuse (a, "the array has failed: too many members missing or failed: "
+            "%d of %d, the array tolerates %d: %s%s", a->nfailed, a->n,
+            a->geom.m, a->warning, args->salvage || !salvageable (a) ? ""
+            : "; salvage=true brings it up read-only with the members "
+            "marked failed that are present, to copy the data off");
     return;
   }
-  if (a->nfailed > 0) {
+  if (a->nfailed > 0 && !a->salvaged) {
     snprintf (list, sizeof list, "%s", a->warning);
     a->warning[0] = '\0';
     append (a->warning, sizeof a->warning, "starting degraded with %d of %d "
             "members, %d more failures tolerated: %s", a->n - a->nfailed,
             a->n, a->geom.m - a->nfailed, list);
   }
+  if (a->read_only)
+    return;                     /* nothing is written: no resync */
   /* Not shut down cleanly: parity of the stripes being written at the
    * crash may not match their data.  A member still dirty while the
    * newest superblock is clean was cut off in the clean update: dirty

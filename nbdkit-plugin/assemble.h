@@ -36,6 +36,7 @@ struct gr_assemble_args {
   uint32_t chunk;               /* 0: not given */
   int code;                     /* 0: not given */
   bool force;                   /* create over existing superblocks */
+  bool salvage;                 /* bring a failed array up read-only */
 };
 
 enum gr_slot_state {
@@ -44,6 +45,8 @@ enum gr_slot_state {
   GR_SLOT_STALE,                /* its event is 2 or more behind the
                                  * array's: an old copy of the member */
   GR_SLOT_FAILED,               /* marked failed in the array */
+  GR_SLOT_SALVAGED,             /* marked failed or stale, but present and
+                                 * used, read-only (salvage) */
 };
 
 enum gr_resync_need {
@@ -68,6 +71,8 @@ struct gr_assembly {
   char why[GR_MAX_MEMBERS][192];        /* why a slot is not active */
   bool reordered;               /* members not in index order */
   enum gr_resync_need resync;
+  bool read_only;               /* salvage: nothing may be written */
+  bool salvaged;                /* members marked failed brought back */
   char warning[2048];           /* "" or one line for the operator: the
                                  * slots not active, paths not used */
 };
@@ -78,7 +83,10 @@ void gr_assemble_create (const struct gr_probe *p, int np,
                          const struct gr_assemble_args *args,
                          struct gr_assembly *a);
 
-/* Assemble an existing array from probes p[0..np-1]. */
+/* Assemble an existing array from probes p[0..np-1].  More than m
+ * members missing, stale or failed: refused ("the array has failed"),
+ * unless args->salvage, which brings the present members marked failed
+ * or stale back, read-only, if that leaves at most m missing. */
 void gr_assemble (const struct gr_probe *p, int np,
                   const struct gr_assemble_args *args, struct gr_assembly *a);
 

@@ -10,6 +10,7 @@
 enum {
   SEEN_M = 1, SEEN_CHUNK = 2, SEEN_CODE = 4, SEEN_CREATE = 8,
   SEEN_FORCE = 16, SEEN_BACKEND = 32, SEEN_ACCEL = 64, SEEN_DEV = 128,
+  SEEN_SALVAGE = 256,
 };
 
 static int
@@ -163,6 +164,8 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
     return parse_bool (cfg, key, value, SEEN_CREATE, &cfg->create);
   if (strcmp (key, "force") == 0)
     return parse_bool (cfg, key, value, SEEN_FORCE, &cfg->force);
+  if (strcmp (key, "salvage") == 0)
+    return parse_bool (cfg, key, value, SEEN_SALVAGE, &cfg->salvage);
   if (strcmp (key, "backend") == 0) {
     if (parse_choice (cfg, key, value, SEEN_BACKEND, backends, 4,
                       "ref, isal, gfc or cuda", &i) == -1)
@@ -203,6 +206,11 @@ gr_config_check (const struct gr_config *cfg)
         nbdkit_error ("member=%s is given twice", cfg->paths[i]);
         return -1;
       }
+  if (cfg->create && cfg->salvage) {
+    nbdkit_error ("salvage=true brings up an existing array; it cannot be "
+                  "given with create=true");
+    return -1;
+  }
   if (cfg->create) {
     if (cfg->m < 0) {
       nbdkit_error ("create=true needs m=N (the number of parity members)");

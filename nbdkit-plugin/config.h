@@ -25,6 +25,7 @@ struct gr_config {
   uint32_t chunk;               /* 0 = not given */
   int code;                     /* 0 = not given, else enum gr_code */
   bool create, force;
+  bool salvage;                 /* a failed array, read-only */
   char *backend;                /* NULL = best available */
   enum gr_accel accel;
   int gpu_device;
@@ -47,6 +48,7 @@ void gr_config_free (struct gr_config *cfg);
   "code=rs|crs            Reed-Solomon or Cauchy Reed-Solomon (default rs).\n" \
   "create=true|false      Create a new array on the members.\n" \
   "force=true|false       Let create overwrite an existing array.\n" \
+  "salvage=true|false     Bring up a failed array read-only.\n" \
   "backend=ref|isal|gfc|cuda  Coding backend (default: best available).\n" \
   "accel=auto|cpu|gpu     Use the GPU (default auto).\n" \
   "gpu-device=N           CUDA device number (default 0)."

@@ -133,6 +133,13 @@ gpuraid_can_do (void *handle)
   return 1;
 }
 
+/* Writable unless a failed array was salvaged (read-only). */
+static int
+gpuraid_can_write (void *handle)
+{
+  return !cfg.salvage;
+}
+
 static int
 gpuraid_can_fua (void *handle)
 {
@@ -192,7 +199,7 @@ static struct nbdkit_plugin plugin = {
   .open               = gpuraid_open,
   .get_size           = gpuraid_get_size,
   .block_size         = gpuraid_block_size,
-  .can_write          = gpuraid_can_do,
+  .can_write          = gpuraid_can_write,
   .can_flush          = gpuraid_can_do,
   .can_fua            = gpuraid_can_fua,
   .can_trim           = gpuraid_can_do,

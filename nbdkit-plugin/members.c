@@ -30,6 +30,7 @@ struct gr_members {
   struct gr_sb sb;
   int dirty_on_disk;            /* atomic: DIRTY flag persisted */
   bool keep_dirty;
+  bool read_only;               /* salvage: nothing is written */
   int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
 };
 
@@ -171,6 +172,12 @@ gr_members_keep_dirty (struct gr_members *ms)
   ms->keep_dirty = true;
 }
 
+void
+gr_members_read_only (struct gr_members *ms)
+{
+  ms->read_only = true;
+}
+
 /* Member i goes from healthy to failed: counted, its bit set.  Lock held
  * (or still single-threaded).  At run time the event is logged once. */
 static void
@@ -220,6 +227,8 @@ write_sbs_locked (struct gr_members *ms)
   bool redo;
   int i, r;
 
+  if (ms->read_only)
+    return ms->nfailed > ms->m ? GR_MEMBERS_ARRAY_FAILED : GR_MEMBERS_OK;
   do {
     redo = false;
     ms->sb.event++;
@@ -241,7 +250,7 @@ write_sbs_locked (struct gr_members *ms)
         break;
       }
     }
-  } while (redo && ms->nfailed <= ms->m);
+  } while (redo && ms->nfailed < ms->n);
   gr_verbose ("superblocks written: event %" PRIu64 " flags 0x%x",
               ms->sb.event, ms->sb.flags);
   return ms->nfailed > ms->m ? GR_MEMBERS_ARRAY_FAILED : GR_MEMBERS_OK;
@@ -283,9 +292,10 @@ gr_members_fail (struct gr_members *ms, int i, const char *fmt, ...)
 
   pthread_mutex_lock (&ms->lock);
   if (!ms->mem[i].failed) {
+    /* Recorded even past m: an array that has failed must not come back
+     * trusting this member (its chunks miss the write that failed). */
     fail_locked (ms, i, why, true);
-    if (ms->nfailed <= ms->m)
-      r = write_sbs_locked (ms);
+    r = write_sbs_locked (ms);
   }
   if (ms->nfailed > ms->m)
     r = GR_MEMBERS_ARRAY_FAILED;

@@ -35,6 +35,8 @@ void gr_members_set_failed (struct gr_members *ms, int i, const char *path,
                             const char *why);
 /* The array started dirty and degraded: keep the dirty flag on disk. */
 void gr_members_keep_dirty (struct gr_members *ms);
+/* Salvage: never write to the members (superblocks included). */
+void gr_members_read_only (struct gr_members *ms);
 
 int gr_members_n (const struct gr_members *ms);
 const char *gr_members_path (const struct gr_members *ms, int i);
@@ -61,7 +63,8 @@ enum gr_members_outcome gr_members_write_sbs (struct gr_members *ms);
 /* The array's data is consistent: clear the dirty flag on disk. */
 enum gr_members_outcome gr_members_mark_clean (struct gr_members *ms);
 /* Member i failed (the reason, printf-style): logged once with the
- * redundancy left, recorded on the survivors' superblocks. */
+ * redundancy left, recorded on the survivors' superblocks (also past m:
+ * the array has then failed, and will refuse to start). */
 enum gr_members_outcome gr_members_fail (struct gr_members *ms, int i,
                                          const char *fmt, ...)
   __attribute__ ((format (printf, 3, 4)));

@@ -55,6 +55,16 @@ array (struct gr_probe *p, int n, int m, uint64_t ev)
 }
 
 static struct gr_assembly *
+assemble_args (const struct gr_probe *p, int np,
+               const struct gr_assemble_args *args)
+{
+  struct gr_assembly *a = malloc (sizeof *a);
+
+  gr_assemble (p, np, args, a);
+  return a;
+}
+
+static struct gr_assembly *
 assemble (const struct gr_probe *p, int np, int m)
 {
   struct gr_assemble_args args = { .m = m, .chunk = 0, .code = 0 };
@@ -261,6 +271,64 @@ test_assemble (void)
   free (a);
 }
 
+/* A failed array: refused with the hint; salvage brings back the most
+ * recently updated member marked failed, read-only, and says so. */
+static void
+test_salvage (void)
+{
+  struct gr_assemble_args salv = { .m = -1, .salvage = true };
+  struct gr_probe p[6];
+  struct gr_assembly *a;
+  int i;
+
+  array (p, 6, 2, 9);
+  gr_sb_failed_set (&p[0].sb, 1);       /* 1 failed at event 5, 3 at 7, */
+  gr_sb_failed_set (&p[0].sb, 3);       /* 4 at 8: three failed, m = 2 */
+  gr_sb_failed_set (&p[0].sb, 4);
+  p[1].sb.event = 5;
+  p[3].sb.event = 7;
+  p[4].sb.event = 8;
+  expect_refusal (p, 6, -1, "the array has failed: too many members missing "
+                  "or failed: 3 of 6");
+  a = assemble (p, 6, -1);
+  CHECK (strstr (a->error, "salvage=true brings it up read-only"), "hint: "
+         "'%s'", a->error);
+  free (a);
+
+  a = assemble_args (p, 6, &salv);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->read_only && a->salvaged &&
+         a->nfailed == 2 && a->state[4] == GR_SLOT_SALVAGED &&
+         a->state[1] == GR_SLOT_FAILED && a->state[3] == GR_SLOT_FAILED &&
+         a->resync == GR_RESYNC_NONE, "salvage: %s", a->error);
+  CHECK (strstr (a->warning, "salvage: the array had failed; serving it "
+                 "read-only with member 4 (/m4, last updated at event 8) "
+                 "brought back") &&
+         strstr (a->warning, "member 1 is marked failed") &&
+         strstr (a->warning, "member 3 is marked failed"),
+         "salvage: '%s'", a->warning);
+  free (a);
+
+  /* Not enough present to salvage. */
+  p[4].open_errno = ENOENT;
+  p[3].open_errno = ENOENT;
+  p[1].open_errno = ENOENT;
+  a = assemble_args (p, 6, &salv);
+  CHECK (a->outcome == GR_ASSEMBLY_REFUSED &&
+         strstr (a->error, "the array has failed"), "salvage of too few: %s",
+         a->error);
+  free (a);
+
+  /* A healthy array salvaged: read-only as it is. */
+  array (p, 6, 2, 9);
+  for (i = 0; i < 6; i++)
+    p[i].sb.flags |= GR_SB_FLAG_DIRTY;
+  a = assemble_args (p, 6, &salv);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->read_only && !a->salvaged &&
+         a->nfailed == 0 && a->resync == GR_RESYNC_NONE,
+         "salvage of a healthy array: %s", a->error);
+  free (a);
+}
+
 static void
 test_refusals (void)
 {
@@ -302,5 +370,6 @@ main (void)
   test_create ();
   test_assemble ();
   test_refusals ();
+  test_salvage ();
   return test_done ("test-assemble");
 }
