@@ -54,6 +54,15 @@ refuse 'create|maybe|bool' "$fresh" -- $ok m=1 create=maybe
 refuse 'force|maybe|bool' "$fresh" -- $ok m=1 create=true force=maybe
 refuse 'backend|nosuch' "$fresh" -- $ok m=1 create=true backend=nosuch
 refuse 'member' "$fresh" -- m=1 create=true
+# Each error names the key and the value given.
+refuse 'm=abc' "$fresh" -- $ok m=abc create=true
+refuse 'force=2' "$fresh" -- $ok m=1 create=true force=2
+refuse 'create=maybe' "$fresh" -- $ok m=1 create=maybe
+refuse 'chunk=9999999999999999999' "$fresh" -- $ok m=1 chunk=9999999999999999999 create=true
+refuse 'chunk=99999999999999999999999' "$fresh" -- $ok m=1 chunk=99999999999999999999999 create=true
+refuse 'gpu-device=99999999999' "$fresh" -- $ok m=1 create=true gpu-device=99999999999
+refuse 'gpu-device=x' "$fresh" -- $ok m=1 create=true gpu-device=x
+refuse 'salvage=2' "$fresh" -- $ok salvage=2
 refuse 'superblock|create|not a|member|gpuraid' "$fresh" -- $ok m=1
 # Duplicated members: same path, a hard link, a symlink.
 ln "$f0" "$tmpdir/hardlink.img"
