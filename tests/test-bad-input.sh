@@ -123,10 +123,32 @@ refuse 'array|uuid|differ|mismatch|belong' "${a[*]} ${b[*]}" -- \
   member=${a[0]} member=${a[1]} member=${b[2]} m=1
 refuse 'array|uuid|differ|mismatch|belong' "${a[*]} ${b[*]}" -- \
   member=${b[0]} member=${a[1]} member=${a[2]} m=1
+# The odd member is the one blamed, wherever it stands.
+refuse "member 0 \\(${b[0]}\\) belongs to another array" "${a[*]} ${b[*]}" -- \
+  member=${b[0]} member=${a[1]} member=${a[2]} m=1
+refuse "member 1 \\(${b[1]}\\) belongs to another array" "${a[*]} ${b[*]}" -- \
+  member=${a[0]} member=${b[1]} member=${a[2]} m=1
 # Fresh file mixed into an existing array, without create.
 refuse 'superblock|not a|member|gpuraid|create' "${a[*]} $f2" -- \
   member=${a[0]} member=${a[1]} member=$f2 m=1
 }
+
+# nbdkit -r with create=true: refused, nothing written.
+ncase=$(( ncase + 1 ))
+sums $fresh > "$tmpdir/before.sum"
+# shellcheck disable=SC2086
+expect_refusal "$tmpdir/case$ncase.log" 'read-only' \
+  nbdkit -r "$PLUGIN" $ok m=1 create=true
+sha256sum -c --quiet "$tmpdir/before.sum" ||
+  { echo "$0: FAIL: create=true under nbdkit -r wrote to the members"; exit 1; }
+
+# accel=gpu without a usable GPU driver: say so, and what to do.
+if run_nbdkit "$PLUGIN" --dump-plugin | grep -qx 'gpuraid_cuda=yes' &&
+   ! nvidia-smi >/dev/null 2>&1; then
+  # shellcheck disable=SC2086
+  refuse 'accel=gpu: .*no usable NVIDIA GPU driver.*accel=cpu' "$fresh" -- \
+    $ok m=1 create=true accel=gpu
+fi
 
 # Shuffled order: placed by superblock index.
 for order in "2 0 1" "1 2 0"; do
