@@ -1,7 +1,11 @@
 /* gpuraid - the plugin's options.  See config.h. */
+#include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config.h"
 #include "log.h"
@@ -24,15 +28,28 @@ once (struct gr_config *cfg, const char *key, unsigned bit)
   return 0;
 }
 
+/* The errors name key=value (nbdkit's own parsers do not). */
 static int
 parse_nonneg_int (const char *key, const char *value, int *out)
 {
-  if (nbdkit_parse_int (key, value, out) == -1)
+  char *end;
+  long v;
+
+  errno = 0;
+  v = strtol (value, &end, 10);
+  if (value[0] == '\0' || *end != '\0') {
+    nbdkit_error ("%s=%s: not a number", key, value);
     return -1;
-  if (*out < 0) {
+  }
+  if (v < 0) {
     nbdkit_error ("%s=%s: must not be negative", key, value);
     return -1;
   }
+  if (errno == ERANGE || v > INT_MAX) {
+    nbdkit_error ("%s=%s: too large", key, value);
+    return -1;
+  }
+  *out = (int) v;
   return 0;
 }
 
@@ -54,19 +71,24 @@ size_syntax_ok (const char *v)
   return v[i + 1] == '\0';
 }
 
+/* The words nbdkit_parse_bool takes. */
 static int
 parse_bool (struct gr_config *cfg, const char *key, const char *value,
             unsigned bit, bool *out)
 {
-  int r;
+  static const char *const yes[] = { "1", "true", "t", "yes", "y", "on" };
+  static const char *const no[] = { "0", "false", "f", "no", "n", "off" };
+  size_t i;
 
   if (once (cfg, key, bit) == -1)
     return -1;
-  r = nbdkit_parse_bool (value);
-  if (r == -1)
-    return -1;
-  *out = r;
-  return 0;
+  for (i = 0; i < sizeof yes / sizeof yes[0]; i++)
+    if (strcasecmp (value, yes[i]) == 0 || strcasecmp (value, no[i]) == 0) {
+      *out = strcasecmp (value, yes[i]) == 0;
+      return 0;
+    }
+  nbdkit_error ("%s=%s: must be true or false", key, value);
+  return -1;
 }
 
 static int
@@ -88,6 +110,29 @@ parse_member (struct gr_config *cfg, const char *value)
   return 0;
 }
 
+/* A size as nbdkit_parse_size reads it (digits, then b, k, M, G, T, P
+ * or E), or -1 if it is above GR_MAX_CHUNK (without overflowing, and
+ * without nbdkit_parse_size's error, which names no key). */
+static int64_t
+chunk_value (const char *v)
+{
+  const char *units = "bkmgtpe", *u;
+  uint64_t n, mult = 1;
+  char *end;
+
+  errno = 0;
+  n = strtoull (v, &end, 10);
+  if (errno == ERANGE)
+    return -1;
+  if (*end && (u = strchr (units, tolower ((unsigned char) *end))) != NULL)
+    for (; u > units; u--) {
+      mult *= 1024;
+      if (n > GR_MAX_CHUNK / mult)
+        return -1;
+    }
+  return n > GR_MAX_CHUNK / mult ? -1 : (int64_t) (n * mult);
+}
+
 static int
 parse_chunk (struct gr_config *cfg, const char *value)
 {
@@ -100,9 +145,7 @@ parse_chunk (struct gr_config *cfg, const char *value)
                   "G suffix)", value);
     return -1;
   }
-  c = nbdkit_parse_size (value);
-  if (c == -1)
-    return -1;
+  c = chunk_value (value);
   if (c < 4096 || c > GR_MAX_CHUNK || (c & (c - 1)) != 0) {
     nbdkit_error ("chunk=%s: must be a power of two between 4096 and %"
                   PRIu32, value, GR_MAX_CHUNK);
