@@ -138,6 +138,7 @@ gr_assemble_create (const struct gr_probe *p, int np,
   }
 }
 
+
 static bool
 same_geometry (const struct gr_sb *x, const struct gr_sb *y)
 {
@@ -146,14 +147,44 @@ same_geometry (const struct gr_sb *x, const struct gr_sb *y)
     x->data_size == y->data_size;
 }
 
+/* Does probe j belong to the array of probe i, with its geometry? */
+static bool
+same_array (const struct gr_probe *p, int i, int j)
+{
+  return memcmp (p[i].sb.uuid, p[j].sb.uuid, 16) == 0 &&
+    same_geometry (&p[i].sb, &p[j].sb);
+}
+
+/* The opened member whose array (UUID and geometry) most others share:
+ * the odd ones out are then the ones blamed. */
+static int
+majority (const struct gr_probe *p, int np)
+{
+  int i, j, best = -1, best_n = 0;
+
+  for (i = 0; i < np; i++) {
+    int count = 0;
+
+    if (p[i].open_errno)
+      continue;
+    for (j = 0; j < np; j++)
+      count += !p[j].open_errno && same_array (p, i, j);
+    if (count > best_n) {
+      best = i;
+      best_n = count;
+    }
+  }
+  return best;
+}
+
 /* Every opened member must hold a valid superblock of one array with one
- * geometry, as the command line says.  The first valid one, or -1. */
+ * geometry, as the command line says.  One of the majority, or -1. */
 static int
 check_superblocks (const struct gr_probe *p, int np,
                    const struct gr_assemble_args *args, struct gr_assembly *a)
 {
   char uuid[37], uuid2[37];
-  int i, ref = -1;
+  int i, ref;
 
   for (i = 0; i < np; i++) {
     if (p[i].open_errno)
@@ -168,10 +199,11 @@ check_superblocks (const struct gr_probe *p, int np,
               "degraded)", i, p[i].path, gr_sb_strerror (p[i].sb_status));
       return -1;
     }
-    if (ref == -1) {
-      ref = i;
+  }
+  ref = majority (p, np);
+  for (i = 0; ref >= 0 && i < np; i++) {
+    if (p[i].open_errno)
       continue;
-    }
     if (memcmp (p[i].sb.uuid, p[ref].sb.uuid, 16) != 0) {
       gr_sb_uuid_str (p[i].sb.uuid, uuid);
       gr_sb_uuid_str (p[ref].sb.uuid, uuid2);

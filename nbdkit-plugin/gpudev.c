@@ -52,6 +52,22 @@ probe_child (int device, int fd)
   _exit (0);
 }
 
+/* A CUDA error that means there is no usable driver: say so, and what
+ * to do. */
+static void
+explain (char *name, size_t namelen)
+{
+  char what[256];
+
+  if (strstr (name, "driver") == NULL &&
+      strstr (name, "no CUDA-capable device") == NULL)
+    return;
+  snprintf (what, sizeof what, "%s", name);
+  snprintf (name, namelen, "no usable NVIDIA GPU driver was found (CUDA "
+            "says: %s); install the NVIDIA driver for this GPU (one at least "
+            "as new as CUDA 13 needs), or use accel=cpu", what);
+}
+
 int
 gr_gpudev_probe_in_child (int device, char *name, size_t namelen)
 {
@@ -87,6 +103,8 @@ gr_gpudev_probe_in_child (int device, char *name, size_t namelen)
   }
   else
     snprintf (name, namelen, "the GPU probe process failed");
+  if (r != 0)
+    explain (name, namelen);
   close (fds[0]);
   while (waitpid (pid, &status, 0) == -1 && errno == EINTR)
     ;

@@ -6,8 +6,12 @@
  * (io.c) -> gr_plan_next (plan.c: what to read, compute and write) ->
  * gr_exec_run (exec.c: locks, member I/O in members.c, coding in
  * coding.c). */
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -37,12 +41,74 @@ gpuraid_config (const char *key, const char *value)
   return gr_config_parse (&cfg, key, value);
 }
 
+/* Was nbdkit started read-only (-r, --readonly, --read-only)?  No API
+ * says so before .open, so read nbdkit's own command line as its getopt
+ * does, up to the plugin (the first argument that is not an option). */
+static bool
+nbdkit_read_only (void)
+{
+  static const char *const with_arg[] = {
+    "debug", "export", "export-name", "exportname", "filter", "group",
+    "ip-addr", "ipaddr", "log", "mask-handshake", "pid-file", "pidfile",
+    "port", "run", "selinux-label", "threads", "tls", "tls-certificates",
+    "tls-psk", "unix", "user",
+  };
+  char buf[65536];
+  size_t len = 0, i, j;
+  bool ro = false, skip_next = false;
+  ssize_t r;
+  int fd = open ("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+  if (fd == -1)
+    return false;
+  while (len < sizeof buf - 1 &&
+         (r = read (fd, buf + len, sizeof buf - 1 - len)) > 0)
+    len += r;
+  close (fd);
+  buf[len] = '\0';
+  for (i = strlen (buf) + 1; i < len; i += strlen (buf + i) + 1) {
+    const char *a = buf + i;
+
+    if (skip_next) {
+      skip_next = false;
+      continue;
+    }
+    if (a[0] != '-' || strcmp (a, "-") == 0)
+      break;                    /* the plugin: options end */
+    if (a[1] == '-') {
+      size_t n = strcspn (a + 2, "=");
+
+      if (strcmp (a, "--readonly") == 0 || strcmp (a, "--read-only") == 0)
+        ro = true;
+      for (j = 0; j < sizeof with_arg / sizeof with_arg[0]; j++)
+        if (strlen (with_arg[j]) == n && strncmp (a + 2, with_arg[j], n) == 0)
+          skip_next = a[2 + n] != '=';
+      continue;
+    }
+    /* A cluster of short options; one that takes an argument ends it. */
+    for (j = 1; a[j]; j++) {
+      if (a[j] == 'r')
+        ro = true;
+      if (strchr ("DegipPtuU", a[j])) {
+        skip_next = a[j + 1] == '\0';
+        break;
+      }
+    }
+  }
+  return ro;
+}
+
 /* Check the options and choose the backend before touching any member. */
 static int
 gpuraid_config_complete (void)
 {
   if (gr_config_check (&cfg) == -1)
     return -1;
+  if (cfg.create && nbdkit_read_only ()) {
+    nbdkit_error ("create=true with nbdkit -r (read-only): creating an array "
+                  "writes every member; drop -r or create=true");
+    return -1;
+  }
   coding = gr_coding_new (&cfg);
   return coding ? 0 : -1;
 }

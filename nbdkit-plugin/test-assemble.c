@@ -339,6 +339,12 @@ test_refusals (void)
   p[2].sb.uuid[0] ^= 1;
   expect_refusal (p, 6, -1, "member 2 (/m2) belongs to another array");
   array (p, 6, 2, 5);
+  p[0].sb.uuid[0] ^= 1;                 /* the odd one first: still it */
+  expect_refusal (p, 6, -1, "member 0 (/m0) belongs to another array");
+  array (p, 6, 2, 5);
+  p[0].sb.chunk = 4096;
+  expect_refusal (p, 6, -1, "member 0 (/m0): geometry differs");
+  array (p, 6, 2, 5);
   p[4].sb.chunk = 4096;
   expect_refusal (p, 6, -1, "member 4 (/m4): geometry differs");
   array (p, 6, 2, 5);
