@@ -25,6 +25,7 @@ TESTS_SCRIPTS = \
 	tests/test-member-order.sh \
 	tests/test-sb-crash.sh \
 	tests/test-failed-array.sh \
+	tests/test-write-hole.sh \
 	tests/test-runtime-failure.sh \
 	tests/test-member-eio.sh \
 	tests/test-degraded.sh \

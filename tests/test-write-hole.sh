@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# No write hole while degraded: a crash between the data and the parity
+# write of a degraded partial-stripe write must not corrupt the chunk of
+# the missing member, which was never written.
+#
+# 2+1 (and 4+2 with two members gone): the member holding data chunk 0 of
+# stripe 0 is missing, and a few bytes of data chunk 1 of that stripe are
+# written.  That write reconstructs chunk 0, writes chunk 1, then the
+# parity.  A first run under strace counts the writing thread's pwrite
+# calls; a second run kills nbdkit (SIGKILL) at the last of them, the
+# parity write, after the data write.  Restarted still degraded, chunk 0
+# must read back as it was, the written bytes as old or new, and after a
+# clean stop the next start must not warn about an unclean shutdown.
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_py
+requires_cmd strace
+
+chunk=4096
+ref=$tmpdir/ref.img
+
+# write_one: the partial write of chunk 1 of stripe 0 (no flush).
+write_one ()
+{
+  "$PY" - "$uri" $(( chunk + 1024 )) <<'PYEOF' || true
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+try:
+    h.pwrite(bytes([0xa7]) * 512, int(sys.argv[2]))
+    h.shutdown()
+except nbd.Error as e:
+    print("write: %s (the crash)" % e)
+PYEOF
+}
+
+for g in 2:1:0 4:2:0,5; do
+  IFS=: read -r k m gone <<<"$g"
+  n=$(( k + m ))
+  echo "=== $k+$m, members $gone gone"
+  make_members $n 2M
+  # shellcheck disable=SC2046
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
+    m=$m chunk=$chunk create=true || exit 1
+  randio zeroref "$uri" "$ref"
+  randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 40 --chunk $chunk --k $k ||
+    exit 1
+  head -c $(( k * chunk )) /dev/urandom >"$tmpdir/stripe0"
+  nbdcopy "$tmpdir/stripe0" "$uri" ||
+    { echo "$0: FAIL: writing stripe 0"; exit 1; }
+  dd if="$tmpdir/stripe0" of="$ref" conv=notrunc status=none
+  stop_nbdkit "$pid"
+  for i in ${gone//,/ }; do mv "${members[$i]}" "$tmpdir/gone$i"; done
+  snapshot_members "$tmpdir/snap"
+  args=()
+  for (( i = 0; i < n; i++ )); do
+    [[ ",$gone," == *",$i,"* ]] || args+=("member=${members[$i]}")
+  done
+
+  # Dry run: which pwrite of the writing thread is the last (the parity)?
+  NBDKIT_WRAPPER="strace -f -qq -o $tmpdir/dry.log -e trace=pwrite64" \
+    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
+  write_one
+  stop_nbdkit "$pid"
+  tid=$(grep -a "$(printf '\\\\247\\\\247\\\\247')" "$tmpdir/dry.log" | head -n 1 | cut -d' ' -f1)
+  last=$(grep -c "^$tid .*pwrite64" "$tmpdir/dry.log")
+  echo "writing thread $tid: $last pwrite calls"
+  [ -n "$tid" ] && [ "$last" -ge 2 ] ||
+    { echo "$0: FAIL: dry run did not see the write"; cat "$tmpdir/dry.log"; exit 1; }
+
+  # The crash, at the parity write.
+  restore_members "$tmpdir/snap"
+  NBDKIT_WRAPPER="strace -f -qq -o $tmpdir/crash.log -e trace=pwrite64
+    -e inject=pwrite64:signal=SIGKILL:when=$last" \
+    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
+  write_one
+  for (( i = 0; i < 50; i++ )); do
+    kill -0 "$(cat "$pid")" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q 'killed by SIGKILL' "$tmpdir/crash.log" ||
+    { echo "$0: FAIL: no crash at the parity write"; exit 1; }
+  rm -f "$pid"
+
+  # Restart, still degraded.
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
+  cat "$nbdkit_log"
+  "$PY" - "$uri" "$ref" $chunk <<'PYEOF' ||
+import nbd, sys
+h = nbd.NBD(); h.connect_uri(sys.argv[1])
+ref = open(sys.argv[2], "rb").read()
+chunk = int(sys.argv[3])
+got = h.pread(chunk, 0)
+if got != ref[:chunk]:
+    bad = sum(1 for a, b in zip(got, ref[:chunk]) if a != b)
+    sys.exit("chunk 0 of stripe 0, never written, reads back wrong: %d of %d bytes" % (bad, chunk))
+w = h.pread(512, chunk + 1024)
+if w != ref[chunk + 1024:chunk + 1536] and w != bytes([0xa7]) * 512:
+    sys.exit("the written bytes are neither old nor new")
+rest = h.pread(len(ref) - 2 * chunk, 2 * chunk)
+if rest != ref[2 * chunk:]:
+    sys.exit("data outside stripe 0 differs")
+print("chunk 0 intact, written bytes %s" % ("new" if w[0] == 0xa7 else "old"))
+PYEOF
+    { echo "$0: FAIL: $k+$m: the write hole"; exit 1; }
+  stop_nbdkit "$pid"
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
+  stop_nbdkit "$pid"
+  if grep -q 'not shut down cleanly' "$nbdkit_log"; then
+    echo "$0: FAIL: $k+$m: the warning stays after the repair"; cat "$nbdkit_log"; exit 1
+  fi
+  rm -f "${members[@]}" "$tmpdir"/gone*
+  rm -rf "$tmpdir/snap"
+done
+echo "$0: PASS"
