@@ -14,12 +14,14 @@
 
 #include "array.h"
 #include "assemble.h"
+#include "journal.h"
 #include "log.h"
 #include "members.h"
 #include "resync.h"
 
 struct gr_array {
   struct gr_members *ms;
+  struct gr_journal *journal;
   struct gr_exec *x;
 };
 
@@ -217,14 +219,44 @@ assemble (struct probes *ps, const struct gr_assembly *a)
   if (a->resync == GR_RESYNC_FULL)
     gr_warn ("the array was not shut down cleanly; resyncing the parity of "
              "all %" PRIu64 " stripes before serving", a->geom.stripes);
-  else if (a->resync == GR_RESYNC_IMPOSSIBLE) {
-    gr_members_keep_dirty (ms);
-    gr_warn ("the array was not shut down cleanly and is degraded: parity "
-             "of stripes being written at the crash may be inconsistent "
-             "and cannot be resynced (reads rebuilt from it could be "
-             "wrong); the dirty flag stays set");
-  }
   return ms;
+}
+
+/* Before the first write of a session: a fresh journal. */
+static bool
+journal_hook (void *arg)
+{
+  return gr_journal_slots (arg) > 0 && gr_journal_clear (arg) == 0;
+}
+
+/* A dirty degraded array: replay the journal.  If every write of the
+ * session that crashed was journaled, the array is consistent again;
+ * else warn, and keep the dirty flag so that every start warns. */
+static int
+repair_degraded (struct gr_array *arr, const struct gr_assembly *a,
+                 struct gr_coding *coding)
+{
+  enum gr_replay_outcome r = GR_REPLAY_DONE;
+  unsigned n = 0;
+
+  if (gr_journal_slots (arr->journal))
+    r = gr_journal_replay (arr->journal, coding, &n);
+  if (r == GR_REPLAY_FAILED)
+    return -1;
+  if (r == GR_REPLAY_DONE && (a->sb.flags & GR_SB_FLAG_JOURNALED)) {
+    gr_warn ("the array was not shut down cleanly while degraded: stripes "
+             "being written (%u) were repaired from the journal; it is "
+             "consistent", n);
+    return gr_members_mark_clean (arr->ms) == GR_MEMBERS_OK ? 0 : -1;
+  }
+  gr_members_keep_dirty (arr->ms);
+  gr_warn ("the array was not shut down cleanly and is degraded: stripes "
+           "repaired from the journal: %u; but writes were made that it "
+           "does not hold (made while healthy, or when a member failed), "
+           "so parity of stripes being written at the crash may be "
+           "inconsistent and cannot be resynced (reads rebuilt from it could "
+           "be wrong); the dirty flag stays set", n);
+  return 0;
 }
 
 struct gr_array *
@@ -275,9 +307,20 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   arr->ms = cfg->create ? create (ps, a) : assemble (ps, a);
   if (arr->ms == NULL)
     goto err;
-  arr->x = gr_exec_new (&a->geom, arr->ms, coding);
+  arr->journal = gr_journal_new (&a->geom, arr->ms);
+  if (arr->journal == NULL)
+    goto err;
+  if (!a->read_only)
+    gr_members_on_dirty (arr->ms, journal_hook, arr->journal);
+  arr->x = gr_exec_new (&a->geom, arr->ms, coding, arr->journal);
   if (arr->x == NULL)
     goto err;
+  if (a->resync == GR_RESYNC_DEGRADED && repair_degraded (arr, a, coding)
+      == -1) {
+    nbdkit_error ("journal replay failed: not serving an array whose parity "
+                  "may be inconsistent");
+    goto err;
+  }
   if (a->resync == GR_RESYNC_FULL) {
     if (gr_resync (arr->x) == -1) {
       nbdkit_error ("resync failed: not serving an array whose parity may "
@@ -298,6 +341,7 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
     close_probes (ps);
   if (arr) {
     gr_exec_free (arr->x);
+    gr_journal_free (arr->journal);
     /* Not a clean shutdown of a served array: nothing was written to
      * the members but what assembly itself did. */
     gr_members_close (arr->ms);
@@ -315,6 +359,7 @@ gr_array_close (struct gr_array *a)
     return;
   gr_exec_free (a->x);
   gr_members_close (a->ms);
+  gr_journal_free (a->journal);
   free (a);
 }
 

@@ -449,8 +449,11 @@ gr_assemble (const struct gr_probe *p, int np,
     return;                     /* nothing is written: no resync */
   /* Not shut down cleanly: parity of the stripes being written at the
    * crash may not match their data.  A member still dirty while the
-   * newest superblock is clean was cut off in the clean update: dirty
-   * too, to be safe. */
-  if (any_dirty (p, a))
-    a->resync = a->nfailed == 0 ? GR_RESYNC_FULL : GR_RESYNC_IMPOSSIBLE;
+   * newest superblock is clean was cut off in the clean update, which
+   * starts once every member is synced: consistent, but resynced anyway
+   * where that is possible. */
+  if (a->sb.flags & GR_SB_FLAG_DIRTY)
+    a->resync = a->nfailed == 0 ? GR_RESYNC_FULL : GR_RESYNC_DEGRADED;
+  else if (any_dirty (p, a) && a->nfailed == 0)
+    a->resync = GR_RESYNC_FULL; /* cut off while going clean: harmless */
 }

@@ -52,7 +52,10 @@ enum gr_slot_state {
 enum gr_resync_need {
   GR_RESYNC_NONE,               /* shut down cleanly */
   GR_RESYNC_FULL,               /* dirty, every member: resync first */
-  GR_RESYNC_IMPOSSIBLE,         /* dirty and degraded: warn, keep dirty */
+  GR_RESYNC_DEGRADED,           /* dirty and degraded: replay the journal;
+                                 * consistent if it was journaled
+                                 * (GR_SB_FLAG_JOURNALED), else warn and
+                                 * keep the dirty flag */
 };
 
 enum gr_assembly_outcome { GR_ASSEMBLY_OK, GR_ASSEMBLY_REFUSED };

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "journal.h"
 #include "log.h"
 #include "steps.h"
 
@@ -22,6 +23,7 @@ struct gr_exec {
   struct gr_geom g;
   struct gr_members *ms;
   struct gr_coding *coding;
+  struct gr_journal *journal;           /* none: NULL or no slots */
   pthread_rwlock_t locks[NLOCKS];
   uint8_t *zero;                        /* a chunk of zeros */
   pthread_key_t work_key;
@@ -41,7 +43,7 @@ work_free (void *v)
 
 struct gr_exec *
 gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
-             struct gr_coding *coding)
+             struct gr_coding *coding, struct gr_journal *journal)
 {
   struct gr_exec *x = calloc (1, sizeof *x);
   int i;
@@ -53,6 +55,7 @@ gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
   x->g = *g;
   x->ms = ms;
   x->coding = coding;
+  x->journal = journal && gr_journal_slots (journal) ? journal : NULL;
   x->zero = calloc (1, g->chunk);
   if (x->zero == NULL || pthread_key_create (&x->work_key, work_free) != 0) {
     nbdkit_error ("executor: %m");
@@ -144,6 +147,10 @@ gr_exec_plan_ctx (struct gr_exec *x, bool *failed, struct gr_plan_ctx *c)
     .gpu = gr_coding_route,
     .gpu_arg = x->coding,
   };
+  /* Degraded with a journal: zero by writing (each stripe journaled), not
+   * by fallocate over many stripes. */
+  if (x->journal && gr_members_nfailed (x->ms) > 0)
+    c->falloc = 0;
 }
 
 /* --- stripe locks ----------------------------------------------------- */
@@ -330,7 +337,24 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
     lock_stripes (x, p);
     locked = true;
   }
-  r = do_writes (x, w, p, &b, policy, res);
+  if (p->journal && x->journal) {
+    bool failed[GR_MAX_MEMBERS];
+
+    /* The entry says which chunks are lost: those of the plan's
+     * snapshot, which must still be current. */
+    if (gr_members_snapshot (x->ms, failed) != p->gen) {
+      r = GR_EXEC_REPLAN;
+      goto out;
+    }
+    if (gr_journal_begin (x->journal, p, failed, &b) == -1) {
+      r = GR_EXEC_ERROR;
+      goto out;
+    }
+    r = do_writes (x, w, p, &b, policy, res);
+    gr_journal_end (x->journal, p);
+  }
+  else
+    r = do_writes (x, w, p, &b, policy, res);
  out:
   if (locked)
     unlock_stripes (x, p);

@@ -24,10 +24,13 @@
 #include "plan.h"
 
 struct gr_exec;
+struct gr_journal;
 
-/* NULL after nbdkit_error. */
+/* NULL after nbdkit_error.  journal (may be NULL): where the writes of a
+ * degraded array are journaled before they are made. */
 struct gr_exec *gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
-                             struct gr_coding *coding);
+                             struct gr_coding *coding,
+                             struct gr_journal *journal);
 void gr_exec_free (struct gr_exec *x);
 
 const struct gr_geom *gr_exec_geom (const struct gr_exec *x);

@@ -31,6 +31,8 @@ struct gr_members {
   int dirty_on_disk;            /* atomic: DIRTY flag persisted */
   bool keep_dirty;
   bool read_only;               /* salvage: nothing is written */
+  bool (*on_dirty) (void *arg);
+  void *on_dirty_arg;
   int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
 };
 
@@ -178,6 +180,14 @@ gr_members_read_only (struct gr_members *ms)
   ms->read_only = true;
 }
 
+void
+gr_members_on_dirty (struct gr_members *ms, bool (*fn) (void *arg),
+                     void *arg)
+{
+  ms->on_dirty = fn;
+  ms->on_dirty_arg = arg;
+}
+
 /* Member i goes from healthy to failed: counted, its bit set.  Lock held
  * (or still single-threaded).  At run time the event is logged once. */
 static void
@@ -195,6 +205,8 @@ fail_locked (struct gr_members *ms, int i, const char *why, bool at_runtime)
   gr_sb_failed_set (&ms->sb, i);
   if (!at_runtime)
     return;
+  /* Writes in flight now were not all journaled. */
+  ms->sb.flags &= ~GR_SB_FLAG_JOURNALED;
   left = ms->n - nf;
   tolerated = ms->m - nf;
   if (tolerated >= 0)
@@ -273,7 +285,7 @@ gr_members_mark_clean (struct gr_members *ms)
   enum gr_members_outcome r;
 
   pthread_mutex_lock (&ms->lock);
-  ms->sb.flags &= ~GR_SB_FLAG_DIRTY;
+  ms->sb.flags &= ~(GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED);
   r = write_sbs_locked (ms);
   pthread_mutex_unlock (&ms->lock);
   return r;
@@ -312,7 +324,13 @@ gr_members_begin_write (struct gr_members *ms)
     return 0;
   pthread_mutex_lock (&ms->lock);
   if (!ms->dirty_on_disk) {
+    bool journaled = ms->on_dirty && ms->on_dirty (ms->on_dirty_arg);
+
     ms->sb.flags |= GR_SB_FLAG_DIRTY;
+    ms->sb.flags &= ~GR_SB_FLAG_JOURNALED;
+    /* Not over a crash that was not repaired (keep_dirty). */
+    if (journaled && ms->nfailed > 0 && !ms->keep_dirty)
+      ms->sb.flags |= GR_SB_FLAG_JOURNALED;
     r = write_sbs_locked (ms);
     if (r == GR_MEMBERS_OK)
       __atomic_store_n (&ms->dirty_on_disk, 1, __ATOMIC_RELEASE);
@@ -468,7 +486,7 @@ gr_members_close (struct gr_members *ms)
         fail_locked (ms, i, why, true);
       }
     if (ms->nfailed <= ms->m && !ms->keep_dirty) {
-      ms->sb.flags &= ~GR_SB_FLAG_DIRTY;
+      ms->sb.flags &= ~(GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED);
       if (write_sbs_locked (ms) == GR_MEMBERS_OK)
         ms->dirty_on_disk = 0;
     }

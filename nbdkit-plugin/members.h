@@ -37,6 +37,13 @@ void gr_members_set_failed (struct gr_members *ms, int i, const char *path,
 void gr_members_keep_dirty (struct gr_members *ms);
 /* Salvage: never write to the members (superblocks included). */
 void gr_members_read_only (struct gr_members *ms);
+/* fn (arg) runs once, under the superblock lock, before the first write
+ * marks the array dirty (it must not fail members); it returns whether
+ * the session's writes are journaled.  If so and the array is degraded,
+ * the dirty superblock says so (GR_SB_FLAG_JOURNALED) until a member
+ * fails. */
+void gr_members_on_dirty (struct gr_members *ms, bool (*fn) (void *arg),
+                          void *arg);
 
 int gr_members_n (const struct gr_members *ms);
 const char *gr_members_path (const struct gr_members *ms, int i);

@@ -202,6 +202,18 @@ start (struct gr_plan *p, enum gr_plan_kind kind, enum gr_lock_mode lock,
   p->len = sp->len;
 }
 
+/* Is any member failed? */
+static bool
+degraded (const struct gr_plan_ctx *c)
+{
+  int i;
+
+  for (i = 0; i < c->g->k + c->g->m; i++)
+    if (c->failed[i])
+      return true;
+  return false;
+}
+
 /* Read the k survivors of stripe s over [lo, lo + L) into blk[] and
  * reconstruct the erased set that want (and the survivors) need. */
 static void
@@ -451,6 +463,9 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
                 c->gpu (c->gpu_arg, GR_OP_ENCODE, (size_t) k * L, 0));
   }
   write_piece (c, p, &pc, src);
+  p->lo = pc.lo;
+  p->hi = pc.hi;
+  p->journal = degraded (c);
 }
 
 /* Most whole stripes a multi-stripe plan takes, given per-stripe use of
@@ -502,10 +517,14 @@ plan_write_full (const struct gr_plan_ctx *c, struct gr_walk *w,
   uint32_t C = c->g->chunk;
   uint64_t width = gr_map_stripe_width (c->g), st;
 
+  /* Degraded, each stripe is journaled: one at a time. */
   p->kind = GR_PLAN_WRITE_FULL;
   p->lock = GR_LOCK_EXCL;
-  take_whole (c, w, first, batch_limit (p, n, n, FULL_BATCH_PARITY /
-                                        ((uint64_t) m * C)), p);
+  p->journal = degraded (c);
+  p->lo = 0;
+  p->hi = C;
+  take_whole (c, w, first, p->journal ? 1 : batch_limit (p, n, n,
+              FULL_BATCH_PARITY / ((uint64_t) m * C)), p);
   for (st = 0; st < p->nstripes; st++) {
     uint64_t s = p->s0 + st;
 
@@ -623,6 +642,8 @@ gr_plan_next (const struct gr_plan_ctx *c, enum gr_req req, uint64_t offset,
   p->nstripes = 0;
   p->lock = GR_LOCK_NONE;
   p->gen = c->gen;
+  p->journal = false;
+  p->lo = p->hi = 0;
   p->scratch_len = 0;
   p->nread = p->nstep = p->nwrite = p->nblk = 0;
   p->nerased = 0;

@@ -107,6 +107,9 @@ struct gr_plan {
   uint64_t offset, len;         /* the logical range it covers */
   uint64_t s0, nstripes;        /* the stripes it touches */
   enum gr_lock_mode lock;       /* held on those stripes while it runs */
+  bool journal;                 /* a write on a degraded array: journal it
+                                 * before its writes (journal.h) */
+  uint32_t lo, hi;              /* one stripe's coding range in the chunk */
   uint64_t gen;                 /* the member snapshot it was made from */
   size_t scratch_len;
   struct gr_io *read;

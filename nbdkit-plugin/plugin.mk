@@ -5,7 +5,8 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # coding (where coding runs); array opens and closes (assemble decides,
 # resync repairs); config, calibrate, gpudev, fakegpu, log, uring beside.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
-              assemble.o resync.o io.o plan.o exec.o members.o coding.o \
+              assemble.o resync.o journal.o io.o plan.o exec.o members.o \
+              coding.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o uring.o \
               superblock.o)
 

@@ -13,7 +13,7 @@
  *    40     4  code (1 = RS, 2 = CRS)
  *    44     4  chunk size in bytes
  *    48     4  member index of this member (0 .. k+m-1)
- *    52     4  state flags (bit 0: dirty)
+ *    52     4  state flags (bit 0: dirty, bit 1: journaled)
  *    56     8  data offset (bytes)
  *    64     8  data size per member (bytes)
  *    72     8  event counter
@@ -35,7 +35,10 @@
 #define GR_SB_VERSION 1
 #define GR_SB_MAGIC "GPURAID\0"         /* 8 bytes, NUL included */
 #define GR_SB_FLAG_DIRTY 0x1u
-#define GR_SB_FLAGS_KNOWN GR_SB_FLAG_DIRTY
+/* Dirty, and every write since was journaled (journal.h): a crash is
+ * repaired by replaying the journal, degraded or not. */
+#define GR_SB_FLAG_JOURNALED 0x2u
+#define GR_SB_FLAGS_KNOWN (GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED)
 #define GR_SB_MAX_MEMBERS 256
 #define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
 #define GR_SB_RESERVED_OFFSET 120

@@ -266,7 +266,7 @@ test_assemble (void)
   free (a);
   p[4].open_errno = EIO;
   a = assemble (p, 6, -1);
-  CHECK (a->outcome == GR_ASSEMBLY_OK && a->resync == GR_RESYNC_IMPOSSIBLE,
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->resync == GR_RESYNC_DEGRADED,
          "dirty degraded: resync %d", a->resync);
   free (a);
 }

@@ -117,10 +117,11 @@ main (void)
   CHECK (decode_with_patch (&sb, 40, 3) == -EINVAL);
   CHECK (decode_with_patch (&sb, 44, 1) == -EINVAL);
   CHECK (decode_with_patch (&sb, 48, 6) == -EINVAL);
-  CHECK (decode_with_patch (&sb, 52, 2) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 52, 4) == -EINVAL);
   CHECK (decode_with_patch (&sb, 88, 0x40) == -EINVAL);
-  /* A valid edit passes: clear the dirty flag. */
+  /* Valid edits pass: clear the dirty flag; dirty and journaled. */
   CHECK (decode_with_patch (&sb, 52, 0) == 0);
+  CHECK (decode_with_patch (&sb, 52, 3) == 0);
 
   /* validate() on its own. */
   bad = sb; bad.k = 200; bad.m = 57;            /* k + m = 257 */
