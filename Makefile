@@ -5,6 +5,7 @@
 #   make check-gpu       GPU tests (skip loudly without a GPU)
 #   make SANITIZE=1 ...  build with AddressSanitizer + UBSan
 #   make TSAN=1 check-tsan  the concurrency tests under ThreadSanitizer
+#   make check-long      the crash tests at length (hundreds of kill -9)
 #   make NOCUDA=1 ...    build without CUDA even when nvcc is present
 #   make deps            install Debian build/test dependencies (root)
 #   make demo | bench | bench-gpu
@@ -13,6 +14,7 @@
 #   CHECK_TESTS  test programs/scripts run by `make check`
 #   GPU_TESTS    run by `make check-gpu`
 #   TSAN_TESTS   run by `make check-tsan` (concurrent requests)
+#   LONG_TESTS   run by `make check-long` (crash loops at length)
 #   CHECK_PROGS  binaries `make check` must build first
 #   CLEAN_FILES  files `make clean` removes
 
@@ -52,6 +54,7 @@ all: nbdkit-plugin/nbdkit-gpuraid-plugin.so
 CHECK_TESTS :=
 GPU_TESTS :=
 TSAN_TESTS :=
+LONG_TESTS :=
 CHECK_PROGS :=
 CLEAN_FILES :=
 
@@ -72,6 +75,12 @@ check-tests: all $(CHECK_PROGS)
 check-gpu: all $(CHECK_PROGS)
 	@tests/run-tests.sh $(GPU_TESTS)
 
+# The crash tests at length (LONG_TESTS under LONG_ENV, from the
+# fragments).
+check-long: deps
+	$(MAKE) --no-print-directory all $(CHECK_PROGS)
+	@$(LONG_ENV) TEST_TIMEOUT=3600 tests/run-tests.sh $(LONG_TESTS)
+
 # The tests that run requests concurrently (TSAN_TESTS, from the
 # fragments), on smaller data; meant for a TSAN=1 build.
 check-tsan: deps
@@ -84,4 +93,4 @@ deps:
 clean:
 	rm -f */*.o */*.a */*.so $(CLEAN_FILES)
 
-.PHONY: all check check-tests check-gpu check-tsan deps clean demo bench bench-gpu
+.PHONY: all check check-tests check-gpu check-tsan check-long deps clean demo bench bench-gpu

@@ -26,6 +26,7 @@ TESTS_SCRIPTS = \
 	tests/test-sb-crash.sh \
 	tests/test-failed-array.sh \
 	tests/test-write-hole.sh \
+	tests/test-crash-loop.sh \
 	tests/test-runtime-failure.sh \
 	tests/test-member-eio.sh \
 	tests/test-degraded.sh \
@@ -39,6 +40,13 @@ TESTS_SCRIPTS = \
 
 CHECK_PROGS += $(TESTS_PROGS)
 CHECK_TESTS += $(TESTS_SCRIPTS)
+# make check-long: the crash tests at length (hundreds of kill -9, more
+# geometries); about 20 minutes.
+LONG_TESTS += tests/test-sb-crash.sh tests/test-write-hole.sh \
+              tests/test-crash-loop.sh
+LONG_ENV = CRASHES=40 \
+  GEOMETRIES="4:2:16384:rs 2:1:4096:crs 3:3:4096:rs 6:2:65536:crs 1:1:4096:rs"
+
 # Concurrent requests, for `make TSAN=1 check-tsan` (tests that start
 # nbdkit in the background: under a preloaded libtsan the shell of a
 # captive `nbdkit --run` crashes, so those cannot run there).
