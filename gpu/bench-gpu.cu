@@ -159,47 +159,39 @@ references (void)
 
 /* ---- (a) + (d) --------------------------------------------------------- */
 
-/* Instruction lanes per data byte of a variant (ALU pipe, FMA pipe, LDS),
- * counted from the kernel's inner loops; npasses re-reads ignored. */
-static void
-ops_per_byte (int variant, int k, int m, double *alu, double *fma,
-              double *lds)
+/* The generic kernel of a code, as the output names it. */
+static const char *
+generic_name (enum gr_code code)
 {
-  (void) k;
-  *alu = *fma = *lds = 0;
-  switch (variant) {
-  case GR_GPU_RS_IMAD:          /* per 4-byte word and input: 15 ALU for
+  return code == GR_CODE_RS ? "rs-imad" : "crs-mask";
+}
+
+/* Instruction lanes per data byte of a code's generic kernel (ALU pipe,
+ * FMA pipe), counted from the kernel's inner loops; npasses re-reads
+ * ignored. */
+static void
+ops_per_byte (enum gr_code code, int m, double *alu, double *fma)
+{
+  if (code == GR_CODE_RS) {     /* per 4-byte word and input: 15 ALU for
                                  * the 8 bit planes; per output: 8 IMAD
                                  * and 4 three-input XORs (LOP3) */
     *alu = (15.0 + 4.0 * m) / 4;
     *fma = 8.0 * m / 4;
-    break;
-  case GR_GPU_RS_LOGEXP:        /* per byte: 1 log LDS; per output: 1 exp
-                                 * LDS, add, shift/or, xor */
-    *lds = 1.0 + m;
-    *alu = 3.0 * m;
-    break;
-  case GR_GPU_CRS_MASK:         /* per 4-byte word of an input packet and
+  }
+  else {                        /* per 4-byte word of an input packet and
                                  * output row: 1 LOP3 (acc ^= p & mask);
                                  * 8m rows per 8 words (32 bytes) */
     *alu = 8.0 * m * 8 / 32;
-    break;
-  case GR_GPU_CRS_MIX:          /* per row and word: 2 masked LOP3, 6 IMAD,
-                                 * 3 LOP3 for the XORs */
-    *alu = 8.0 * m * 5 / 32;
-    *fma = 8.0 * m * 6 / 32;
-    break;
+    *fma = 0;
   }
 }
 
 static double
-model_ops (double alu, double fma, double lds, int k, int m, size_t data)
+model_ops (double alu, double fma, int k, int m, size_t data)
 {
   const double lanes_per_s = (double) nsm * clock_khz * 1e3;
-  /* Per SM and clock: 64 ALU lanes, 64 IMAD lanes, 128 issued lanes,
-   * 32 shared-memory lanes. */
-  const double t_ops = fmax (fmax (alu / 64, fma / 64),
-                             fmax ((alu + fma + lds) / 128, lds / 32))
+  /* Per SM and clock: 64 ALU lanes, 64 IMAD lanes, 128 issued lanes. */
+  const double t_ops = fmax (fmax (alu / 64, fma / 64), (alu + fma) / 128)
     * data / lanes_per_s;
   const double t_mem = (double) data * (k + m) / k / copy_bw;
 
@@ -207,12 +199,12 @@ model_ops (double alu, double fma, double lds, int k, int m, size_t data)
 }
 
 static double
-model_time (int variant, int k, int m, size_t data)
+model_time (enum gr_code code, int k, int m, size_t data)
 {
-  double alu, fma, lds;
+  double alu, fma;
 
-  ops_per_byte (variant, k, m, &alu, &fma, &lds);
-  return model_ops (alu, fma, lds, k, m, data);
+  ops_per_byte (code, m, &alu, &fma);
+  return model_ops (alu, fma, k, m, data);
 }
 
 /* JIT XOR network, per item (32 bytes of each block): the LOP3s of the
@@ -252,7 +244,7 @@ model_jit (const struct gr_gpu_tab *t, size_t data, double *density)
   *density = ones / (64.0 * k * m);
   if (t->code == GR_CODE_RS)
     lop += 60.0 * (k + m);
-  return model_ops (lop / (32.0 * k), 0, 0, k, m, data);
+  return model_ops (lop / (32.0 * k), 0, k, m, data);
 }
 
 /* One JIT kernel timed: data GB/s, % of roofline, compile + load ms,
@@ -275,8 +267,7 @@ time_jit (enum gr_code code, const uint8_t *mat, int k, int m, void *din,
   double secs, t0;
   int ret = -1;
 
-  if (gr_gpu_tab_make (code, code == GR_CODE_RS ? GR_GPU_RS_IMAD
-                       : GR_GPU_CRS_MASK, mat, m, k, &t) < 0)
+  if (gr_gpu_tab_make (code, mat, m, k, &t) < 0)
     exit (1);
   t0 = now ();
   if (gr_gpu_tab_jit (&t) == 0) {
@@ -420,12 +411,10 @@ bench_kernels (void)
     gr_gf_gen_matrix (k, m, gen);
     decode_matrix (gen, k, m, dm);
     snprintf (km, sizeof km, "%d+%d", k, m);
-    /* The four generic variants, then the JIT XOR network (RS, CRS). */
-    for (int v = 0; v < GR_GPU_NVARIANTS + 2; v++) {
-      const int jit = v >= GR_GPU_NVARIANTS;
-      const int var = !jit ? v : v == GR_GPU_NVARIANTS ? GR_GPU_RS_IMAD
-        : GR_GPU_CRS_MASK;
-      const enum gr_code code = var <= GR_GPU_RS_LOGEXP ? GR_CODE_RS : GR_CODE_CRS;
+    /* The generic kernels, then the JIT XOR networks (RS, CRS). */
+    for (int v = 0; v < 4; v++) {
+      const int jit = v >= 2;
+      const enum gr_code code = v % 2 == 0 ? GR_CODE_RS : GR_CODE_CRS;
 
       for (int op = 0; op < 2; op++) {
         struct gr_gpu_tab t;
@@ -433,8 +422,8 @@ bench_kernels (void)
         char vname[32];
         int r;
 
-        r = gr_gpu_tab_make (code, var, op == 0 ? gen + (size_t) k * k : dm,
-                             m, k, &t);
+        r = gr_gpu_tab_make (code, op == 0 ? gen + (size_t) k * k : dm, m,
+                             k, &t);
         if (r < 0) {
           fprintf (stderr, "tab_make: %d %s\n", r, gr_gpu_last_error ());
           exit (1);
@@ -456,12 +445,13 @@ bench_kernels (void)
         if (jit && t.jit_state != 1)
           printf ("%-6s jit launch failed, generic kernel measured: %s\n",
                   km, gr_gpu_last_error ());
-        pred = jit ? model_jit (&t, data, &dens) : model_time (var, k, m, data);
+        pred = jit ? model_jit (&t, data, &dens)
+          : model_time (code, k, m, data);
         gr_gpu_tab_free (&t);
         bw = data / secs;
         roof = copy_bw * k / (k + m);
-        snprintf (vname, sizeof vname, "%s", jit ? (code == GR_CODE_RS
-                  ? "rs-jit" : "crs-jit") : gr_gpu_variant_names[var]);
+        snprintf (vname, sizeof vname, "%s", !jit ? generic_name (code)
+                  : code == GR_CODE_RS ? "rs-jit" : "crs-jit");
         printf ("%-6s %-4s %-10s %-6s %9.1f %9.1f %6.1f%% %9.1f %+6.0f%%",
                 km, code == GR_CODE_RS ? "RS" : "CRS", vname,
                 op == 0 ? "encode" : "decode",
@@ -488,18 +478,16 @@ bench_kernels (void)
       uint8_t *gen = (uint8_t *) malloc ((size_t) (k + m) * k);
 
       gr_gf_gen_matrix (k, m, gen);
-      for (int v = 0; v < GR_GPU_NVARIANTS; v++) {
-        const enum gr_code code = v <= GR_GPU_RS_LOGEXP ? GR_CODE_RS : GR_CODE_CRS;
+      for (int ci = 0; ci < 2; ci++) {
+        const enum gr_code code = ci == 0 ? GR_CODE_RS : GR_CODE_CRS;
 
-        if (v == GR_GPU_RS_LOGEXP)
-          continue;
-        printf ("%d+%d %-10s", k, m, gr_gpu_variant_names[v]);
+        printf ("%d+%d %-10s", k, m, generic_name (code));
         for (int mb = 1; mb <= 8; mb *= 2) {
           struct gr_gpu_tab t;
           double secs;
 
-          gr_gpu_mbmax[v] = mb;
-          if (gr_gpu_tab_make (code, v, gen + (size_t) k * k, m, k, &t) < 0)
+          gr_gpu_mbmax[code] = mb;
+          if (gr_gpu_tab_make (code, gen + (size_t) k * k, m, k, &t) < 0)
             exit (1);
           if (t.mb == mb || mb == 1) {
             secs = time_dev (5, [&] {
@@ -509,7 +497,7 @@ bench_kernels (void)
           }
           gr_gpu_tab_free (&t);
         }
-        gr_gpu_mbmax[v] = 0;
+        gr_gpu_mbmax[code] = 0;
         printf ("\n");
       }
       free (gen);
@@ -924,9 +912,8 @@ main (void)
     return 1;
   }
   printf ("engine kernels: RS %s, CRS %s; JIT XOR network for batches "
-          ">= %zu MiB of data\n",
-          gr_gpu_variant_names[gr_gpu_rs_variant],
-          gr_gpu_variant_names[gr_gpu_crs_variant], gr_gpu_jit_min >> 20);
+          ">= %zu MiB of data\n", generic_name (GR_CODE_RS),
+          generic_name (GR_CODE_CRS), gr_gpu_jit_min >> 20);
   gr_gpu_jit_async = 0;         /* (b): JIT kernel ready before timing */
   references ();
   if (want ("a") || want ("a2") || want ("a3") || want ("a6"))

@@ -58,23 +58,6 @@ static size_t direct_chunk = 0;
  * 8+8 even. */
 static int direct_taper = 2;
 
-int gr_gpu_rs_variant = GR_GPU_RS_IMAD;
-int gr_gpu_crs_variant = GR_GPU_CRS_MASK;
-
-/* Test hook: variants for coders made from now on (negative: unchanged).
- * Returns the previous pair as rs * 16 + crs. */
-extern "C" int
-gr_gpu_set_variants (int rs, int crs)
-{
-  const int old = gr_gpu_rs_variant * 16 + gr_gpu_crs_variant;
-
-  if (rs == GR_GPU_RS_IMAD || rs == GR_GPU_RS_LOGEXP)
-    gr_gpu_rs_variant = rs;
-  if (crs == GR_GPU_CRS_MASK || crs == GR_GPU_CRS_MIX)
-    gr_gpu_crs_variant = crs;
-  return old;
-}
-
 /* Test hooks (gpu/test-gpu, bench-gpu): each sets one knob for what
  * comes afterwards and returns its previous value.
  * - JIT: groups of warps per item, output blocks per pass, compiles in
@@ -414,7 +397,6 @@ gr_gpu_release (void)
         continue;
       slot_destroy (s);
     }
-  gr_gpu_kernels_release ();
   pthread_mutex_unlock (&eng_lock);
 }
 
@@ -939,12 +921,6 @@ struct dpriv {
 };
 
 static int
-variant_of (enum gr_code code)
-{
-  return code == GR_CODE_RS ? gr_gpu_rs_variant : gr_gpu_crs_variant;
-}
-
-static int
 cuda_coder_init (struct gr_coder *c, void **priv)
 {
   struct cpriv *p;
@@ -956,9 +932,8 @@ cuda_coder_init (struct gr_coder *c, void **priv)
   p = (struct cpriv *) calloc (1, sizeof *p);
   if (p == NULL)
     return -ENOMEM;
-  r = gr_gpu_tab_make (gr_coder_code (c), variant_of (gr_coder_code (c)),
-                       gr_coder_parity_matrix (c), gr_coder_m (c),
-                       gr_coder_k (c), &p->enc);
+  r = gr_gpu_tab_make (gr_coder_code (c), gr_coder_parity_matrix (c),
+                       gr_coder_m (c), gr_coder_k (c), &p->enc);
   if (r < 0) {
     free (p);
     return r;
@@ -993,8 +968,8 @@ cuda_plan_init (struct gr_coder *c, struct gr_decode *d)
   p = (struct dpriv *) calloc (1, sizeof *p);
   if (p == NULL)
     return -ENOMEM;
-  r = gr_gpu_tab_make (gr_coder_code (c), variant_of (gr_coder_code (c)),
-                       d->matrix, d->nerased, gr_coder_k (c), &p->dec);
+  r = gr_gpu_tab_make (gr_coder_code (c), d->matrix, d->nerased,
+                       gr_coder_k (c), &p->dec);
   if (r < 0) {
     free (p);
     return r;
@@ -1069,8 +1044,7 @@ cuda_reconstruct (struct gr_coder *c, const struct gr_decode *d,
     r = set_device ();
     if (r < 0)
       return r;
-    r = gr_gpu_tab_make (gr_coder_code (c), variant_of (gr_coder_code (c)),
-                         d->matrix, ne, k, &tmp);
+    r = gr_gpu_tab_make (gr_coder_code (c), d->matrix, ne, k, &tmp);
     if (r < 0)
       return r;
   }

@@ -9,10 +9,10 @@
  * RS needs lp % 32 == 0 (the engine pads), CRS lp % GR_CRS_GROUP == 0.
  *
  * A "table" is one coding matrix (nrows x ncols over GF(2^8)) expanded
- * for one kernel variant and uploaded to the device.  Its rows are padded
- * to npad (a multiple of the kernel's rows-per-pass mb) with zeros, and
- * laid out input-major so that the table of input column c alone (for a
- * parity update) starts at d + c * npad * per_row words.
+ * for its code's generic kernel and uploaded to the device.  Its rows are
+ * padded to npad (a multiple of the kernel's rows-per-pass mb) with
+ * zeros, and laid out input-major so that the table of input column c
+ * alone (for a parity update) starts at d + c * npad * per_row words.
  */
 #ifndef GPURAID_GPU_INTERNAL_H
 #define GPURAID_GPU_INTERNAL_H
@@ -23,20 +23,8 @@
 
 #include "../gf/gf.h"
 
-/* Kernel variants (measured by bench-gpu; the engine uses the defaults). */
-enum gr_gpu_variant {
-  GR_GPU_RS_IMAD = 0,   /* RS: bit planes x per-bit products, IMAD + LOP3 */
-  GR_GPU_RS_LOGEXP = 1, /* RS: log/exp tables in shared memory */
-  GR_GPU_CRS_MASK = 2,  /* CRS: packet XOR with 0/~0 masks, LOP3 only */
-  GR_GPU_CRS_MIX = 3,   /* CRS: 2 of 8 terms by mask, 6 by IMAD with 0/1 */
-  GR_GPU_NVARIANTS
-};
-
-extern const char *const gr_gpu_variant_names[GR_GPU_NVARIANTS];
-
 struct gr_gpu_tab {
   enum gr_code code;
-  int variant;
   int nrows, ncols;
   int mb;               /* output rows per pass */
   int npad;             /* nrows rounded up to a multiple of mb */
@@ -53,18 +41,14 @@ struct gr_gpu_tab {
   size_t jit_smem;      /* its dynamic shared memory per block */
 };
 
-/* Most output rows per kernel pass, per variant (0 = the kernel's own
- * maximum); tables made afterwards use it.  For bench-gpu's sweep. */
-extern int gr_gpu_mbmax[GR_GPU_NVARIANTS];
+/* Most output rows per pass of the generic kernels, indexed by code (0 =
+ * the default); tables made afterwards use it.  For bench-gpu's sweep. */
+extern int gr_gpu_mbmax[GR_CODE_CRS + 1];
 
-/* Variant used by the engine for each code (set before creating coders). */
-extern int gr_gpu_rs_variant;
-extern int gr_gpu_crs_variant;
-
-/* Build the table of mat (nrows x ncols, row-major) for variant and
- * upload it.  0 or negative errno (message kept). */
-int gr_gpu_tab_make (enum gr_code code, int variant, const uint8_t *mat,
-                     int nrows, int ncols, struct gr_gpu_tab *t);
+/* Build the table of mat (nrows x ncols, row-major) for code and upload
+ * it.  0 or negative errno (message kept). */
+int gr_gpu_tab_make (enum gr_code code, const uint8_t *mat, int nrows,
+                     int ncols, struct gr_gpu_tab *t);
 void gr_gpu_tab_free (struct gr_gpu_tab *t);
 
 /* Launch the kernel of t on stream st over a device-resident batch:
@@ -116,9 +100,6 @@ extern int gr_gpu_jit_lop3;
     (var) = v;                                  \
     return old_;                                \
   }
-
-/* Free kernels.cu's shared device tables (gr_gpu_release). */
-void gr_gpu_kernels_release (void);
 
 /* cudaSuccess if the kernels' machine code loads on the current device. */
 cudaError_t gr_gpu_kernels_loadable (void);

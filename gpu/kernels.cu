@@ -9,35 +9,29 @@
  * L2).  The coefficients come from a small device table read with
  * warp-uniform addresses (one L1 broadcast per load).
  *
- * RS, IMAD variant: for a 32-bit word x of four data bytes, bit plane
- * q_b = (x >> b) & 0x01010101 holds bit b of each byte as 0 or 1, so
+ * RS: for a 32-bit word x of four data bytes, bit plane q_b =
+ * (x >> b) & 0x01010101 holds bit b of each byte as 0 or 1, so
  * c * x = XOR_b q_b * (c * 2^b): one integer multiply per plane and
  * coefficient (no carries: each byte of q_b is 0 or 1), XORed with LOP3.
  * The planes are shared by all outputs of the pass.
  *
- * RS, log/exp variant: classic tables in shared memory, log(0) mapped to
- * a sentinel (512) that indexes zeros, so there are no branches.
- *
  * CRS: group g of a block is 8 packets of 512 bytes; output packet r of
  * row j = XOR of input packets (c, b) whose bitmatrix bit (j*8+r, c*8+b) is
- * set (gf/ref.c).  Masks are 0 or ~0 words (x & mask); the MIX variant
- * takes 6 of every 8 terms as x * bit with bit 0 or 1, moving work from
- * the integer ALU pipe to the multiply pipe.
+ * set (gf/ref.c).  Masks are 0 or ~0 words (x & mask), LOP3 only.
+ *
+ * Other forms, measured slower on an H200, were removed (RS with log/exp
+ * tables in shared memory, CRS with 6 of 8 terms as x * bit by IMAD; see
+ * docs/performance.md, section "Kernels").
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu-internal.h"
 
-const char *const gr_gpu_variant_names[GR_GPU_NVARIANTS] = {
-  "rs-imad", "rs-logexp", "crs-mask", "crs-mix",
-};
-
 #define THREADS 256
 
-/* ---- RS, IMAD ---------------------------------------------------------- */
+/* ---- RS ---------------------------------------------------------------- */
 
 /* Grid: x over the columns of a stripe, y over stripes (no divisions).
  * Each thread owns C uint4 columns (THREADS apart, so every load is
@@ -140,73 +134,6 @@ rs_cols (int mb)
   return mb <= 4 ? 4 : 2;
 }
 
-/* ---- RS, log/exp ------------------------------------------------------- */
-
-#define RS_LOGEXP_MBMAX 8
-#define LOG_ZERO 512
-#define EXP_SIZE 1040           /* >= 2 * LOG_ZERO + 1, zeros from 509 */
-
-/* Field tables for the log/exp kernel: log (uint16, log 0 = LOG_ZERO) then
- * exp (uint8).  Built once on the host. */
-static uint16_t *d_logexp;
-
-template <int MB, bool ACC>
-static __global__ void __launch_bounds__ (THREADS)
-rs_logexp_kernel (const uint32_t *__restrict__ in, uint32_t *__restrict__ out,
-                  const uint32_t *__restrict__ tab,
-                  const uint16_t *__restrict__ fld, int ncols, int nrows,
-                  int npad, size_t vlen, size_t nitems)
-{
-  __shared__ uint16_t slog[256];
-  __shared__ uint8_t sexp[EXP_SIZE];
-  const size_t stride = (size_t) gridDim.x * blockDim.x;
-
-  for (int i = threadIdx.x; i < 256; i += blockDim.x)
-    slog[i] = fld[i];
-  for (int i = threadIdx.x; i < EXP_SIZE; i += blockDim.x)
-    sexp[i] = (uint8_t) fld[256 + i];
-  __syncthreads ();
-
-  for (size_t t = (size_t) blockIdx.x * blockDim.x + threadIdx.x;
-       t < nitems; t += stride) {
-    const size_t s = t / vlen, col = t - s * vlen;
-    const uint32_t *ip = in + s * ncols * vlen + col;
-    uint32_t *op = out + s * nrows * vlen + col;
-
-    for (int j0 = 0; j0 < nrows; j0 += MB) {
-      uint32_t acc[MB];
-
-#pragma unroll
-      for (int j = 0; j < MB; j++)
-        acc[j] = 0;
-      for (int i = 0; i < ncols; i++) {
-        const uint32_t x = __ldg (ip + (size_t) i * vlen);
-        const uint32_t *tp = tab + (size_t) i * npad + j0;
-        int lx[4];
-
-#pragma unroll
-        for (int v = 0; v < 4; v++)
-          lx[v] = slog[(x >> (8 * v)) & 0xff];
-#pragma unroll
-        for (int j = 0; j < MB; j++) {
-          const int lc = (int) __ldg (tp + j);
-          acc[j] ^= (uint32_t) sexp[lx[0] + lc]
-            | (uint32_t) sexp[lx[1] + lc] << 8
-            | (uint32_t) sexp[lx[2] + lc] << 16
-            | (uint32_t) sexp[lx[3] + lc] << 24;
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < MB; j++) {
-        if (j0 + j < nrows) {
-          uint32_t *p = op + (size_t) (j0 + j) * vlen;
-          *p = ACC ? *p ^ acc[j] : acc[j];
-        }
-      }
-    }
-  }
-}
-
 /* ---- CRS --------------------------------------------------------------- */
 
 /* Grid: x over (group, 16-byte offset in a packet) of a stripe, y over
@@ -215,7 +142,7 @@ rs_logexp_kernel (const uint32_t *__restrict__ in, uint32_t *__restrict__ out,
 #define CRS_MBMAX 2
 #define PKT4 (GR_CRS_PACKET / 16)       /* uint4 per packet: 32 */
 
-template <int MB, bool ACC, bool MIX>
+template <int MB, bool ACC>
 static __global__ void __launch_bounds__ (THREADS)
 crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
             const uint32_t *__restrict__ tab, int ncols, int nrows,
@@ -257,18 +184,11 @@ crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
               const uint4 ma = __ldg ((const uint4 *) (tp + (j * 8 + r) * 8));
               const uint4 mb = __ldg ((const uint4 *) (tp + (j * 8 + r) * 8 + 4));
 #pragma unroll
-              for (int v = 0; v < 4; v++) {
-                if (MIX)
-                  acc[j][r][v] ^= (p[0][v] & ma.x) ^ (p[1][v] & ma.y)
-                    ^ (p[2][v] * ma.z) ^ (p[3][v] * ma.w)
-                    ^ (p[4][v] * mb.x) ^ (p[5][v] * mb.y)
-                    ^ (p[6][v] * mb.z) ^ (p[7][v] * mb.w);
-                else
-                  acc[j][r][v] ^= (p[0][v] & ma.x) ^ (p[1][v] & ma.y)
-                    ^ (p[2][v] & ma.z) ^ (p[3][v] & ma.w)
-                    ^ (p[4][v] & mb.x) ^ (p[5][v] & mb.y)
-                    ^ (p[6][v] & mb.z) ^ (p[7][v] & mb.w);
-              }
+              for (int v = 0; v < 4; v++)
+                acc[j][r][v] ^= (p[0][v] & ma.x) ^ (p[1][v] & ma.y)
+                  ^ (p[2][v] & ma.z) ^ (p[3][v] & ma.w)
+                  ^ (p[4][v] & mb.x) ^ (p[5][v] & mb.y)
+                  ^ (p[6][v] & mb.z) ^ (p[7][v] & mb.w);
             }
           }
         }
@@ -294,93 +214,25 @@ crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
 
 /* ---- tables ------------------------------------------------------------ */
 
-/* Output rows per pass, at most (bench-gpu sweeps it; 0 = the kernel's
- * maximum). */
-int gr_gpu_mbmax[GR_GPU_NVARIANTS];
+/* Output rows per pass, at most, per code (bench-gpu sweeps it; 0 = the
+ * default). */
+int gr_gpu_mbmax[GR_CODE_CRS + 1];
 
 static int
-mbmax_of (int variant)
+mbmax_of (enum gr_code code)
 {
-  const int lim = variant == GR_GPU_RS_IMAD ? RS_IMAD_MBMAX
-    : variant == GR_GPU_RS_LOGEXP ? RS_LOGEXP_MBMAX : CRS_MBMAX;
+  const int lim = code == GR_CODE_RS ? RS_IMAD_MBMAX : CRS_MBMAX;
   /* Measured on an H200 (bench-gpu (a2)): 4 rows per pass beat 8 for
    * RS (8+8: 716 vs 566 GB/s; registers), 2 beat 1 for CRS. */
-  const int dflt = variant == GR_GPU_RS_IMAD ? 4 : lim;
-  const int v = gr_gpu_mbmax[variant] > 0 ? gr_gpu_mbmax[variant] : dflt;
+  const int dflt = code == GR_CODE_RS ? 4 : lim;
+  const int v = gr_gpu_mbmax[code] > 0 ? gr_gpu_mbmax[code] : dflt;
 
   return v < lim ? v : lim;
 }
 
-static uint8_t gf_log[256];
-static uint8_t gf_exp[256];
-static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
-
-static void
-field_tables_init (void)
-{
-  uint8_t x = 1;
-
-  for (int i = 0; i < 255; i++) {
-    gf_exp[i] = x;
-    gf_log[x] = (uint8_t) i;
-    x = gr_gf_mul (x, 2);
-  }
-}
-
-static void
-field_tables (void)
-{
-  pthread_once (&tables_once, field_tables_init);
-}
-
-static pthread_mutex_t logexp_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int
-logexp_upload (void)
-{
-  uint16_t h[256 + EXP_SIZE];
-  cudaError_t e = cudaSuccess;
-  int r = 0;
-
-  pthread_mutex_lock (&logexp_lock);
-  if (d_logexp != NULL)
-    goto out;
-  field_tables ();
-  h[0] = LOG_ZERO;
-  for (int i = 1; i < 256; i++)
-    h[i] = gf_log[i];
-  for (int i = 0; i < EXP_SIZE; i++)
-    h[256 + i] = i < 509 ? gf_exp[i % 255] : 0;
-  e = cudaMalloc ((void **) &d_logexp, sizeof h);
-  if (e != cudaSuccess) {
-    d_logexp = NULL;
-    r = gr_gpu_fail (e, "cudaMalloc (log/exp tables)");
-    goto out;
-  }
-  e = cudaMemcpy (d_logexp, h, sizeof h, cudaMemcpyHostToDevice);
-  if (e != cudaSuccess) {
-    cudaFree (d_logexp);
-    d_logexp = NULL;
-    r = gr_gpu_fail (e, "cudaMemcpy (log/exp tables)");
-  }
- out:
-  pthread_mutex_unlock (&logexp_lock);
-  return r;
-}
-
-void
-gr_gpu_kernels_release (void)
-{
-  pthread_mutex_lock (&logexp_lock);
-  if (d_logexp != NULL)
-    cudaFree (d_logexp);
-  d_logexp = NULL;
-  pthread_mutex_unlock (&logexp_lock);
-}
-
 int
-gr_gpu_tab_make (enum gr_code code, int variant, const uint8_t *mat,
-                 int nrows, int ncols, struct gr_gpu_tab *t)
+gr_gpu_tab_make (enum gr_code code, const uint8_t *mat, int nrows,
+                 int ncols, struct gr_gpu_tab *t)
 {
   uint32_t *h = NULL;
   uint8_t *bits = NULL;
@@ -390,19 +242,15 @@ gr_gpu_tab_make (enum gr_code code, int variant, const uint8_t *mat,
 
   memset (t, 0, sizeof *t);
   if (nrows < 1 || ncols < 1 ||
-      (code == GR_CODE_RS) != (variant == GR_GPU_RS_IMAD ||
-                               variant == GR_GPU_RS_LOGEXP))
+      (code != GR_CODE_RS && code != GR_CODE_CRS))
     return -EINVAL;
-  field_tables ();
   t->code = code;
-  t->variant = variant;
   t->nrows = nrows;
   t->ncols = ncols;
-  npasses = (nrows + mbmax_of (variant) - 1) / mbmax_of (variant);
+  npasses = (nrows + mbmax_of (code) - 1) / mbmax_of (code);
   t->mb = (nrows + npasses - 1) / npasses;
   t->npad = npasses * t->mb;
-  t->per_row = variant == GR_GPU_RS_IMAD ? 8
-    : variant == GR_GPU_RS_LOGEXP ? 1 : 64;
+  t->per_row = code == GR_CODE_RS ? 8 : 64;
   nwords = (size_t) ncols * t->npad * t->per_row;
   h = (uint32_t *) calloc (nwords, sizeof *h);
   if (h == NULL)
@@ -418,30 +266,15 @@ gr_gpu_tab_make (enum gr_code code, int variant, const uint8_t *mat,
       uint32_t *w = h + ((size_t) c * t->npad + j) * t->per_row;
       const uint8_t coef = mat[(size_t) j * ncols + c];
 
-      switch (variant) {
-      case GR_GPU_RS_IMAD:
+      if (code == GR_CODE_RS)
         for (int b = 0; b < 8; b++)
           w[b] = gr_gf_mul (coef, (uint8_t) (1u << b));
-        break;
-      case GR_GPU_RS_LOGEXP:
-        w[0] = coef == 0 ? LOG_ZERO : gf_log[coef];
-        break;
-      default:
+      else
         for (int rr = 0; rr < 8; rr++)
-          for (int b = 0; b < 8; b++) {
-            const int bit = bits[((size_t) j * 8 + rr) * ncols * 8
-                                 + (size_t) c * 8 + b];
-            const int by_mask = variant == GR_GPU_CRS_MASK || b < 2;
-            w[rr * 8 + b] = by_mask ? (bit ? 0xffffffffu : 0) : (uint32_t) bit;
-          }
-        break;
-      }
+          for (int b = 0; b < 8; b++)
+            w[rr * 8 + b] = bits[((size_t) j * 8 + rr) * ncols * 8
+                                 + (size_t) c * 8 + b] ? 0xffffffffu : 0;
     }
-  if (variant == GR_GPU_RS_LOGEXP) {
-    r = logexp_upload ();
-    if (r < 0)
-      goto out;
-  }
   e = cudaMalloc ((void **) &t->d, nwords * sizeof *h);
   if (e != cudaSuccess) {
     t->d = NULL;
@@ -521,7 +354,7 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
 {
   const uint32_t *tab = t->d + (size_t) col0 * t->npad * t->per_row;
   const int nrows = t->nrows, npad = t->npad;
-  size_t vlen, nitems;
+  size_t vlen;
   dim3 grid;
 
   if (nstripes == 0 || lp == 0)
@@ -538,8 +371,7 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
     __atomic_store_n (&((struct gr_gpu_tab *) t)->jit_state, -1,
                       __ATOMIC_RELEASE);
   }
-  switch (t->variant) {
-  case GR_GPU_RS_IMAD:
+  if (t->code == GR_CODE_RS) {
     if (lp % 16)
       return cudaErrorInvalidValue;
     vlen = lp / 16;
@@ -555,56 +387,23 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
         ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
          vlen, nstripes)
     SWITCH_MB8 (t->mb, L_RS_IMAD);
-    break;
-  case GR_GPU_RS_LOGEXP:
-    if (lp % 16 || d_logexp == NULL)
-      return cudaErrorInvalidValue;
-    vlen = lp / 4;
-    nitems = nstripes * vlen;
-    grid = dim3 (grid_x ((nitems + THREADS - 1) / THREADS > 132 * 16
-                         ? 132 * 16 : (nitems + THREADS - 1) / THREADS));
-#define L_RS_LOGEXP(N)                                                  \
-    if (acc)                                                            \
-      rs_logexp_kernel<N, true><<<grid, THREADS, 0, st>>>               \
-        ((const uint32_t *) din, (uint32_t *) dout, tab, d_logexp,      \
-         ncols, nrows, npad, vlen, nitems);                             \
-    else                                                                \
-      rs_logexp_kernel<N, false><<<grid, THREADS, 0, st>>>              \
-        ((const uint32_t *) din, (uint32_t *) dout, tab, d_logexp,      \
-         ncols, nrows, npad, vlen, nitems)
-    SWITCH_MB8 (t->mb, L_RS_LOGEXP);
-    break;
-  case GR_GPU_CRS_MASK:
-  case GR_GPU_CRS_MIX:
+  }
+  else {
     if (lp % GR_CRS_GROUP)
       return cudaErrorInvalidValue;
     vlen = lp / 16;
     grid = dim3 (grid_x ((vlen / 8 + THREADS - 1) / THREADS),
                  grid_x (nstripes));
 #define L_CRS(N)                                                        \
-    if (t->variant == GR_GPU_CRS_MIX) {                                 \
-      if (acc)                                                          \
-        crs_kernel<N, true, true><<<grid, THREADS, 0, st>>>             \
-          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows,      \
-           npad, vlen, nstripes);                                       \
-      else                                                              \
-        crs_kernel<N, false, true><<<grid, THREADS, 0, st>>>            \
-          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows,      \
-           npad, vlen, nstripes);                                       \
-    } else {                                                            \
-      if (acc)                                                          \
-        crs_kernel<N, true, false><<<grid, THREADS, 0, st>>>            \
-          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows,      \
-           npad, vlen, nstripes);                                       \
-      else                                                              \
-        crs_kernel<N, false, false><<<grid, THREADS, 0, st>>>           \
-          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows,      \
-           npad, vlen, nstripes);                                       \
-    }
+    if (acc)                                                            \
+      crs_kernel<N, true><<<grid, THREADS, 0, st>>>                     \
+        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
+         vlen, nstripes);                                               \
+    else                                                                \
+      crs_kernel<N, false><<<grid, THREADS, 0, st>>>                    \
+        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
+         vlen, nstripes)
     SWITCH_MB2 (t->mb, L_CRS);
-    break;
-  default:
-    return cudaErrorInvalidValue;
   }
   return cudaGetLastError ();
 }

@@ -13,8 +13,7 @@
  * region (merged and 2D copies), with the default chunk size and with
  * small chunks (stripes split, chunk buffers reused); four threads sharing one coder.  Cases whose
  * reference computation would be slow are left out (printed).  Then the
- * same suite, reduced, with the other generic kernel variants (RS log/exp,
- * the other CRS one), with the run-time compiled XOR networks on every
+ * same suite, reduced, with the run-time compiled XOR networks on every
  * batch (with 16+16 too), with those in passes of 2 output blocks on
  * 2 groups of warps, on 4 groups of warps, and with inputs staged in
  * shared memory (with 16+16 and big launches).  QUICK=1 runs the
@@ -432,7 +431,7 @@ test_threads (struct gr_coder *cr, struct gr_coder *cg)
 
 /* ---- main -------------------------------------------------------------- */
 
-/* The whole suite with the engine's current kernel variants. */
+/* The whole suite with the engine's current kernels. */
 static void
 run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
@@ -538,11 +537,8 @@ run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
 
 }
 
-/* Internal hook (gpu/engine.cu): kernel variants for coders made after
- * the call; negative leaves one unchanged.  Returns the previous pair as
- * rs * 16 + crs. */
-extern int gr_gpu_set_variants (int rs, int crs);
-/* Internal hook: batches of at least min_bytes compile the JIT kernel. */
+/* Internal hooks (gpu/engine.cu, gpu/jit.cu).  Batches of at least
+ * min_bytes compile the JIT kernel. */
 extern size_t gr_gpu_set_jit_min (size_t min_bytes);
 extern int gr_gpu_jit_built (void);
 extern int gr_gpu_set_jit_async (int on);
@@ -675,53 +671,40 @@ main (void)
   if (jit_only && strcmp (e, "stage") == 0)
     jit_only = 2;
   if (!jit_only) {
-    printf ("kernels: default variants\n");
+    printf ("kernels: default\n");
     run_suite (ref, gpu);
   }
-  /* The other kernel variants (RS log/exp, the other CRS one), reduced. */
+  /* The run-time compiled XOR networks on every batch, reduced. */
   {
-    const int old = gr_gpu_set_variants (1, -1);
-    const int crs_alt = (old & 15) == 2 ? 3 : 2;
     const int save = quick;
+    const size_t jm = gr_gpu_set_jit_min (0);
+    const int before = gr_gpu_jit_built ();
+    const int as = gr_gpu_set_jit_async (0);     /* compile before use */
 
     quick = 1;
-    if (!jit_only) {
-      gr_gpu_set_variants (1, crs_alt);
-      printf ("kernels: alternative variants (RS log/exp, CRS %s), reduced "
-              "set\n", crs_alt == 2 ? "mask" : "mix");
-      run_suite (ref, gpu);
-      gr_gpu_set_variants (old >> 4, old & 15);
-    }
-    /* The run-time compiled XOR networks on every batch, reduced. */
+    if (jit_only != 2)
+      run_jit_forms (ref, gpu);
     {
-      const size_t jm = gr_gpu_set_jit_min (0);
-      const int before = gr_gpu_jit_built ();
-      const int as = gr_gpu_set_jit_async (0);   /* compile before use */
+      const int f[3] = { 1, 0, -1 };
+      int saved[3];
 
-      if (jit_only != 2)
-        run_jit_forms (ref, gpu);
-      {
-        const int f[3] = { 1, 0, -1 };
-        int saved[3];
-
-        gr_gpu_set_jit_form (f, saved);
-        printf ("kernels: JIT XOR networks with inputs staged in shared "
-                "memory (per item, right shifts by SHF), reduced set, "
-                "16+16 and big launches\n");
-        run_suite (ref, gpu);
-        run_16_16 (ref, gpu);
-        run_big (ref, gpu);
-        gr_gpu_set_jit_form (saved, NULL);
-      }
-      gr_gpu_set_jit_min (jm);
-      gr_gpu_set_jit_async (as);
-      if (gr_gpu_jit_built () == before)
-        printf ("note: no JIT kernel could be built (%s); the generic "
-                "kernels were tested instead\n", gr_gpu_last_error ());
-      else
-        printf ("%d JIT kernels built and tested\n",
-                gr_gpu_jit_built () - before);
+      gr_gpu_set_jit_form (f, saved);
+      printf ("kernels: JIT XOR networks with inputs staged in shared "
+              "memory (per item, right shifts by SHF), reduced set, "
+              "16+16 and big launches\n");
+      run_suite (ref, gpu);
+      run_16_16 (ref, gpu);
+      run_big (ref, gpu);
+      gr_gpu_set_jit_form (saved, NULL);
     }
+    gr_gpu_set_jit_min (jm);
+    gr_gpu_set_jit_async (as);
+    if (gr_gpu_jit_built () == before)
+      printf ("note: no JIT kernel could be built (%s); the generic "
+              "kernels were tested instead\n", gr_gpu_last_error ());
+    else
+      printf ("%d JIT kernels built and tested\n",
+              gr_gpu_jit_built () - before);
     quick = save;
   }
   gr_gpu_release ();
