@@ -506,10 +506,10 @@ bench_kernels (void)
   /* JIT kernels: output blocks per pass (fewer accumulators, higher
    * occupancy, inputs re-read). */
   if (!quick && want ("a3")) {
-    const int saved = gr_gpu_jit_passrows, saved_split = gr_gpu_jit_split;
+    const int saved = gr_gpu_jit_passrows;
 
-    printf ("\n(a3) JIT output blocks per pass, and output groups on "
-            "separate warps, encode (GB/s of data; compile ms)\n");
+    printf ("\n(a3) JIT output blocks per pass, encode (GB/s of data; "
+            "compile ms)\n");
     for (int pi = 6; pi < npairs; pi++) {      /* 8+8, 16+16 */
       const int k = pairs[pi][0], m = pairs[pi][1];
       const size_t ns = GiB / ((size_t) k * len);
@@ -520,29 +520,15 @@ bench_kernels (void)
         const enum gr_code code = ci == 0 ? GR_CODE_RS : GR_CODE_CRS;
 
         printf ("%d+%d %-4s", k, m, ci == 0 ? "RS" : "CRS");
-        /* Compile the matrix's kernel with pr output blocks per pass on
-         * sp groups of warps, time it; print it with label. */
-        auto rate = [&] (int pr, int sp, const char *label) {
+        /* The matrix's kernel with pr output blocks per pass. */
+        for (int pr = m; pr >= 2; pr /= 2) {
           struct jit_run r;
 
           gr_gpu_jit_passrows = pr;
-          gr_gpu_jit_split = sp;
           if (time_jit (code, gen + (size_t) k * k, k, m, din, dout, ns, len,
                         &r) == 0)
-            printf ("  %s: %7.1f (%4.0f ms)", label, r.gbs, r.ms);
-        };
-        char label[32];
-
-        for (int pr = m; pr >= 2; pr /= 2) {
-          snprintf (label, sizeof label, "%d/pass", pr);
-          rate (pr, 1, label);
+            printf ("  %d/pass: %7.1f (%4.0f ms)", pr, r.gbs, r.ms);
         }
-        /* Output groups on separate warps, one pass each. */
-        for (int sp = 2; sp <= 4; sp *= 2) {
-          snprintf (label, sizeof label, "split %d", sp);
-          rate (saved, sp, label);
-        }
-        gr_gpu_jit_split = saved_split;
         printf ("\n");
       }
       free (gen);

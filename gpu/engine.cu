@@ -60,12 +60,11 @@ static int direct_taper = 2;
 
 /* Test hooks (gpu/test-gpu, bench-gpu): each sets one knob for what
  * comes afterwards and returns its previous value.
- * - JIT: groups of warps per item, output blocks per pass, compiles in
- *   the background (0: before use), batches of at least this many data
- *   bytes compile the kernel (SIZE_MAX: never);
+ * - JIT: output blocks per pass, compiles in the background (0: before
+ *   use), batches of at least this many data bytes compile the kernel
+ *   (SIZE_MAX: never);
  * - direct path: its tail (direct_taper), data bytes per chunk (0:
  *   automatic). */
-GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_split, gr_gpu_jit_split)
 GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_passrows, gr_gpu_jit_passrows)
 GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_async, gr_gpu_jit_async)
 GR_GPU_TEST_HOOK (size_t, gr_gpu_set_jit_min, gr_gpu_jit_min)

@@ -37,7 +37,6 @@ struct gr_gpu_tab {
   int jit_state;
   void *jit;            /* cudaKernel_t */
   void *jit_lib;        /* cudaLibrary_t */
-  int jit_split;        /* warps per item group (gr_gpu_jit_split) */
   size_t jit_smem;      /* its dynamic shared memory per block */
 };
 
@@ -79,9 +78,6 @@ cudaError_t gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din,
 extern size_t gr_gpu_jit_min;
 /* Output blocks per pass of a JIT kernel (tables compiled afterwards). */
 extern int gr_gpu_jit_passrows;
-/* Groups of output blocks computed by separate warps on the same items
- * (1, 2 or 4; tables compiled afterwards). */
-extern int gr_gpu_jit_split;
 /* Code generation options for tables compiled afterwards (jit.cu):
  * inputs staged in shared memory by cp.async (0 off, 1 on, -1 auto) and
  * RS right shifts as IMAD.HI (1). */

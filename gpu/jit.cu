@@ -47,7 +47,6 @@ size_t gr_gpu_jit_min = (size_t) 4 << 20;
 /* Measured on an H200 (bench-gpu (a3)): one pass beats 8 or 4 output
  * blocks per pass for 8+8 and 16+16, so passes start beyond 16. */
 int gr_gpu_jit_passrows = 16;
-int gr_gpu_jit_split = 1;
 /* Inputs staged in shared memory by asynchronous copies (cp.async):
  * 0 off; 1 every input of a thread's item requested before its network,
  * waited for one by one; -1 (auto) 1 for kernels of at least
@@ -278,7 +277,6 @@ emit_stage_read (struct sbuf *b, enum gr_code code, int i, const char *dst)
 
 /* Code generation options of gen_source (see the globals above). */
 struct gen_opts {
-  int split;            /* groups of warps per item (1, 2, 4) */
   int stage;            /* staged inputs: 0 or 1 (gr_gpu_jit_stage) */
   int shr;              /* RS right shifts as IMAD.HI */
   int lop3;             /* network rows as explicit LOP3s */
@@ -340,11 +338,11 @@ emit_net (struct sbuf *b, const uint8_t *bits, int nc, int i, int r0, int r1,
   }
 }
 
-/* Emit the code for output blocks [ja, jb) of one item in passes of
+/* Emit the code for the nrows output blocks of one item in passes of
  * passrows (staged kernels: one pass). */
 static void
 emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
-           int ncols, int ja, int jb, int passrows,
+           int nrows, int ncols, int passrows,
            const struct gen_opts *o)
 {
   const int stage = o->stage;
@@ -352,10 +350,10 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
 
   /* Passes of at most passrows output blocks: fewer live accumulators
    * (occupancy) for re-reading the inputs, mostly from L2. */
-  for (int j0 = ja; j0 < jb; j0 += passrows) {
-    const int j1 = j0 + passrows < jb ? j0 + passrows : jb;
+  for (int j0 = 0; j0 < nrows; j0 += passrows) {
+    const int j1 = j0 + passrows < nrows ? j0 + passrows : nrows;
     const int r0 = j0 * 8, r1 = j1 * 8;
-    const int first = j0 == ja;
+    const int first = j0 == 0;
 
     /* Each pass reads the inputs through a pointer the compiler cannot
      * see through, so that it loads them again instead of keeping the
@@ -420,9 +418,7 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
   }
 }
 
-/* bits: (nrows*8) x (ncols*8), row-major, 0/1 bytes.  split: 1, 2 or 4
- * groups of output blocks, each computed by its own warps (the warps of a
- * block that share items load the same inputs, mostly from L1).
+/* bits: (nrows*8) x (ncols*8), row-major, 0/1 bytes.
  *
  * Items: 32 bytes of every block of a stripe for RS, 4 bytes of each of
  * the 8 packets of a group for CRS.  One item per thread: the launch
@@ -432,15 +428,13 @@ static char *
 gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
             struct gen_opts *o)
 {
-  const int split = o->split;
   int stage = o->stage;
   struct sbuf b = { NULL, 0, 0, 0 };
   const int passrows = gr_gpu_jit_passrows > 0 ? gr_gpu_jit_passrows : nrows;
-  const int per_block = JIT_THREADS / split;
 
-  /* Staging: one pass of every output block, every warp on its own items
-   * (the shared buffer is per thread), at most JIT_STAGE_MAXCOLS inputs. */
-  if (split != 1 || passrows < nrows || ncols > JIT_STAGE_MAXCOLS)
+  /* Staging: one pass of every output block (the shared buffer is per
+   * thread), at most JIT_STAGE_MAXCOLS inputs. */
+  if (passrows < nrows || ncols > JIT_STAGE_MAXCOLS)
     stage = 0;
   o->stage = stage;
   if (o->lop3 < 0)
@@ -475,43 +469,27 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
     emit (&b, "  extern __shared__ v4 gr_stage[];\n"
           "  u32 sb = (u32) __cvta_generic_to_shared (gr_stage)"
           " + threadIdx.x * %d;\n", code == GR_CODE_RS ? 16 : 4);
-  if (split > 1)
-    emit (&b, "  const unsigned h = w %% %d;\n", split);
-  for (int g = 0; g < split; g++) {
-    const int per = (nrows + split - 1) / split;
-    const int ja = g * per, jb = ja + per < nrows ? ja + per : nrows;
-
-    if (split > 1)
-      emit (&b, "  %sif (h == %d) {\n", g ? "else " : "", g);
-    emit (&b, "  {\n");
-    if (ja < jb) {
-      /* One item per thread: x over the items of a stripe, y over the
-       * stripes. */
-      emit (&b,
-            "  (void) total;\n"
-            "  for (u64 s = blockIdx.y; s < nstripes; s += gridDim.y)\n"
-            "  for (u64 t = (u64) blockIdx.x * %d + (w / %d) * 32"
-            " + (threadIdx.x & 31); t < items; t += (u64) gridDim.x * %d) {\n"
-            "    const u32 *ip = in + s * %d * vlen;\n"
-            "    u32 *op = out + s * %d * vlen;\n"
-            "    ITEM (t, base, h2)\n",
-            per_block, split, per_block, ncols, nrows);
-      if (stage) {
-        emit (&b, "    {\n      const u32 *cp = ip + base;\n");
-        for (int i = 0; i < ncols; i++) {
-          emit_stage_copy (&b, code, i, "cp", "h2");
-          emit (&b, "      CPCOMMIT ();\n      cp += vlen;\n");
-        }
-        emit (&b, "    }\n");
-      }
-      emit_rows (&b, code, bits, ncols, ja, jb, passrows, o);
-      emit (&b, "  }\n");
+  /* One item per thread: x over the items of a stripe, y over the
+   * stripes. */
+  emit (&b,
+        "  (void) total;\n"
+        "  for (u64 s = blockIdx.y; s < nstripes; s += gridDim.y)\n"
+        "  for (u64 t = (u64) blockIdx.x * %d + w * 32"
+        " + (threadIdx.x & 31); t < items; t += (u64) gridDim.x * %d) {\n"
+        "    const u32 *ip = in + s * %d * vlen;\n"
+        "    u32 *op = out + s * %d * vlen;\n"
+        "    ITEM (t, base, h2)\n",
+        JIT_THREADS, JIT_THREADS, ncols, nrows);
+  if (stage) {
+    emit (&b, "    {\n      const u32 *cp = ip + base;\n");
+    for (int i = 0; i < ncols; i++) {
+      emit_stage_copy (&b, code, i, "cp", "h2");
+      emit (&b, "      CPCOMMIT ();\n      cp += vlen;\n");
     }
-    emit (&b, "  }\n");
-    if (split > 1)
-      emit (&b, "  }\n");
+    emit (&b, "    }\n");
   }
-  emit (&b, "}\n");
+  emit_rows (&b, code, bits, nrows, ncols, passrows, o);
+  emit (&b, "  }\n}\n");
   if (b.oom) {
     free (b.p);
     return NULL;
@@ -547,7 +525,7 @@ jit_build (struct gr_gpu_tab *t)
   cudaError_t e;
   char *src = NULL, *cubin = NULL, arch[64];
   size_t cubin_len = 0;
-  int dev = 0, major = 0, minor = 0, r = -EIO, split = gr_gpu_jit_split;
+  int dev = 0, major = 0, minor = 0, r = -EIO;
   struct gen_opts o;
 
   pthread_once (&rtc_once, rtc_load);
@@ -565,12 +543,6 @@ jit_build (struct gr_gpu_tab *t)
     return -EIO;
   snprintf (arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
 
-  while (split > 1 && split > t->nrows)
-    split /= 2;
-  if (split != 1 && split != 2 && split != 4)
-    split = 1;
-  t->jit_split = split;
-  o.split = split;
   o.stage = gr_gpu_jit_stage == 1
     || (gr_gpu_jit_stage < 0 && t->nrows >= JIT_STAGE_MINROWS);
   o.shr = gr_gpu_jit_shr;
@@ -771,7 +743,7 @@ gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din, void *dout,
                    size_t nstripes, size_t lp, cudaStream_t st)
 {
   unsigned long long vlen = lp / 4, ns = nstripes;
-  const size_t items = vlen / 8, per_block = JIT_THREADS / t->jit_split;
+  const size_t items = vlen / 8;
   void *args[] = { (void *) &din, (void *) &dout, &vlen, &ns };
 
   if (lp % (t->code == GR_CODE_RS ? 32 : GR_CRS_GROUP))
@@ -780,7 +752,7 @@ gr_gpu_launch_jit (const struct gr_gpu_tab *t, const void *din, void *dout,
     return cudaSuccess;
   /* One item per thread: x over the items of a stripe, y over the
    * stripes. */
-  const size_t gx = (items + per_block - 1) / per_block;
+  const size_t gx = (items + JIT_THREADS - 1) / JIT_THREADS;
   const dim3 grid ((unsigned) (gx > 65535 ? 65535 : gx),
                    (unsigned) (nstripes > 65535 ? 65535 : nstripes));
 

@@ -14,9 +14,9 @@
  * small chunks (stripes split, chunk buffers reused); four threads sharing one coder.  Cases whose
  * reference computation would be slow are left out (printed).  Then the
  * same suite, reduced, with the run-time compiled XOR networks on every
- * batch (with 16+16 too), with those in passes of 2 output blocks on
- * 2 groups of warps, on 4 groups of warps, and with inputs staged in
- * shared memory (with 16+16 and big launches).  QUICK=1 runs the
+ * batch (with 16+16 too), with those in their plain form (right shifts
+ * by SHF, rows as C XORs) in passes of 2 output blocks and on 16+16, and
+ * with inputs staged in shared memory (with 16+16 and big launches).  QUICK=1 runs the
  * reduced set throughout (for compute-sanitizer); TEST_JIT_ONLY=1 only
  * the JIT parts, TEST_JIT_ONLY=stage only the staged ones.
  * TEST_SEED sets the random seed (printed).
@@ -543,7 +543,6 @@ extern size_t gr_gpu_set_jit_min (size_t min_bytes);
 extern int gr_gpu_jit_built (void);
 extern int gr_gpu_set_jit_async (int on);
 extern int gr_gpu_set_jit_passrows (int n);
-extern int gr_gpu_set_jit_split (int n);
 extern void gr_gpu_set_jit_form (const int f[3], int old[3]);
 
 /* 16+16 (the heaviest JIT kernels, staged by default): encode and
@@ -597,7 +596,7 @@ run_big (const struct gr_backend *ref, const struct gr_backend *gpu)
 }
 
 /* The JIT suites of the default form, then of the unstaged plain form:
- * 2 groups of warps in passes of 2 output blocks, 4 groups, one group. */
+ * in passes of 2 output blocks, and in one pass on 16+16. */
 static void
 run_jit_forms (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
@@ -607,22 +606,16 @@ run_jit_forms (const struct gr_backend *ref, const struct gr_backend *gpu)
   run_16_16 (ref, gpu);
   {
     const int pr = gr_gpu_set_jit_passrows (2);
-    const int sp = gr_gpu_set_jit_split (2);
     /* The forms the defaults left: right shifts by SHF, rows as C
      * XORs. */
     const int plain[3] = { 0, 0, 0 };
     int old[3];
 
     gr_gpu_set_jit_form (plain, old);
-    printf ("kernels: JIT XOR networks in 2 groups of warps, passes of "
-            "2 output blocks, plain form (SHF, C XORs), reduced set\n");
+    printf ("kernels: JIT XOR networks in passes of 2 output blocks, "
+            "plain form (SHF, C XORs), reduced set\n");
     run_suite (ref, gpu);
     gr_gpu_set_jit_passrows (pr);
-    gr_gpu_set_jit_split (4);
-    printf ("kernels: JIT XOR networks in 4 groups of warps, plain form, "
-            "reduced set\n");
-    run_suite (ref, gpu);
-    gr_gpu_set_jit_split (sp);
     printf ("kernels: JIT XOR networks, plain form, 16+16\n");
     run_16_16 (ref, gpu);
     gr_gpu_set_jit_form (old, NULL);
