@@ -632,8 +632,6 @@ duplex_bw (int k, int m, double *h2d)
   return best;
 }
 
-extern "C" int gr_gpu_set_taper (int mode);
-
 static void
 bench_host (enum gr_code code, int k, int m)
 {
@@ -660,8 +658,6 @@ bench_host (enum gr_code code, int k, int m)
   }
   memset (pin, 3, maxdata / k * n + MiB);
   memset (pg, 3, maxdata / k * n + MiB);
-  if (getenv ("BENCH_TAPER"))   /* the direct path's tail, for a sweep */
-    gr_gpu_set_taper (atoi (getenv ("BENCH_TAPER")));
   /* Steady state: the first batch of at least gr_gpu_jit_min bytes starts
    * compiling the coder's JIT kernel in the background (tens to hundreds
    * of ms of NVRTC and a module load); measured while it ran, the 64 MiB

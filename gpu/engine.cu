@@ -49,26 +49,16 @@
 static size_t direct_chunk = 0;
 #define CHUNK_LO ((size_t) 2 << 20)
 #define CHUNK_HI ((size_t) 8 << 20)
-/* The direct path's tail (test hook gr_gpu_set_taper): 2 from the last
- * chunk's worth on, each chunk half of what is left (at least an eighth
- * of a chunk); 1 the last two chunks' worth in quarter-size chunks; 0 no
- * finer tail.  Measured on the H200 (bench-gpu (b), BENCH_TAPER, three
- * runs each): 10+4 at 64 MiB 51.1-51.2 GB/s with 2, 50.2-50.4 with 1,
- * 50.2-50.3 with 0 (pinned H2D 55.5); 32 MiB 49.0-49.3 against 48.1-48.4;
- * 8+8 even. */
-static int direct_taper = 2;
 
 /* Test hooks (gpu/test-gpu, bench-gpu): each sets one knob for what
  * comes afterwards and returns its previous value.
  * - JIT: output blocks per pass, compiles in the background (0: before
  *   use), batches of at least this many data bytes compile the kernel
  *   (SIZE_MAX: never);
- * - direct path: its tail (direct_taper), data bytes per chunk (0:
- *   automatic). */
+ * - direct path: data bytes per chunk (0: automatic). */
 GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_passrows, gr_gpu_jit_passrows)
 GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_async, gr_gpu_jit_async)
 GR_GPU_TEST_HOOK (size_t, gr_gpu_set_jit_min, gr_gpu_jit_min)
-GR_GPU_TEST_HOOK (int, gr_gpu_set_taper, direct_taper)
 GR_GPU_TEST_HOOK (size_t, gr_gpu_set_chunk, direct_chunk)
 
 /* ---- errors ------------------------------------------------------------ */
@@ -673,11 +663,16 @@ run_direct (struct job *j)
     chunk = data / 8;
     chunk = chunk < CHUNK_LO ? CHUNK_LO : chunk > CHUNK_HI ? CHUNK_HI : chunk;
   }
-  /* Only batches of several chunks get the finer tail: a small batch cut
-   * into quarter chunks pays more launches and copies than it saves
-   * (measured: 1-4 MiB batches up to 2x slower, one 64 KiB-block stripe
-   * 54 us against 44). */
-  taper = data >= 4 * chunk ? direct_taper : 0;
+  /* The tail: from the last chunk's worth on, each chunk half of what is
+   * left (at least an eighth of a chunk).  Measured on the H200 (bench-gpu
+   * (b), three runs each): 10+4 at 64 MiB 51.1-51.2 GB/s, against
+   * 50.2-50.4 with the last two chunks' worth in quarter-size chunks and
+   * 50.2-50.3 with no finer tail (pinned H2D 55.5); 32 MiB 49.0-49.3
+   * against 48.1-48.4; 8+8 even.  Only batches of several chunks get it:
+   * a small batch cut into finer chunks pays more launches and copies
+   * than it saves (measured with quarter chunks: 1-4 MiB batches up to 2x
+   * slower, one 64 KiB-block stripe 54 us against 44). */
+  taper = data >= 4 * chunk;
   if ((size_t) j->ncols * j->len <= chunk) {
     cs = chunk / ((size_t) j->ncols * j->len);
     w = j->len;
@@ -723,15 +718,7 @@ run_direct (struct job *j)
     size_t s;
     int c;
 
-    if (taper == 1 && left <= 2 * chunk) {  /* quarter-size chunks */
-      if (ns > 1)
-        ns = (ns + 3) / 4;
-      else if (cw > unit) {
-        const size_t q = ((w + 3) / 4 + unit - 1) / unit * unit;
-        cw = cw < q ? cw : q;
-      }
-    }
-    else if (taper == 2 && left <= chunk) {     /* halving */
+    if (taper && left <= chunk) {       /* halving */
       const size_t want = left / 2 > chunk / 8 ? left / 2 : chunk / 8;
       const size_t per = (size_t) j->ncols * j->len;
 
