@@ -33,9 +33,13 @@ ifeq ($(SANITIZE),1)
 $(error SANITIZE=1 and TSAN=1 cannot be combined)
 endif
 SAN = -fsanitize=thread -fno-omit-frame-pointer
+# TSan runs the atexit handlers that CUDA's registration code (gpu/*.o)
+# puts in, at exit, after nbdkit has dlclosed the plugin: a SEGV, unless
+# the plugin stays mapped.
+SAN_LD = -Wl,-z,nodelete
 endif
 CFLAGS_ALL = -std=gnu11 -fPIC -D_GNU_SOURCE -pthread $(OPT) $(WARN) $(SAN) $(CFLAGS)
-LDFLAGS_ALL = -pthread $(SAN) $(LDFLAGS)
+LDFLAGS_ALL = -pthread $(SAN) $(SAN_LD) $(LDFLAGS)
 
 # CUDA: used whenever nvcc is found, unless NOCUDA=1.
 ifneq ($(NOCUDA),1)

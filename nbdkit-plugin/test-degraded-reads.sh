@@ -8,7 +8,6 @@
 source "$(dirname "$0")/../tests/functions.sh"
 requires_plugin
 requires_py
-nbdkit () { run_nbdkit "$@"; }
 seed=$TEST_SEED
 
 cat > "$tmpdir/io.py" <<'PYEOF'
@@ -37,12 +36,10 @@ if h.pread(sz, 0) != data:
     sys.exit(1)
 PYEOF
 
-fail () { echo "$0: FAIL: $*"; exit 1; }
-
 # serve SEED MODE: run io.py against the members present.
 serve ()
 {
-  nbdkit -U - "$PLUGIN" "${args[@]}" \
+  run_nbdkit -U - "$PLUGIN" "${args[@]}" \
     --run "$PY $tmpdir/io.py \"\$uri\" $tmpdir/ref $1 $2" 2>>"$tmpdir/log"
 }
 away () { local x; for x in "$@"; do mv "$tmpdir/d$x" "$tmpdir/x$x"; done; }
@@ -58,7 +55,7 @@ run ()
     truncate -s 3M "$tmpdir/d$i"
     args+=("member=$tmpdir/d$i")
   done
-  nbdkit -U - "$PLUGIN" "${args[@]}" m=$m chunk=$chunk code=$code \
+  run_nbdkit -U - "$PLUGIN" "${args[@]}" m=$m chunk=$chunk code=$code \
     create=true --run "$PY $tmpdir/io.py \"\$uri\" $tmpdir/ref $seed init" ||
     fail "$k+$m $code: healthy writes"
   for (( i = 0; i < n; i++ )); do

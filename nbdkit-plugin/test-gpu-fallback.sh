@@ -9,7 +9,6 @@
 source "$(dirname "$0")/../tests/functions.sh"
 requires_plugin
 requires_py
-nbdkit () { run_nbdkit "$@"; }
 seed=$TEST_SEED
 
 # io.py MODE URI REF SEED: "update" (first op is a read-modify-write),
@@ -52,8 +51,6 @@ open(ref, "wb").write(data)
 print("%s: writes read back OK" % mode)
 PYEOF
 
-fail () { echo "$0: FAIL: $*"; exit 1; }
-
 # run CASE K M: members, create, first op through the fake GPU.
 run_case ()
 {
@@ -64,23 +61,23 @@ run_case ()
     truncate -s 2M "$tmpdir/d$i"
     args+=("member=$tmpdir/d$i")
   done
-  nbdkit -U - "$PLUGIN" "${args[@]}" m=$m chunk=$chunk create=true \
+  run_nbdkit -U - "$PLUGIN" "${args[@]}" m=$m chunk=$chunk create=true \
     --run "$PY -c 'import nbd,sys; h=nbd.NBD(); h.connect_uri(sys.argv[1]); open(sys.argv[2],\"wb\").write(bytes(h.get_size()))' \"\$uri\" $tmpdir/ref" ||
     fail "$case: create"
   log=$tmpdir/$case.log
   if [ "$case" = reconstruct ]; then
     # Data first (no fake GPU), then the fake GPU on a degraded array:
     # the first coding operation is the rebuild of member 0's chunks.
-    nbdkit -U - "$PLUGIN" "${args[@]}" \
+    run_nbdkit -U - "$PLUGIN" "${args[@]}" \
       --run "$PY $tmpdir/io.py plain \"\$uri\" $tmpdir/ref $seed $k $chunk" ||
       fail "$case: writing the data"
     mv "$tmpdir/d0" "$tmpdir/d0.away"
-    nbdkit -v -U - -D gpuraid.fake_gpu=1 "$PLUGIN" "${args[@]}" \
+    run_nbdkit -v -U - -D gpuraid.fake_gpu=1 "$PLUGIN" "${args[@]}" \
       --run "$PY $tmpdir/io.py verify \"\$uri\" $tmpdir/ref 0" 2>"$log" ||
       { tail -20 "$log"; fail "$case: degraded read through the fake GPU"; }
     mv "$tmpdir/d0.away" "$tmpdir/d0"
   else
-    nbdkit -v -U - -D gpuraid.fake_gpu=1 "$PLUGIN" "${args[@]}" \
+    run_nbdkit -v -U - -D gpuraid.fake_gpu=1 "$PLUGIN" "${args[@]}" \
       --run "$PY $tmpdir/io.py $case \"\$uri\" $tmpdir/ref $seed $k $chunk" \
       2>"$log" || { tail -20 "$log"; fail "$case: I/O through the fake GPU"; }
   fi
@@ -96,7 +93,7 @@ run_case ()
   if [ "$case" != reconstruct ]; then
     for (( i = 0; i < n; i++ )); do
       mv "$tmpdir/d$i" "$tmpdir/away"
-      nbdkit -U - "$PLUGIN" "${args[@]}" \
+      run_nbdkit -U - "$PLUGIN" "${args[@]}" \
         --run "$PY $tmpdir/io.py verify \"\$uri\" $tmpdir/ref 0" 2>/dev/null ||
         fail "$case: data differs with member $i removed"
       mv "$tmpdir/away" "$tmpdir/d$i"

@@ -6,6 +6,7 @@
 #   requires CMD [ARGS...]     skip (exit 77) unless CMD [ARGS] succeeds
 #   requires_cmd CMD...        skip unless each CMD is on $PATH
 #   requires_plugin, requires_check, requires_py
+#   fail MESSAGE...            print "$0: FAIL: MESSAGE" and exit 1
 #   cleanup_fn CMD [ARGS...]   run CMD on exit (last registered runs first)
 #   start_nbdkit -P PIDFILE ...  start nbdkit -f in the background, wait for
 #                              the pidfile, kill it (by pid) on exit; its
@@ -28,9 +29,9 @@
 #
 # Sanitizers: when the plugin is linked against libasan (make SANITIZE=1)
 # or libtsan (make TSAN=1), nbdkit (not instrumented) is run with the
-# sanitizer runtimes in LD_PRELOAD, only for nbdkit itself, and reports
-# are written to $tmpdir/asan.* or $tmpdir/tsan.*; any such report fails
-# the test at exit.
+# sanitizer runtimes preloaded ("${NBDKIT_CMD[@]}" instead of nbdkit),
+# only for nbdkit itself, and reports are written to $tmpdir/asan.* or
+# $tmpdir/tsan.*; any such report fails the test at exit.
 
 set -u
 
@@ -96,6 +97,13 @@ nbdkit_log=$tmpdir/nbdkit.log
 mkdir "$tmpdir/bin"
 ln -s "$PY" "$tmpdir/bin/python3"
 export PATH=$tmpdir/bin:$PATH
+
+# fail MESSAGE...: print "$0: FAIL: MESSAGE" and fail the test.
+fail ()
+{
+  echo "$0: FAIL: $*"
+  exit 1
+}
 
 # ---- requires --------------------------------------------------------------
 
@@ -195,8 +203,7 @@ start_nbdkit ()
   # NBDKIT_WRAPPER (a command and its arguments, word-split) runs nbdkit
   # under another program, e.g. strace injecting faults.
   # shellcheck disable=SC2086
-  env ${NBDKIT_PRELOAD:+LD_PRELOAD="$NBDKIT_PRELOAD"} ${NBDKIT_WRAPPER:-} \
-    nbdkit -f "$@" </dev/null >>"$nbdkit_log" 2>&1 &
+  ${NBDKIT_WRAPPER:-} "${NBDKIT_CMD[@]}" -f "$@" </dev/null >>"$nbdkit_log" 2>&1 &
   bgpid=$!
   cleanup_fn _kill_pid "$bgpid"
   for (( i = 0; i < 600; i++ )); do
@@ -395,8 +402,7 @@ expect_refusal ()
   local rpid=$tmpdir/refusal.pid rsock=$tmpdir/refusal.sock
   rm -f "$rpid" "$rsock"
   echo "+ nbdkit -f -P $rpid -U $rsock $*"
-  env ${NBDKIT_PRELOAD:+LD_PRELOAD="$NBDKIT_PRELOAD"} \
-    nbdkit -f -P "$rpid" -U "$rsock" "$@" >"$log" 2>&1 </dev/null &
+  "${NBDKIT_CMD[@]}" -f -P "$rpid" -U "$rsock" "$@" >"$log" 2>&1 </dev/null &
   bgpid=$!
   cleanup_fn _kill_pid "$bgpid"
   wait_status=running

@@ -4,22 +4,32 @@
 # gr_sanitizer_env PLUGIN [LOGDIR]
 #   When PLUGIN is linked against libasan (make SANITIZE=1) or libtsan
 #   (make TSAN=1), nbdkit (not instrumented) must run with the sanitizer
-#   runtimes preloaded.  Sets NBDKIT_PRELOAD (empty for a plain build) and
-#   exports ASAN_OPTIONS and UBSAN_OPTIONS, or TSAN_OPTIONS, so that any
-#   report stops the server; reports go to LOGDIR/asan.* or LOGDIR/tsan.*
-#   when LOGDIR is given, else to stderr.  Commands run by --run (the
-#   clients) get no preload.
+#   runtimes preloaded.  Sets NBDKIT_PRELOAD (the runtimes, empty for a
+#   plain build) and NBDKIT_CMD (an array: the command that runs nbdkit so,
+#   always starting with env), and exports ASAN_OPTIONS and UBSAN_OPTIONS,
+#   or TSAN_OPTIONS, so that any report stops the server; reports go to
+#   LOGDIR/asan.* or LOGDIR/tsan.* when LOGDIR is given, else to stderr.
+#   Commands run by --run (the clients) get no preload.
 gr_sanitizer_env ()
 {
-  local plugin=$1 logdir=${2:-} lib p log=
+  local plugin=$1 logdir=${2:-} lib p log= nbdkit ldso
   NBDKIT_PRELOAD=
+  NBDKIT_CMD=(env nbdkit)
   # gcc links libasan into a shared object, but leaves TSan's symbols
   # undefined: look for those.
   if [ -f "$plugin" ] && nm -D "$plugin" 2>/dev/null | grep -q ' U __tsan_init'; then
     NBDKIT_PRELOAD=$(${CC:-gcc} -print-file-name=libtsan.so)
+    # Through the dynamic loader's --preload, not LD_PRELOAD: nbdkit's
+    # children (the /bin/sh of a captive --run) must not inherit libtsan,
+    # dash and bash crash with it preloaded (their main calls setjmp
+    # before anything has initialised the runtime: a jump to address 0).
+    if nbdkit=$(command -v nbdkit); then
+      ldso=$(readelf -l "$nbdkit" | sed -n 's/.*program interpreter: \(.*\)]$/\1/p')
+      NBDKIT_CMD=(env "$ldso" --preload "$NBDKIT_PRELOAD" "$nbdkit")
+    fi
     [ -n "$logdir" ] && log=" log_path=$logdir/tsan"
-    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1$log"
-    echo "$0: plugin built with ThreadSanitizer, nbdkit LD_PRELOAD=$NBDKIT_PRELOAD"
+    export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }halt_on_error=1 second_deadlock_stack=1$log"
+    echo "$0: plugin built with ThreadSanitizer, nbdkit run as: ${NBDKIT_CMD[*]}"
   elif [ -f "$plugin" ] && ldd "$plugin" 2>/dev/null | grep -q libasan; then
     for lib in libasan.so libubsan.so; do
       p=$(${CC:-gcc} -print-file-name=$lib)
@@ -27,6 +37,7 @@ gr_sanitizer_env ()
         NBDKIT_PRELOAD=${NBDKIT_PRELOAD:+$NBDKIT_PRELOAD:}$p
       fi
     done
+    NBDKIT_CMD=(env LD_PRELOAD="$NBDKIT_PRELOAD" nbdkit)
     [ -n "$logdir" ] && log=:log_path=$logdir/asan
     # nbdkit itself is not instrumented and keeps some allocations until
     # exit, so leak checking is off unless asked for.
@@ -77,7 +88,7 @@ gr_nbdkit ()
     [ "$a" = --run ] && next_is_run=1
     args+=("$a")
   done
-  env LD_PRELOAD="$NBDKIT_PRELOAD" nbdkit "${args[@]}" &
+  "${NBDKIT_CMD[@]}" "${args[@]}" &
   pid=$!
   # In captive mode nbdkit forks: the hang can be in the server child.
   while kill -0 "$pid" 2>/dev/null; do
