@@ -14,15 +14,22 @@
 
 #include "array.h"
 #include "assemble.h"
+#include "bitmap.h"
 #include "journal.h"
 #include "log.h"
 #include "members.h"
 #include "resync.h"
+#include "scratch.h"
 
 struct gr_array {
   struct gr_members *ms;
   struct gr_journal *journal;
+  struct gr_bitmap *bitmap;
+  struct gr_scratch *scratch;
   struct gr_exec *x;
+  bool resync_wanted;           /* pending regions, every member */
+  uint64_t resync_rate;
+  struct gr_resync *resync;     /* running (after gr_array_start) */
 };
 
 /* The member= paths while opening: what assembly decides from, and the
@@ -216,17 +223,58 @@ assemble (struct probes *ps, const struct gr_assembly *a)
   else if (a->read_only)
     gr_warn ("salvage: the array has not failed; serving it read-only as it "
              "is");
-  if (a->resync == GR_RESYNC_FULL)
-    gr_warn ("the array was not shut down cleanly; resyncing the parity of "
-             "all %" PRIu64 " stripes before serving", a->geom.stripes);
   return ms;
 }
 
-/* Before the first write of a session: a fresh journal. */
-static bool
-journal_hook (void *arg)
+/* Before the first write of a session: a fresh journal, and the bitmap
+ * as it is now (the regions still pending) on every member. */
+static unsigned
+dirty_hook (void *arg)
 {
-  return gr_journal_slots (arg) > 0 && gr_journal_clear (arg) == 0;
+  struct gr_array *arr = arg;
+  unsigned keeps = GR_KEEPS_NOTHING;
+
+  if (gr_journal_slots (arr->journal) > 0 &&
+      gr_journal_clear (arr->journal) == 0)
+    keeps |= GR_KEEPS_JOURNAL;
+  if (gr_bitmap_write_for_dirty (arr->bitmap))
+    keeps |= GR_KEEPS_BITMAP;
+  return keeps;
+}
+
+/* The bytes of array data in n regions (the last may be short). */
+static uint64_t
+regions_bytes (const struct gr_array *arr, const struct gr_geom *g,
+               uint64_t n)
+{
+  uint64_t s = n * gr_bitmap_region_size (arr->bitmap);
+
+  return (s < g->stripes ? s : g->stripes) * gr_map_stripe_width (g);
+}
+
+/* Dirty with every member: the regions to resync, in the background once
+ * serving (gr_array_start); none left (the bitmap was cleared since the
+ * last writes) makes the array clean now. */
+static int
+plan_resync (struct gr_array *arr, const struct gr_assembly *a)
+{
+  uint64_t n = gr_bitmap_load (arr->bitmap, !a->bitmap_kept);
+  uint64_t total = gr_bitmap_regions (arr->bitmap);
+
+  if (n == 0) {
+    gr_warn ("the array was not shut down cleanly; the write-intent bitmap "
+             "shows no region written since its last sync: nothing to "
+             "resync");
+    return gr_members_mark_clean (arr->ms) == GR_MEMBERS_OK ? 0 : -1;
+  }
+  arr->resync_wanted = true;
+  gr_warn ("the array was not shut down cleanly; resyncing the parity of "
+           "%" PRIu64 " of %" PRIu64 " regions (%" PRIu64 " MiB%s) in the "
+           "background while serving", n, total,
+           regions_bytes (arr, &a->geom, n) >> 20,
+           a->bitmap_kept ? ", from the write-intent bitmap"
+           : ", all: no write-intent bitmap was kept");
+  return 0;
 }
 
 /* A dirty degraded array: replay the journal.  If every write of the
@@ -250,12 +298,26 @@ repair_degraded (struct gr_array *arr, const struct gr_assembly *a,
     return gr_members_mark_clean (arr->ms) == GR_MEMBERS_OK ? 0 : -1;
   }
   gr_members_keep_dirty (arr->ms);
+  if (a->bitmap_kept) {
+    uint64_t np = gr_bitmap_load (arr->bitmap, false);
+
+    gr_warn ("the array was not shut down cleanly and is degraded: stripes "
+             "repaired from the journal: %u; but writes were made that it "
+             "does not hold (made while healthy, or when a member failed), "
+             "so parity in %" PRIu64 " regions (%" PRIu64 " MiB) written "
+             "at the crash may be inconsistent and cannot be resynced: "
+             "reads and writes there that must rebuild a lost chunk fail "
+             "with EIO; the dirty flag stays set", n, np,
+             regions_bytes (arr, &a->geom, np) >> 20);
+    return 0;
+  }
   gr_warn ("the array was not shut down cleanly and is degraded: stripes "
            "repaired from the journal: %u; but writes were made that it "
            "does not hold (made while healthy, or when a member failed), "
            "so parity of stripes being written at the crash may be "
            "inconsistent and cannot be resynced (reads rebuilt from it could "
-           "be wrong); the dirty flag stays set", n);
+           "be wrong: no write-intent bitmap was kept); the dirty flag "
+           "stays set", n);
   return 0;
 }
 
@@ -264,7 +326,8 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
 {
   struct gr_assemble_args args = { .m = cfg->m, .chunk = cfg->chunk,
                                    .code = cfg->code, .force = cfg->force,
-                                   .salvage = cfg->salvage };
+                                   .salvage = cfg->salvage,
+                                   .bitmap_chunk = cfg->bitmap_chunk };
   struct probes *ps = calloc (1, sizeof *ps);
   struct gr_assembly *a = calloc (1, sizeof *a);
   struct gr_array *arr = calloc (1, sizeof *arr);
@@ -308,28 +371,28 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   if (arr->ms == NULL)
     goto err;
   arr->journal = gr_journal_new (&a->geom, arr->ms);
-  if (arr->journal == NULL)
+  arr->bitmap = gr_bitmap_new (&a->geom, arr->ms, a->sb.bitmap_region);
+  if (arr->journal == NULL || arr->bitmap == NULL)
     goto err;
   if (!a->read_only)
-    gr_members_on_dirty (arr->ms, journal_hook, arr->journal);
-  arr->x = gr_exec_new (&a->geom, arr->ms, coding, arr->journal);
+    gr_members_on_dirty (arr->ms, dirty_hook, arr);
+  arr->scratch = gr_scratch_new (coding, cfg->scratch_max);
+  if (arr->scratch == NULL)
+    goto err;
+  arr->x = gr_exec_new (&a->geom, arr->ms, &(struct gr_exec_parts) {
+      .coding = coding, .journal = arr->journal, .scratch = arr->scratch,
+      .bitmap = arr->bitmap });
   if (arr->x == NULL)
     goto err;
+  arr->resync_rate = cfg->resync_rate;
   if (a->resync == GR_RESYNC_DEGRADED && repair_degraded (arr, a, coding)
       == -1) {
     nbdkit_error ("journal replay failed: not serving an array whose parity "
                   "may be inconsistent");
     goto err;
   }
-  if (a->resync == GR_RESYNC_FULL) {
-    if (gr_resync (arr->x) == -1) {
-      nbdkit_error ("resync failed: not serving an array whose parity may "
-                    "be inconsistent");
-      goto err;
-    }
-    if (gr_members_mark_clean (arr->ms) != GR_MEMBERS_OK)
-      goto err;
-  }
+  if (a->resync == GR_RESYNC_FULL && plan_resync (arr, a) == -1)
+    goto err;
   log_geometry (arr->ms, &a->geom, cfg->create ? "created" : "assembled");
   close_probes (ps);
   free (ps);
@@ -341,6 +404,8 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
     close_probes (ps);
   if (arr) {
     gr_exec_free (arr->x);
+    gr_scratch_free (arr->scratch);
+    gr_bitmap_free (arr->bitmap);
     gr_journal_free (arr->journal);
     /* Not a clean shutdown of a served array: nothing was written to
      * the members but what assembly itself did. */
@@ -352,12 +417,32 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   return NULL;
 }
 
+int
+gr_array_start (struct gr_array *a)
+{
+  if (gr_bitmap_start (a->bitmap) == -1)
+    return -1;
+  if (a->resync_wanted) {
+    a->resync = gr_resync_start (a->x, a->bitmap, a->resync_rate);
+    if (a->resync == NULL)
+      return -1;
+  }
+  return 0;
+}
+
 void
 gr_array_close (struct gr_array *a)
 {
   if (a == NULL)
     return;
+  /* A resync not finished goes on at the next start: the array stays
+   * dirty, its pending regions set in the bitmap. */
+  if ((a->resync && !gr_resync_stop (a->resync)) ||
+      (a->resync_wanted && a->resync == NULL))
+    gr_members_keep_dirty (a->ms);
+  gr_bitmap_free (a->bitmap);
   gr_exec_free (a->x);
+  gr_scratch_free (a->scratch);
   gr_members_close (a->ms);
   gr_journal_free (a->journal);
   free (a);

@@ -21,6 +21,12 @@ struct gr_array;
 struct gr_array *gr_array_open (const struct gr_config *cfg,
                                 struct gr_coding *coding);
 /* Clean shutdown: sync, clear the dirty flag, close the members. */
+/* In the server process (after nbdkit's fork): the bitmap's clearing
+ * thread and, after an unclean shutdown, the background resync.  0, or
+ * -1 after nbdkit_error. */
+int gr_array_start (struct gr_array *a);
+/* Stops the resync (the array stays dirty if it had not finished), then
+ * a clean shutdown. */
 void gr_array_close (struct gr_array *a);
 
 struct gr_exec *gr_array_exec (const struct gr_array *a);

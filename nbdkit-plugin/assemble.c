@@ -126,6 +126,8 @@ gr_assemble_create (const struct gr_probe *p, int np,
   a->sb.chunk = chunk;
   a->sb.data_offset = data_offset;
   a->sb.data_size = (size - data_offset) / chunk * chunk;
+  a->sb.bitmap_region = gr_sb_bitmap_region (chunk, a->sb.data_size / chunk,
+                                             args->bitmap_chunk);
   geom_from_sb (a);
   if (gr_map_check (&a->geom) != 0) {
     refuse (a, "invalid geometry k=%d m=%d chunk=%" PRIu32, n - m, m, chunk);
@@ -387,19 +389,20 @@ salvage (const struct gr_probe *p, struct gr_assembly *a)
               a->why[i], a->slot[i] >= 0 ? ": not used" : "");
 }
 
-/* Is the array's superblock, or that of an active member, dirty? */
-static bool
-any_dirty (const struct gr_probe *p, const struct gr_assembly *a)
+/* The flags of the newest dirty superblock, the array's or an active
+ * member's (all of one dirty update carry the same), or 0. */
+static uint32_t
+dirty_flags (const struct gr_probe *p, const struct gr_assembly *a)
 {
   int i;
 
   if (a->sb.flags & GR_SB_FLAG_DIRTY)
-    return true;
+    return a->sb.flags;
   for (i = 0; i < a->n; i++)
     if (a->state[i] == GR_SLOT_ACTIVE && (p[a->slot[i]].sb.flags &
                                           GR_SB_FLAG_DIRTY))
-      return true;
-  return false;
+      return p[a->slot[i]].sb.flags;
+  return 0;
 }
 
 void
@@ -419,6 +422,11 @@ gr_assemble (const struct gr_probe *p, int np,
   if (auth < 0)
     return;
   a->sb = p[auth].sb;
+  /* Written by a plugin before the bitmap: the default, recorded with the
+   * next superblock update. */
+  if (a->sb.bitmap_region == 0)
+    a->sb.bitmap_region = gr_sb_bitmap_region (a->sb.chunk, a->sb.data_size /
+                                               a->sb.chunk, 0);
   geom_from_sb (a);
   if (gr_map_check (&a->geom) != 0) {
     refuse (a, "member %d (%s): invalid geometry", auth, p[auth].path);
@@ -454,6 +462,7 @@ gr_assemble (const struct gr_probe *p, int np,
    * where that is possible. */
   if (a->sb.flags & GR_SB_FLAG_DIRTY)
     a->resync = a->nfailed == 0 ? GR_RESYNC_FULL : GR_RESYNC_DEGRADED;
-  else if (any_dirty (p, a) && a->nfailed == 0)
+  else if (dirty_flags (p, a) && a->nfailed == 0)
     a->resync = GR_RESYNC_FULL; /* cut off while going clean: harmless */
+  a->bitmap_kept = (dirty_flags (p, a) & GR_SB_FLAG_BITMAP) != 0;
 }

@@ -37,6 +37,8 @@ struct gr_assemble_args {
   int code;                     /* 0: not given */
   bool force;                   /* create over existing superblocks */
   bool salvage;                 /* bring a failed array up read-only */
+  uint64_t bitmap_chunk;        /* create: member bytes a bitmap bit
+                                 * covers at least; 0: the default */
 };
 
 enum gr_slot_state {
@@ -51,7 +53,8 @@ enum gr_slot_state {
 
 enum gr_resync_need {
   GR_RESYNC_NONE,               /* shut down cleanly */
-  GR_RESYNC_FULL,               /* dirty, every member: resync first */
+  GR_RESYNC_FULL,               /* dirty, every member: resync (of the
+                                 * regions in the bitmap, if kept) */
   GR_RESYNC_DEGRADED,           /* dirty and degraded: replay the journal;
                                  * consistent if it was journaled
                                  * (GR_SB_FLAG_JOURNALED), else warn and
@@ -74,6 +77,9 @@ struct gr_assembly {
   char why[GR_MAX_MEMBERS][192];        /* why a slot is not active */
   bool reordered;               /* members not in index order */
   enum gr_resync_need resync;
+  bool bitmap_kept;             /* resync: the newest dirty superblock
+                                 * says the write-intent bitmap was kept
+                                 * (GR_SB_FLAG_BITMAP) */
   bool read_only;               /* salvage: nothing may be written */
   bool salvaged;                /* members marked failed brought back */
   char warning[2048];           /* "" or one line for the operator: the

@@ -15,8 +15,6 @@
 #include "log.h"
 
 #define MiB ((size_t) 1 << 20)
-#define HOST_POOL_MAX (1024 * MiB)      /* all page-locked scratch */
-#define HOST_ALLOC_MAX (64 * MiB)       /* one page-locked buffer */
 
 /* Under accel=auto, at most this many operations on the GPU at once
  * (writers inside the group commit count one each); more would wait
@@ -36,13 +34,6 @@ struct enc_req {
   int rc;
   bool done;
   struct enc_req *next;
-};
-
-struct scratch {
-  struct gr_coding *c;
-  size_t size;
-  void *p;
-  bool pinned;                  /* from the page-locked pool */
 };
 
 struct gr_coding {
@@ -74,11 +65,6 @@ struct gr_coding {
   size_t comb_stripes, comb_reqs;
   bool comb_leading;
   int writers;                  /* atomic: requests inside a write */
-
-  pthread_key_t scratch_key;
-  bool key_made;
-  size_t pool_used;             /* atomic */
-  int pool_off;                 /* atomic: an allocation failed */
 };
 
 /* --- set-up -------------------------------------------------------------- */
@@ -172,8 +158,6 @@ gr_coding_new (const struct gr_config *cfg)
   return c;
 }
 
-static void scratch_free (void *v);
-
 int
 gr_coding_setup (struct gr_coding *c, int k, int m, enum gr_code code,
                  uint32_t chunk)
@@ -193,11 +177,6 @@ gr_coding_setup (struct gr_coding *c, int k, int m, enum gr_code code,
   c->code = code;
   c->chunk = chunk;
   c->lm = (uint32_t) gr_coder_len_multiple (c->cpu);
-  if (pthread_key_create (&c->scratch_key, scratch_free) != 0) {
-    nbdkit_error ("pthread_key_create: %m");
-    return -1;
-  }
-  c->key_made = true;
   return 0;
 }
 
@@ -264,13 +243,6 @@ gr_coding_free (struct gr_coding *c)
               __atomic_load_n (&c->ops_gpu, __ATOMIC_RELAXED),
               GPU_MAX_INFLIGHT,
               __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED));
-  if (c->key_made) {
-    /* The calling thread's scratch.  Other threads' went with them (at
-     * shutdown nbdkit's workers have ended); the key goes, so that no
-     * destructor runs after this. */
-    scratch_free (pthread_getspecific (c->scratch_key));
-    pthread_key_delete (c->scratch_key);
-  }
   gr_coder_free (c->gpu);
   gr_coder_free (c->cpu);
   if (c->use_gpu)
@@ -582,96 +554,6 @@ gr_coding_plan_coder (struct gr_coding *c)
   return (struct gr_plan_coder) { .encode = plan_encode,
                                   .reconstruct = plan_reconstruct,
                                   .update = plan_update, .arg = c };
-}
-
-/* --- scratch ------------------------------------------------------------- */
-
-/* Would a page-locked buffer of size bytes be used, and fit the pool? */
-static bool
-host_alloc_wanted (struct gr_coding *c, size_t size)
-{
-  return c->host_alloc != NULL && gr_coding_gpu_usable (c) &&
-    !__atomic_load_n (&c->pool_off, __ATOMIC_RELAXED) &&
-    size <= HOST_ALLOC_MAX &&
-    __atomic_load_n (&c->pool_used, __ATOMIC_RELAXED) + size <= HOST_POOL_MAX;
-}
-
-static void *
-pool_alloc (struct gr_coding *c, size_t size)
-{
-  void *p;
-
-  if (!host_alloc_wanted (c, size))
-    return NULL;
-  if (__atomic_add_fetch (&c->pool_used, size, __ATOMIC_RELAXED) >
-      HOST_POOL_MAX) {
-    __atomic_sub_fetch (&c->pool_used, size, __ATOMIC_RELAXED);
-    return NULL;
-  }
-  p = c->host_alloc (size);
-  if (p == NULL) {
-    __atomic_sub_fetch (&c->pool_used, size, __ATOMIC_RELAXED);
-    if (!__atomic_exchange_n (&c->pool_off, 1, __ATOMIC_RELAXED))
-      gr_debug ("no page-locked memory for scratch (%zu bytes): using "
-                "ordinary memory, which the GPU engine stages", size);
-  }
-  return p;
-}
-
-static void
-scratch_release (struct scratch *s)
-{
-  if (s->pinned) {
-    s->c->host_free (s->p);
-    __atomic_sub_fetch (&s->c->pool_used, s->size, __ATOMIC_RELAXED);
-  }
-  else
-    free (s->p);
-  s->p = NULL;
-  s->size = 0;
-}
-
-static void
-scratch_free (void *v)
-{
-  struct scratch *s = v;
-
-  if (s) {
-    scratch_release (s);
-    free (s);
-  }
-}
-
-uint8_t *
-gr_coding_scratch (struct gr_coding *c, size_t size)
-{
-  struct scratch *s = pthread_getspecific (c->scratch_key);
-
-  if (s == NULL) {
-    s = calloc (1, sizeof *s);
-    if (s == NULL || pthread_setspecific (c->scratch_key, s) != 0) {
-      free (s);
-      nbdkit_error ("scratch: %m");
-      errno = ENOMEM;
-      return NULL;
-    }
-    s->c = c;
-  }
-  if (s->size < size || (!s->pinned && host_alloc_wanted (c, size))) {
-    void *p = pool_alloc (c, size);
-    bool pinned = p != NULL;
-
-    if (p == NULL && posix_memalign (&p, 4096, size) != 0) {
-      nbdkit_error ("posix_memalign: %zu bytes: %m", size);
-      errno = ENOMEM;
-      return NULL;
-    }
-    scratch_release (s);
-    s->p = p;
-    s->size = size;
-    s->pinned = pinned;
-  }
-  return s->p;
 }
 
 void *

@@ -4,9 +4,7 @@
  * process, the GPU coder (a real GPU, or a test stand-in, fakegpu.h);
  * accel=auto's thresholds (set by the start-up measurement, calibrate.h)
  * and the count of operations on the GPU; the GPU -> CPU fallback; the
- * group commit of GPU encodes across concurrent writes; and the
- * per-thread scratch buffers, page-locked (from a bounded pool) while a
- * GPU is in use so that GPU operations skip the engine's staging copy.
+ * group commit of GPU encodes across concurrent writes.
  *
  * accel=cpu: always the CPU coder.  accel=gpu (or backend=cuda): every
  * operation on the GPU.  accel=auto with a usable GPU: an operation goes
@@ -83,12 +81,8 @@ struct gr_plan_coder gr_coding_plan_coder (struct gr_coding *c);
 void gr_coding_writer_enter (struct gr_coding *c);
 void gr_coding_writer_leave (struct gr_coding *c);
 
-/* The calling thread's scratch buffer of at least size bytes, 4096-
- * aligned, reused; one user at a time.  NULL (errno ENOMEM) after
- * nbdkit_error. */
-uint8_t *gr_coding_scratch (struct gr_coding *c, size_t size);
-/* Page-locked memory outside the pool (the start-up measurement), or
- * NULL when there is none. */
+/* Page-locked memory (for scratch.h, and the start-up measurement), or
+ * NULL when no GPU is in use. */
 void *gr_coding_host_alloc (struct gr_coding *c, size_t size);
 void gr_coding_host_free (struct gr_coding *c, void *p);
 

@@ -14,7 +14,8 @@
 enum {
   SEEN_M = 1, SEEN_CHUNK = 2, SEEN_CODE = 4, SEEN_CREATE = 8,
   SEEN_FORCE = 16, SEEN_BACKEND = 32, SEEN_ACCEL = 64, SEEN_DEV = 128,
-  SEEN_SALVAGE = 256,
+  SEEN_SALVAGE = 256, SEEN_SCRATCH = 512, SEEN_RATE = 1024,
+  SEEN_BITMAP = 2048,
 };
 
 static int
@@ -227,6 +228,47 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
     cfg->accel = (enum gr_accel) i;
     return 0;
   }
+  if (strcmp (key, "scratch-max") == 0) {
+    int64_t v;
+
+    if (once (cfg, key, SEEN_SCRATCH) == -1)
+      return -1;
+    v = size_syntax_ok (value) ? nbdkit_parse_size (value) : -1;
+    if (v < (int64_t) 1 << 20) {
+      nbdkit_error ("scratch-max=%s: must be a size of at least 1M", value);
+      return -1;
+    }
+    cfg->scratch_max = (uint64_t) v;
+    return 0;
+  }
+  if (strcmp (key, "bitmap-chunk") == 0) {
+    int64_t v;
+
+    if (once (cfg, key, SEEN_BITMAP) == -1)
+      return -1;
+    v = size_syntax_ok (value) ? nbdkit_parse_size (value) : -1;
+    if (v < 4096 || (v & (v - 1)) != 0) {
+      nbdkit_error ("bitmap-chunk=%s: must be a power of two of at least 4K",
+                    value);
+      return -1;
+    }
+    cfg->bitmap_chunk = (uint64_t) v;
+    return 0;
+  }
+  if (strcmp (key, "resync-rate") == 0) {
+    int64_t v;
+
+    if (once (cfg, key, SEEN_RATE) == -1)
+      return -1;
+    v = size_syntax_ok (value) ? nbdkit_parse_size (value) : -1;
+    if (v < 0) {
+      nbdkit_error ("resync-rate=%s: must be a size (bytes a second; 0 for "
+                    "no limit)", value);
+      return -1;
+    }
+    cfg->resync_rate = (uint64_t) v;
+    return 0;
+  }
   if (strcmp (key, "gpu-device") == 0)
     return once (cfg, key, SEEN_DEV) == -1 ? -1
       : parse_nonneg_int (key, value, &cfg->gpu_device);
@@ -267,6 +309,11 @@ gr_config_check (const struct gr_config *cfg)
   }
   else if (cfg->force)
     gr_debug ("force=true without create=true has no effect");
+  if (!cfg->create && (cfg->seen & SEEN_BITMAP)) {
+    nbdkit_error ("bitmap-chunk= is set when the array is created: give it "
+                  "with create=true, or leave it out");
+    return -1;
+  }
   return 0;
 }
 

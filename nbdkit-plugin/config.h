@@ -29,10 +29,14 @@ struct gr_config {
   char *backend;                /* NULL = best available */
   enum gr_accel accel;
   int gpu_device;
+  uint64_t scratch_max;         /* bytes of large plan buffers at once */
+  uint64_t resync_rate;         /* bytes a second, 0: no limit */
+  uint64_t bitmap_chunk;        /* create: bytes a bitmap bit covers */
   unsigned seen;                /* keys given (each at most once) */
 };
 
-#define GR_CONFIG_INIT { .m = -1, .accel = GR_ACCEL_AUTO }
+#define GR_CONFIG_INIT { .m = -1, .accel = GR_ACCEL_AUTO, \
+                        .scratch_max = (uint64_t) 256 << 20 }
 
 /* One key=value.  0, or -1 after nbdkit_error. */
 int gr_config_parse (struct gr_config *cfg, const char *key,
@@ -51,6 +55,10 @@ void gr_config_free (struct gr_config *cfg);
   "salvage=true|false     Bring up a failed array read-only.\n" \
   "backend=ref|isal|gfc|cuda  Coding backend (default: best available).\n" \
   "accel=auto|cpu|gpu     Use the GPU (default auto).\n" \
-  "gpu-device=N           CUDA device number (default 0)."
+  "gpu-device=N           CUDA device number (default 0).\n" \
+  "scratch-max=SIZE       Memory for large requests at once (default 256M).\n" \
+  "bitmap-chunk=SIZE      With create=true: member bytes a write-intent bitmap\n" \
+  "                       bit covers (default 64M).\n" \
+  "resync-rate=SIZE       Resync at most SIZE bytes a second (default 0: no limit)."
 
 #endif /* GPURAID_CONFIG_H */

@@ -7,6 +7,8 @@
 
 #include "exec.h"
 #include "journal.h"
+#include "scratch.h"
+#include "bitmap.h"
 #include "log.h"
 #include "steps.h"
 
@@ -24,6 +26,8 @@ struct gr_exec {
   struct gr_members *ms;
   struct gr_coding *coding;
   struct gr_journal *journal;           /* none: NULL or no slots */
+  struct gr_scratch *scratch;
+  struct gr_bitmap *bitmap;             /* may be NULL */
   pthread_rwlock_t locks[NLOCKS];
   uint8_t *zero;                        /* a chunk of zeros */
   pthread_key_t work_key;
@@ -43,7 +47,7 @@ work_free (void *v)
 
 struct gr_exec *
 gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
-             struct gr_coding *coding, struct gr_journal *journal)
+             const struct gr_exec_parts *parts)
 {
   struct gr_exec *x = calloc (1, sizeof *x);
   int i;
@@ -54,8 +58,11 @@ gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
   }
   x->g = *g;
   x->ms = ms;
-  x->coding = coding;
-  x->journal = journal && gr_journal_slots (journal) ? journal : NULL;
+  x->coding = parts->coding;
+  x->journal = parts->journal && gr_journal_slots (parts->journal)
+    ? parts->journal : NULL;
+  x->scratch = parts->scratch;
+  x->bitmap = parts->bitmap;
   x->zero = calloc (1, g->chunk);
   if (x->zero == NULL || pthread_key_create (&x->work_key, work_free) != 0) {
     nbdkit_error ("executor: %m");
@@ -295,6 +302,16 @@ do_writes (struct gr_exec *x, struct work *w, const struct gr_plan *p,
   return r;
 }
 
+/* Does plan p rebuild a lost chunk from parity? */
+static bool
+rebuilds (const struct gr_plan *p)
+{
+  for (size_t i = 0; i < p->nstep; i++)
+    if (p->step[i].kind == GR_STEP_RECONSTRUCT)
+      return true;
+  return false;
+}
+
 enum gr_exec_outcome
 gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
              enum gr_mio_policy policy, struct gr_exec_result *res)
@@ -302,13 +319,22 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
   struct work *w = get_work (x);
   struct gr_plan_coder coder = gr_coding_plan_coder (x->coding);
   struct gr_bufs b = { .req = req, .zero = x->zero };
-  bool locked = false;
+  bool locked = false, marked = false;
   enum gr_exec_outcome r;
 
   if (w == NULL)
     return GR_EXEC_ERROR;
+  if (x->bitmap && rebuilds (p) &&
+      gr_bitmap_pending (x->bitmap, p->s0, p->nstripes)) {
+    nbdkit_error ("stripes %" PRIu64 "-%" PRIu64 ": a lost chunk would be "
+                  "rebuilt from parity that may be inconsistent since the "
+                  "crash (not resynced): EIO", p->s0,
+                  p->s0 + p->nstripes - 1);
+    errno = EIO;
+    return GR_EXEC_ERROR;
+  }
   if (p->scratch_len > 0 &&
-      (b.scratch = gr_coding_scratch (x->coding, p->scratch_len)) == NULL)
+      (b.scratch = gr_scratch_get (x->scratch, p->scratch_len)) == NULL)
     return GR_EXEC_ERROR;
 
   /* All reads happen before any write, under the lock, from members
@@ -337,6 +363,14 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
     lock_stripes (x, p);
     locked = true;
   }
+  /* The regions' bits are on disk before any member write. */
+  if (p->nwrite > 0 && x->bitmap) {
+    if (gr_bitmap_start_write (x->bitmap, p->s0, p->nstripes) == -1) {
+      r = GR_EXEC_ERROR;
+      goto out;
+    }
+    marked = true;
+  }
   if (p->journal && x->journal) {
     bool failed[GR_MAX_MEMBERS];
 
@@ -356,7 +390,11 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
   else
     r = do_writes (x, w, p, &b, policy, res);
  out:
+  if (marked)
+    gr_bitmap_end_write (x->bitmap, p->s0, p->nstripes);
   if (locked)
     unlock_stripes (x, p);
+  if (p->scratch_len > 0)
+    gr_scratch_put (x->scratch);
   return r;
 }

@@ -23,14 +23,25 @@
 #include "members.h"
 #include "plan.h"
 
+struct gr_bitmap;
 struct gr_exec;
 struct gr_journal;
+struct gr_scratch;
 
-/* NULL after nbdkit_error.  journal (may be NULL): where the writes of a
- * degraded array are journaled before they are made. */
+/* Where an executor keeps what it needs beside the members. */
+struct gr_exec_parts {
+  struct gr_coding *coding;     /* where coding runs */
+  struct gr_journal *journal;   /* may be NULL: where the writes of a
+                                 * degraded array are journaled first */
+  struct gr_scratch *scratch;   /* the plans' buffers */
+  struct gr_bitmap *bitmap;     /* may be NULL: regions marked before
+                                 * writes; a rebuild from a pending
+                                 * region's parity is refused (EIO) */
+};
+
+/* NULL after nbdkit_error. */
 struct gr_exec *gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
-                             struct gr_coding *coding,
-                             struct gr_journal *journal);
+                             const struct gr_exec_parts *parts);
 void gr_exec_free (struct gr_exec *x);
 
 const struct gr_geom *gr_exec_geom (const struct gr_exec *x);

@@ -132,7 +132,8 @@ gpuraid_after_fork (void)
   if (gr_coding_start_gpu (coding) == -1)
     return -1;
   (void) gr_calibrate (coding, gr_exec_geom (x)->chunk);
-  return 0;
+  /* After the measurement, which wants the machine to itself. */
+  return gr_array_start (array);
 }
 
 static void

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/uio.h>
 
 #include "log.h"
 #include "members.h"
@@ -31,7 +32,7 @@ struct gr_members {
   int dirty_on_disk;            /* atomic: DIRTY flag persisted */
   bool keep_dirty;
   bool read_only;               /* salvage: nothing is written */
-  bool (*on_dirty) (void *arg);
+  unsigned (*on_dirty) (void *arg);
   void *on_dirty_arg;
   int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
 };
@@ -55,13 +56,16 @@ gr_pread_full (int fd, void *buf, size_t len, uint64_t off)
   return 0;
 }
 
-int
-gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off)
+/* All of it, with pwritev2's flags (RWF_DSYNC), or pwrite for none. */
+static int
+pwrite_all (int fd, const void *buf, size_t len, uint64_t off, int flags)
 {
   const uint8_t *p = buf;
 
   while (len > 0) {
-    ssize_t r = pwrite (fd, p, len, (off_t) off);
+    struct iovec iov = { .iov_base = (void *) p, .iov_len = len };
+    ssize_t r = flags ? pwritev2 (fd, &iov, 1, (off_t) off, flags)
+      : pwrite (fd, p, len, (off_t) off);
     if (r == -1) {
       if (errno == EINTR)
         continue;
@@ -72,6 +76,12 @@ gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off)
     p += r; len -= r; off += r;
   }
   return 0;
+}
+
+int
+gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off)
+{
+  return pwrite_all (fd, buf, len, off, 0);
 }
 
 struct gr_members *
@@ -181,7 +191,7 @@ gr_members_read_only (struct gr_members *ms)
 }
 
 void
-gr_members_on_dirty (struct gr_members *ms, bool (*fn) (void *arg),
+gr_members_on_dirty (struct gr_members *ms, unsigned (*fn) (void *arg),
                      void *arg)
 {
   ms->on_dirty = fn;
@@ -285,7 +295,8 @@ gr_members_mark_clean (struct gr_members *ms)
   enum gr_members_outcome r;
 
   pthread_mutex_lock (&ms->lock);
-  ms->sb.flags &= ~(GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED);
+  ms->sb.flags &= ~(GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED |
+                    GR_SB_FLAG_BITMAP);
   r = write_sbs_locked (ms);
   pthread_mutex_unlock (&ms->lock);
   return r;
@@ -324,13 +335,16 @@ gr_members_begin_write (struct gr_members *ms)
     return 0;
   pthread_mutex_lock (&ms->lock);
   if (!ms->dirty_on_disk) {
-    bool journaled = ms->on_dirty && ms->on_dirty (ms->on_dirty_arg);
+    unsigned keeps = ms->on_dirty ? ms->on_dirty (ms->on_dirty_arg)
+      : GR_KEEPS_NOTHING;
 
     ms->sb.flags |= GR_SB_FLAG_DIRTY;
-    ms->sb.flags &= ~GR_SB_FLAG_JOURNALED;
+    ms->sb.flags &= ~(GR_SB_FLAG_JOURNALED | GR_SB_FLAG_BITMAP);
     /* Not over a crash that was not repaired (keep_dirty). */
-    if (journaled && ms->nfailed > 0 && !ms->keep_dirty)
+    if ((keeps & GR_KEEPS_JOURNAL) && ms->nfailed > 0 && !ms->keep_dirty)
       ms->sb.flags |= GR_SB_FLAG_JOURNALED;
+    if (keeps & GR_KEEPS_BITMAP)
+      ms->sb.flags |= GR_SB_FLAG_BITMAP;
     r = write_sbs_locked (ms);
     if (r == GR_MEMBERS_OK)
       __atomic_store_n (&ms->dirty_on_disk, 1, __ATOMIC_RELEASE);
@@ -376,7 +390,8 @@ mio_error (struct gr_members *ms, struct gr_mio *v, int r,
            enum gr_mio_policy policy)
 {
   const char *what = v->kind == GR_MIO_READ ? "read"
-    : v->kind == GR_MIO_WRITE ? "write" : "fallocate";
+    : v->kind == GR_MIO_WRITE || v->kind == GR_MIO_WRITE_DSYNC ? "write"
+    : "fallocate";
   const char *err = r == -ENODATA ? "short read" : strerror (-r);
 
   v->result = GR_MIO_FAILED;
@@ -405,6 +420,9 @@ mio_one (struct gr_members *ms, struct gr_mio *v, enum gr_mio_policy policy)
     break;
   case GR_MIO_WRITE:
     r = gr_pwrite_full (fd, v->buf, v->len, v->off);
+    break;
+  case GR_MIO_WRITE_DSYNC:
+    r = pwrite_all (fd, v->buf, v->len, v->off, RWF_DSYNC);
     break;
   default:
     if (!gr_members_falloc_ok (ms, v->kind)) {
@@ -486,7 +504,8 @@ gr_members_close (struct gr_members *ms)
         fail_locked (ms, i, why, true);
       }
     if (ms->nfailed <= ms->m && !ms->keep_dirty) {
-      ms->sb.flags &= ~(GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED);
+      ms->sb.flags &= ~(GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED |
+                        GR_SB_FLAG_BITMAP);
       if (write_sbs_locked (ms) == GR_MEMBERS_OK)
         ms->dirty_on_disk = 0;
     }

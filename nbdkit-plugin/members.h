@@ -37,13 +37,19 @@ void gr_members_set_failed (struct gr_members *ms, int i, const char *path,
 void gr_members_keep_dirty (struct gr_members *ms);
 /* Salvage: never write to the members (superblocks included). */
 void gr_members_read_only (struct gr_members *ms);
+/* What the session that marks the array dirty keeps (the hook's answer). */
+enum gr_dirty_keeps {
+  GR_KEEPS_NOTHING = 0,
+  GR_KEEPS_JOURNAL = 1,         /* every write journaled (journal.h) */
+  GR_KEEPS_BITMAP = 2,          /* the write-intent bitmap (bitmap.h) */
+};
 /* fn (arg) runs once, under the superblock lock, before the first write
- * marks the array dirty (it must not fail members); it returns whether
- * the session's writes are journaled.  If so and the array is degraded,
- * the dirty superblock says so (GR_SB_FLAG_JOURNALED) until a member
- * fails. */
-void gr_members_on_dirty (struct gr_members *ms, bool (*fn) (void *arg),
-                          void *arg);
+ * marks the array dirty (it must not fail members); it says what the
+ * session keeps.  A journal on a degraded array is said in the dirty
+ * superblock (GR_SB_FLAG_JOURNALED) until a member fails; a bitmap
+ * always (GR_SB_FLAG_BITMAP). */
+void gr_members_on_dirty (struct gr_members *ms,
+                          unsigned (*fn) (void *arg), void *arg);
 
 int gr_members_n (const struct gr_members *ms);
 const char *gr_members_path (const struct gr_members *ms, int i);
@@ -80,7 +86,12 @@ enum gr_members_outcome gr_members_fail (struct gr_members *ms, int i,
 int gr_members_begin_write (struct gr_members *ms);
 
 /* One member access.  The result says how it went. */
-enum gr_mio_kind { GR_MIO_READ, GR_MIO_WRITE, GR_MIO_PUNCH, GR_MIO_ZERO };
+enum gr_mio_kind {
+  GR_MIO_READ, GR_MIO_WRITE, GR_MIO_PUNCH, GR_MIO_ZERO,
+  GR_MIO_WRITE_DSYNC,           /* a write durable when done (RWF_DSYNC:
+                                 * that range and the device cache, not
+                                 * the rest of the file as fdatasync) */
+};
 enum gr_mio_result {
   GR_MIO_DONE,
   GR_MIO_FAILED,                /* an error: the member is now failed */

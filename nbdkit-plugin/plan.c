@@ -18,8 +18,10 @@ gr_plan_new (const struct gr_geom *g)
 
   if (p == NULL)
     return NULL;
-  p->cap_io = 2048 + 2 * n;
-  p->cap_blk = 2048 + 2 * n;
+  /* Per thread, and nbdkit may run hundreds: a 32 MiB read of 64K chunks
+   * fits one plan, larger counts take several. */
+  p->cap_io = 512 + 2 * n;
+  p->cap_blk = 512 + 2 * n;
   p->cap_step = 4 * n + 8;
   p->read = malloc (p->cap_io * sizeof *p->read);
   p->write = malloc (p->cap_io * sizeof *p->write);

@@ -5,8 +5,9 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # coding (where coding runs); array opens and closes (assemble decides,
 # resync repairs); config, calibrate, gpudev, fakegpu, log, uring beside.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
-              assemble.o resync.o journal.o io.o plan.o exec.o members.o \
-              coding.o \
+              assemble.o resync.o journal.o bitmap.o io.o plan.o exec.o \
+              members.o \
+              coding.o scratch.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o uring.o \
               superblock.o)
 
@@ -17,7 +18,7 @@ endif
 
 # Callbacks have fixed signatures: unused parameters are normal there.
 $(PLUGIN_OBJS) nbdkit-plugin/test-superblock.o nbdkit-plugin/test-plan.o \
-nbdkit-plugin/test-assemble.o: \
+nbdkit-plugin/test-assemble.o nbdkit-plugin/test-scratch.o: \
   CFLAGS_ALL += -I. -Wno-unused-parameter
 # Build options, each confined to the one file that has stubs for it.
 nbdkit-plugin/uring.o: CFLAGS_ALL += $(if $(URING_LIBS),-DGR_HAVE_URING)
@@ -46,8 +47,12 @@ nbdkit-plugin/test-assemble: nbdkit-plugin/test-assemble.o \
                              nbdkit-plugin/superblock.o raidmap/libgrmap.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 
+nbdkit-plugin/test-scratch: nbdkit-plugin/test-scratch.o \
+                            nbdkit-plugin/scratch.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^
+
 PLUGIN_TESTS = nbdkit-plugin/test-superblock nbdkit-plugin/test-plan \
-               nbdkit-plugin/test-assemble
+               nbdkit-plugin/test-assemble nbdkit-plugin/test-scratch
 CHECK_PROGS += $(PLUGIN_TESTS)
 CHECK_TESTS += $(PLUGIN_TESTS) nbdkit-plugin/test-sb-state.sh \
                nbdkit-plugin/test-degraded-reads.sh \

@@ -1,49 +1,203 @@
 /* gpuraid - resync after an unclean shutdown.  See resync.h. */
+#include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "log.h"
 #include "resync.h"
 
-int
-gr_resync (struct gr_exec *x)
+struct gr_resync {
+  struct gr_exec *x;
+  struct gr_bitmap *b;
+  uint64_t rate;
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;          /* stop */
+  bool stop;                    /* under lock */
+  bool complete;                /* set by the thread before it ends */
+};
+
+static double
+now (void)
 {
-  const struct gr_geom *g = gr_exec_geom (x);
-  struct gr_members *ms = gr_exec_members (x);
-  struct gr_exec_result res = { .rewritten = 0 };
-  uint64_t width = gr_map_stripe_width (g), size = gr_map_size (g), pos;
-  struct gr_plan *p = gr_exec_plan (x);
+  struct timespec t;
+
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  return (double) t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Wait until the time t (CLOCK_MONOTONIC seconds) or a stop.  Returns
+ * whether to stop. */
+static bool
+wait_until (struct gr_resync *rs, double t)
+{
+  bool stop;
+
+  pthread_mutex_lock (&rs->lock);
+  while (!rs->stop) {
+    double left = t - now ();
+    struct timespec ts;
+
+    if (left <= 0)
+      break;
+    clock_gettime (CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t) left;
+    ts.tv_nsec += (long) ((left - (double) (time_t) left) * 1e9);
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait (&rs->cond, &rs->lock, &ts);
+  }
+  stop = rs->stop;
+  pthread_mutex_unlock (&rs->lock);
+  return stop;
+}
+
+enum region_outcome { REGION_DONE, REGION_STOPPED, REGION_FAILED };
+
+/* Resync the stripes of region r.  *done counts array bytes. */
+static enum region_outcome
+resync_region (struct gr_resync *rs, uint64_t r, struct gr_plan *p,
+               struct gr_exec_result *res, uint64_t *done, double t0)
+{
+  const struct gr_geom *g = gr_exec_geom (rs->x);
+  uint64_t width = gr_map_stripe_width (g), rsz = gr_bitmap_region_size (rs->b);
+  uint64_t s0 = r * rsz, s1 = s0 + rsz < g->stripes ? s0 + rsz : g->stripes;
+  uint64_t pos = s0 * width, end = s1 * width;
   bool failed[GR_MAX_MEMBERS];
   struct gr_plan_ctx c;
-  int last_pct = 0, i;
 
-  if (p == NULL)
-    return -1;
-  for (pos = 0; pos < size; pos += p->len) {
-    gr_exec_plan_ctx (x, failed, &c);
-    if (gr_plan_next (&c, GR_REQ_RESYNC, pos, size - pos, p)
-        != GR_PLAN_RESYNC) {
-      nbdkit_error ("resync: the array is degraded");
-      return -1;
+  while (pos < end) {
+    enum gr_exec_outcome o;
+
+    gr_exec_plan_ctx (rs->x, failed, &c);
+    if (gr_plan_next (&c, GR_REQ_RESYNC, pos, end - pos, p)
+        != GR_PLAN_RESYNC)
+      return REGION_FAILED;     /* degraded */
+    o = gr_exec_run (rs->x, p, NULL, GR_MIO_FAIL_MEMBER, res);
+    if (o == GR_EXEC_REPLAN)
+      continue;                 /* a member failed: the next plan says */
+    if (o != GR_EXEC_DONE)
+      return REGION_FAILED;
+    pos += p->len;
+    *done += p->len;
+    if (rs->rate > 0 && wait_until (rs, t0 + (double) *done / rs->rate))
+      return REGION_STOPPED;
+    pthread_mutex_lock (&rs->lock);
+    bool stop = rs->stop;
+    pthread_mutex_unlock (&rs->lock);
+    if (stop)
+      return REGION_STOPPED;
+  }
+  return REGION_DONE;
+}
+
+static void *
+resync_thread (void *arg)
+{
+  struct gr_resync *rs = arg;
+  struct gr_members *ms = gr_exec_members (rs->x);
+  const struct gr_geom *g = gr_exec_geom (rs->x);
+  uint64_t nreg = gr_bitmap_regions (rs->b), rsz = gr_bitmap_region_size (rs->b);
+  uint64_t r, todo = 0, ndone = 0, done = 0, stripes = 0;
+  struct gr_exec_result res = { .rewritten = 0 };
+  struct gr_plan *p = gr_exec_plan (rs->x);
+  double t0 = now ();
+  int last_pct = 0;
+
+  for (r = gr_bitmap_next_pending (rs->b, 0); r < nreg;
+       r = gr_bitmap_next_pending (rs->b, r + 1))
+    todo++;
+  /* The resync writes: the session's dirty update first (it carries the
+   * pending bits to every member). */
+  if (p == NULL || gr_members_begin_write (ms) == -1) {
+    nbdkit_error ("resync: cannot start; %" PRIu64 " regions stay pending",
+                  todo);
+    return NULL;
+  }
+  for (r = gr_bitmap_next_pending (rs->b, 0); r < nreg;
+       r = gr_bitmap_next_pending (rs->b, r + 1)) {
+    uint64_t s1 = (r + 1) * rsz < g->stripes ? (r + 1) * rsz : g->stripes;
+
+    switch (resync_region (rs, r, p, &res, &done, t0)) {
+    case REGION_DONE:
+      break;
+    case REGION_STOPPED:
+      gr_bitmap_checkpoint (rs->b);
+      gr_debug ("resync: stopped at shutdown, %" PRIu64 " of %" PRIu64
+                " regions done; the rest at the next start", ndone, todo);
+      return NULL;
+    case REGION_FAILED:
+      gr_warn ("resync stopped (%d of %d members failed): "
+               "%" PRIu64 " of %" PRIu64 " regions were not resynced, and "
+               "rebuilding a lost chunk from their parity fails with EIO",
+               gr_members_nfailed (ms), gr_members_n (ms), todo - ndone,
+               todo);
+      return NULL;
     }
-    if (gr_exec_run (x, p, NULL, GR_MIO_REPORT, &res) != GR_EXEC_DONE) {
-      nbdkit_error ("resync: stopped at stripe %" PRIu64, pos / width);
-      return -1;
-    }
-    if ((pos + p->len) * 10 / size > (uint64_t) last_pct) {
-      last_pct = (int) ((pos + p->len) * 10 / size);
-      gr_debug ("resync: %d0%% (%" PRIu64 " of %" PRIu64 " stripes, %"
-                PRIu64 " parity chunks rewritten)", last_pct,
-                (pos + p->len) / width, g->stripes, res.rewritten);
+    gr_bitmap_resynced (rs->b, r);
+    stripes += s1 - r * rsz;
+    ndone++;
+    if (ndone * 10 / todo > (uint64_t) last_pct) {
+      last_pct = (int) (ndone * 10 / todo);
+      gr_bitmap_checkpoint (rs->b);     /* a restart goes on from here */
+      gr_debug ("resync: %d0%% (%" PRIu64 " of %" PRIu64 " regions, %"
+                PRIu64 " MiB in %.1f s, %" PRIu64 " parity chunks "
+                "rewritten)", last_pct, ndone, todo, done >> 20,
+                now () - t0, res.rewritten);
     }
   }
-  for (i = 0; i < gr_members_n (ms); i++)
-    if (gr_members_sync (ms, i) == -1 || gr_members_failed (ms, i)) {
-      nbdkit_error ("resync: member %d (%s): fdatasync failed", i,
-                    gr_members_path (ms, i));
-      return -1;
-    }
+  rs->complete = true;
   gr_warn ("resync done: %" PRIu64 " stripes checked, %" PRIu64 " parity "
-           "chunks were inconsistent and rewritten", g->stripes,
-           res.rewritten);
-  return 0;
+           "chunks were inconsistent and rewritten (%" PRIu64 " of %"
+           PRIu64 " regions, %.1f s)", stripes, res.rewritten, todo, nreg,
+           now () - t0);
+  return NULL;
+}
+
+struct gr_resync *
+gr_resync_start (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
+{
+  struct gr_resync *rs = calloc (1, sizeof *rs);
+  int e;
+
+  if (rs == NULL) {
+    nbdkit_error ("resync: %m");
+    return NULL;
+  }
+  rs->x = x;
+  rs->b = b;
+  rs->rate = rate;
+  pthread_mutex_init (&rs->lock, NULL);
+  pthread_cond_init (&rs->cond, NULL);
+  e = pthread_create (&rs->thread, NULL, resync_thread, rs);
+  if (e != 0) {
+    errno = e;
+    nbdkit_error ("resync: pthread_create: %m");
+    pthread_mutex_destroy (&rs->lock);
+    pthread_cond_destroy (&rs->cond);
+    free (rs);
+    return NULL;
+  }
+  return rs;
+}
+
+bool
+gr_resync_stop (struct gr_resync *rs)
+{
+  bool complete;
+
+  pthread_mutex_lock (&rs->lock);
+  rs->stop = true;
+  pthread_cond_broadcast (&rs->cond);
+  pthread_mutex_unlock (&rs->lock);
+  pthread_join (rs->thread, NULL);
+  complete = rs->complete;
+  pthread_mutex_destroy (&rs->lock);
+  pthread_cond_destroy (&rs->cond);
+  free (rs);
+  return complete;
 }

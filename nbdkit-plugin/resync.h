@@ -1,19 +1,37 @@
-/* gpuraid - resync after an unclean shutdown.
+/* gpuraid - resync after an unclean shutdown, in the background.
  *
- * The parity of every stripe is recomputed from its data and the parity
- * chunks that differ are rewritten (md's resync), as resync plans
- * (plan.h) run by the executor, a batch of stripes at a time.  Run at
- * start-up, before any request, on a dirty array with every member:
- * stripes being written at the crash may have new data with old parity
+ * After a crash, stripes being written may have new data with old parity
  * (the write hole), and a later degraded read would rebuild wrong data
- * from them.  Progress is logged every 10 % (nbdkit -v). */
+ * from them.  The regions the write-intent bitmap holds pending
+ * (bitmap.h) are resynced while the array serves requests: the parity of
+ * each of their stripes is recomputed from its data and the parity chunks
+ * that differ are rewritten (md's resync), as resync plans (plan.h) run
+ * by the executor under the stripe locks, a batch of stripes at a time,
+ * at most rate bytes of array data a second.  Progress is logged every
+ * 10 % (nbdkit -v) and the end once.  A member lost during the resync
+ * stops it: the regions left stay pending (a rebuild from their parity is
+ * refused), and the array stays dirty.
+ *
+ * One owner: struct gr_resync holds the thread and its progress. */
 #ifndef GPURAID_RESYNC_H
 #define GPURAID_RESYNC_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bitmap.h"
 #include "exec.h"
 
-/* 0, or -1 after nbdkit_error (an I/O error: the caller refuses to
- * start; no member is failed for it). */
-int gr_resync (struct gr_exec *x);
+struct gr_resync;
+
+/* Start resyncing the pending regions of b (in the server process).
+ * rate: bytes of array data a second, 0 for no limit.  NULL after
+ * nbdkit_error. */
+struct gr_resync *gr_resync_start (struct gr_exec *x, struct gr_bitmap *b,
+                                   uint64_t rate);
+
+/* Stop it (at shutdown) and wait for it.  true when every pending region
+ * was resynced. */
+bool gr_resync_stop (struct gr_resync *rs);
 
 #endif /* GPURAID_RESYNC_H */

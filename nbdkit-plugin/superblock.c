@@ -92,7 +92,24 @@ gr_sb_validate (const struct gr_sb *sb)
   for (i = n; i < GR_SB_MAX_MEMBERS; i++)
     if (gr_sb_failed_test (sb, i))
       return -EINVAL;
+  if (sb->bitmap_region != 0 &&
+      ((sb->bitmap_region & (sb->bitmap_region - 1)) != 0 ||
+       (sb->data_size / sb->chunk + sb->bitmap_region - 1) /
+       sb->bitmap_region > GR_SB_BITMAP_BITS))
+    return -EINVAL;
   return 0;
+}
+
+uint64_t
+gr_sb_bitmap_region (uint32_t chunk, uint64_t stripes, uint64_t want)
+{
+  uint64_t r = 1;
+
+  if (want == 0)
+    want = (uint64_t) 64 << 20;
+  while (r * chunk < want || (stripes + r - 1) / r > GR_SB_BITMAP_BITS)
+    r *= 2;
+  return r;
 }
 
 void
@@ -114,6 +131,7 @@ gr_sb_encode (const struct gr_sb *sb, uint8_t *buf)
   put64 (buf + 72, sb->event);
   put64 (buf + 80, sb->ctime);
   memcpy (buf + 88, sb->failed, 32);
+  put64 (buf + 120, sb->bitmap_region);
   put32 (buf + GR_SB_CRC_OFFSET, gr_crc32c (0, buf, GR_SB_CRC_OFFSET));
 }
 
@@ -144,6 +162,7 @@ gr_sb_decode (const uint8_t *buf, struct gr_sb *sb)
   sb->event = get64 (buf + 72);
   sb->ctime = get64 (buf + 80);
   memcpy (sb->failed, buf + 88, 32);
+  sb->bitmap_region = get64 (buf + 120);
   for (i = GR_SB_RESERVED_OFFSET; i < GR_SB_CRC_OFFSET; i++)
     if (buf[i] != 0)
       return -EINVAL;

@@ -13,13 +13,15 @@
  *    40     4  code (1 = RS, 2 = CRS)
  *    44     4  chunk size in bytes
  *    48     4  member index of this member (0 .. k+m-1)
- *    52     4  state flags (bit 0: dirty, bit 1: journaled)
+ *    52     4  state flags (bit 0: dirty, 1: journaled, 2: bitmap)
  *    56     8  data offset (bytes)
  *    64     8  data size per member (bytes)
  *    72     8  event counter
  *    80     8  creation time (seconds since the epoch, UTC)
  *    88    32  failed-member bitmap (bit i of byte i/8 = member index i)
- *   120  3972  reserved, zero
+ *   120     8  stripes per write-intent bitmap region (a power of two;
+ *              0 in superblocks of writers before the bitmap)
+ *   128  3964  reserved, zero
  *  4092     4  crc32c of bytes 0..4091
  *
  * Nothing here does I/O, prints or allocates.
@@ -38,10 +40,17 @@
 /* Dirty, and every write since was journaled (journal.h): a crash is
  * repaired by replaying the journal, degraded or not. */
 #define GR_SB_FLAG_JOURNALED 0x2u
-#define GR_SB_FLAGS_KNOWN (GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED)
+/* Dirty, and the write-intent bitmap (bitmap.h) was kept on every live
+ * member since before the first write: after a crash only the regions
+ * whose bit is set need a resync. */
+#define GR_SB_FLAG_BITMAP 0x4u
+#define GR_SB_FLAGS_KNOWN (GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED | \
+                           GR_SB_FLAG_BITMAP)
 #define GR_SB_MAX_MEMBERS 256
 #define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
-#define GR_SB_RESERVED_OFFSET 120
+#define GR_SB_RESERVED_OFFSET 128
+/* The write-intent bitmap (bitmap.h) holds at most this many regions. */
+#define GR_SB_BITMAP_BITS (61440 * 8)
 
 struct gr_sb {
   uint32_t version;
@@ -56,6 +65,7 @@ struct gr_sb {
   uint64_t event;
   uint64_t ctime;
   uint8_t failed[GR_SB_MAX_MEMBERS / 8];
+  uint64_t bitmap_region;       /* stripes per bitmap region, 0: unset */
 };
 
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the iSCSI CRC.
@@ -67,8 +77,16 @@ uint32_t gr_crc32c (uint32_t crc, const void *buf, size_t len);
  * code, chunk not a power of two >= 4096, index >= k+m, unknown flags,
  * data offset below GR_SB_SIZE or not a multiple of 4096 and of chunk,
  * data size zero or not a multiple of chunk, failed bits set beyond
- * k+m).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
+ * k+m, bitmap region not 0 or a power of two, or too small for the
+ * bitmap to hold every region).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
 int gr_sb_validate (const struct gr_sb *sb);
+
+/* Stripes per write-intent bitmap region for chunk-byte chunks, stripes
+ * stripes and want bytes of each member per region (0: 64 MiB): the
+ * smallest power of two of at least want / chunk stripes that keeps the
+ * regions within GR_SB_BITMAP_BITS. */
+uint64_t gr_sb_bitmap_region (uint32_t chunk, uint64_t stripes,
+                              uint64_t want);
 
 /* Write sb into buf (GR_SB_SIZE bytes), reserved bytes zero, crc last.
  * Does not validate. */

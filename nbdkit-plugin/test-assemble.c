@@ -237,6 +237,15 @@ test_assemble (void)
          "cut-off update: %d failed, resync %d, '%s'", a->nfailed, a->resync,
          a->warning);
   free (a);
+  /* The same, with the bitmap kept by the session cut off: the dirty
+   * members' flag is what counts (the newest superblock is clean). */
+  for (i = 2; i < 6; i++)
+    p[i].sb.flags |= GR_SB_FLAG_BITMAP;
+  a = assemble (p, 6, -1);
+  CHECK (a->resync == GR_RESYNC_FULL && a->bitmap_kept,
+         "cut-off update, bitmap: resync %d, bitmap %d", a->resync,
+         a->bitmap_kept);
+  free (a);
 
   /* Stale (two or more events behind: an old copy) and marked failed. */
   array (p, 6, 2, 7);
@@ -262,7 +271,21 @@ test_assemble (void)
   for (i = 0; i < 6; i++)
     p[i].sb.flags |= GR_SB_FLAG_DIRTY;
   a = assemble (p, 6, -1);
-  CHECK (a->resync == GR_RESYNC_FULL, "dirty: resync %d", a->resync);
+  CHECK (a->resync == GR_RESYNC_FULL && !a->bitmap_kept,
+         "dirty: resync %d, bitmap %d", a->resync, a->bitmap_kept);
+  free (a);
+  /* The bitmap is used when the newest (dirty) superblock says it was
+   * kept, whatever older ones say. */
+  for (i = 0; i < 6; i++) {
+    p[i].sb.flags |= GR_SB_FLAG_BITMAP;
+    p[i].sb.event = 6;
+  }
+  p[0].sb.flags &= ~GR_SB_FLAG_BITMAP;
+  p[0].sb.event = 5;
+  a = assemble (p, 6, -1);
+  CHECK (a->resync == GR_RESYNC_FULL && a->bitmap_kept,
+         "dirty, bitmap kept: resync %d, bitmap %d", a->resync,
+         a->bitmap_kept);
   free (a);
   p[4].open_errno = EIO;
   a = assemble (p, 6, -1);

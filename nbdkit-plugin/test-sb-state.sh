@@ -9,14 +9,9 @@
 source "$(dirname "$0")/../tests/functions.sh"
 requires_plugin
 requires_py
-nbdkit () { run_nbdkit "$@"; }
-server=
-kill_server () { if [ -n "$server" ]; then kill -9 "$server" 2>/dev/null; fi; }
-cleanup_fn kill_server
-fail () { echo "$0: FAIL: $*"; exit 1; }
 
-# sb.py FILE: print "uuid index k m code chunk flags doff dsize event failed"
-# after checking magic, version, size field, reserved bytes and crc32c.
+# sb.py FILE: print "uuid index k m code chunk flags doff dsize event failed
+# region" after checking magic, version, size field, reserved bytes and crc32c.
 cat > "$tmpdir/sb.py" <<'PYEOF'
 import struct, sys
 def crc32c(b):
@@ -31,13 +26,14 @@ b = open(sys.argv[1], "rb").read(4096)
 if b[:8] != b"GPURAID\0": sys.exit("bad magic")
 ver, size = struct.unpack_from("<II", b, 8)
 if ver != 1 or size != 4096: sys.exit("bad version/size")
-if any(b[120:4092]): sys.exit("reserved bytes not zero")
+if any(b[128:4092]): sys.exit("reserved bytes not zero")
 if struct.unpack_from("<I", b, 4092)[0] != crc32c(b[:4092]): sys.exit("bad crc")
 k, m, code, chunk, idx, flags = struct.unpack_from("<6I", b, 32)
 doff, dsize, event, ctime = struct.unpack_from("<4Q", b, 56)
 failed = [i for i in range(256) if b[88 + i // 8] >> (i % 8) & 1]
+region = struct.unpack_from("<Q", b, 120)[0]
 print(b[16:32].hex(), idx, k, m, code, chunk, flags, doff, dsize, event,
-      ",".join(map(str, failed)) or "-")
+      ",".join(map(str, failed)) or "-", region)
 PYEOF
 
 sb () { $PY "$tmpdir/sb.py" "$1" || fail "$1: invalid superblock"; }
@@ -58,34 +54,21 @@ if sys.argv[2] == 'w': h.pwrite(pat, 12345); h.flush()
 else: assert h.pread(70000, 12345) == pat, 'data differs'
 " "$@"
 }
-start () {       # start LOG ARGS...: background server on $tmpdir/sock
-  local log=$1; shift
-  rm -f "$tmpdir/sock"
-  # env execs nbdkit, so $! is the server itself.
-  env ${NBDKIT_PRELOAD:+LD_PRELOAD="$NBDKIT_PRELOAD"} \
-    nbdkit -f -U "$tmpdir/sock" "$PLUGIN" "$@" 2>"$log" &
-  server=$!
-  for (( i = 0; i < 100; i++ )); do [ -S "$tmpdir/sock" ] && return; sleep 0.1; done
-  cat "$log"; fail "server did not start"
+start () {       # start ARGS...: a server on $sock, its log alone in $nbdkit_log
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "$@" || fail "server did not start"
 }
-stop () {         # SIGTERM, then wait (a sanitizer build can hang in exit())
-  kill "$server"
-  while kill -0 "$server" 2>/dev/null; do
-    _exit_deadlocked "$server" && kill -9 "$server"
-    sleep 0.1
-  done
-  wait "$server" 2>/dev/null; server=
-}
-uri="nbd+unix:///?socket=$tmpdir/sock"
 
 # 1. Creation.
-nbdkit -U - "$PLUGIN" "${args[@]}" m=1 chunk=8K code=crs create=true \
+run_nbdkit -U - "$PLUGIN" "${args[@]}" m=1 chunk=8K code=crs create=true \
   --run true || fail "create"
 uuid=$(field "$tmpdir/d0" 1)
 for (( i = 0; i < n; i++ )); do
-  read -r u idx k m code chunk flags doff dsize event failed <<<"$(sb "$tmpdir/d$i")"
-  [ "$u $idx $k $m $code $chunk $flags $event $failed" = \
-    "$uuid $i 2 1 2 8192 0 1 -" ] || fail "member $i after create: $(sb "$tmpdir/d$i")"
+  read -r u idx k m code chunk flags doff dsize event failed region \
+    <<<"$(sb "$tmpdir/d$i")"
+  # The bitmap region: 64 MiB of a member in 8 KiB chunks.
+  [ "$u $idx $k $m $code $chunk $flags $event $failed $region" = \
+    "$uuid $i 2 1 2 8192 0 1 - 8192" ] || fail "member $i after create: $(sb "$tmpdir/d$i")"
   [ "$doff" = 1048576 ] && [ "$dsize" = $(( 2 * 1024 * 1024 )) ] ||
     fail "member $i: data offset/size $doff $dsize"
 done
@@ -93,18 +76,19 @@ echo "create: OK ($(sb "$tmpdir/d0"))"
 
 # 2. A read-only session changes nothing.
 cp "$tmpdir/d0" "$tmpdir/before"
-start "$tmpdir/log1" "${args[@]}"
+start "${args[@]}"
 $PY -c "import nbd,sys; h=nbd.NBD(); h.connect_uri(sys.argv[1]); h.pread(4096,0)" "$uri"
-stop
+stop_nbdkit "$pid"
 cmp -s "$tmpdir/d0" "$tmpdir/before" || fail "a read-only session changed member 0"
 echo "read-only session: OK"
 
 # 3. Dirty while writing, clean after a clean shutdown.
-start "$tmpdir/log2" "${args[@]}"
+start "${args[@]}"
 io "$uri" w 171
-[ "$(field "$tmpdir/d1" 7) $(field "$tmpdir/d1" 10)" = "1 2" ] ||
-  fail "while writing: want dirty, event 2: $(sb "$tmpdir/d1")"
-stop
+# Flags 5: dirty (1), the write-intent bitmap kept (4).
+[ "$(field "$tmpdir/d1" 7) $(field "$tmpdir/d1" 10)" = "5 2" ] ||
+  fail "while writing: want dirty+bitmap, event 2: $(sb "$tmpdir/d1")"
+stop_nbdkit "$pid"
 for (( i = 0; i < n; i++ )); do
   [ "$(field "$tmpdir/d$i" 7) $(field "$tmpdir/d$i" 10)" = "0 3" ] ||
     fail "after clean stop, member $i: $(sb "$tmpdir/d$i")"
@@ -112,22 +96,27 @@ done
 echo "dirty/clean: OK"
 
 # 4. A crash leaves the array dirty; the next start warns.
-start "$tmpdir/log3" "${args[@]}"
+start "${args[@]}"
 io "$uri" w 172
-kill -9 "$server"; wait "$server" 2>/dev/null; server=
-[ "$(field "$tmpdir/d2" 7)" = 1 ] || fail "after a crash: not dirty: $(sb "$tmpdir/d2")"
-nbdkit -U - "$PLUGIN" "${args[@]}" --run "$PY -c 'pass'" 2>"$tmpdir/log4" ||
-  fail "restart after a crash"
-grep -q "not shut down cleanly" "$tmpdir/log4" || fail "no dirty warning: $(cat "$tmpdir/log4")"
+kill -9 "$(cat "$pid")"; wait "$(cat "$pid")" 2>/dev/null; rm -f "$pid"
+[ "$(field "$tmpdir/d2" 7)" = 5 ] || fail "after a crash: not dirty: $(sb "$tmpdir/d2")"
+start "${args[@]}"
+grep -q "not shut down cleanly" "$nbdkit_log" || fail "no dirty warning: $(cat "$nbdkit_log")"
+wait_resync
+stop_nbdkit "$pid"
+for (( i = 0; i < n; i++ )); do
+  [ "$(field "$tmpdir/d$i" 7)" = 0 ] ||
+    fail "after the resync and a clean stop, member $i: $(sb "$tmpdir/d$i")"
+done
 echo "crash: OK"
 
 # 5. Degraded write: the missing member is recorded failed, then stale.
 mv "$tmpdir/d1" "$tmpdir/d1.away"
 ev=$(field "$tmpdir/d0" 10)
-start "$tmpdir/log5" "${args[@]}"
-grep -q "member 1 is missing" "$tmpdir/log5" || fail "missing member 1 not logged"
+start "${args[@]}"
+grep -q "member 1 is missing" "$nbdkit_log" || fail "missing member 1 not logged"
 io "$uri" w 173
-stop
+stop_nbdkit "$pid"
 for i in 0 2; do
   [ "$(field "$tmpdir/d$i" 11)" = 1 ] ||
     fail "member $i does not record member 1 failed: $(sb "$tmpdir/d$i")"
@@ -135,10 +124,10 @@ for i in 0 2; do
 done
 mv "$tmpdir/d1.away" "$tmpdir/d1"
 # The stale member still holds byte 172 over the range: reads must give 173.
-start "$tmpdir/log6" "${args[@]}"
+start "${args[@]}"
 io "$uri" r 173 || fail "restart with the stale member: wrong data"
-stop
-grep -Eq "member 1 .*(stale|marked failed)" "$tmpdir/log6" ||
-  fail "member 1 not reported stale: $(cat "$tmpdir/log6")"
+stop_nbdkit "$pid"
+grep -Eq "member 1 .*(stale|marked failed)" "$nbdkit_log" ||
+  fail "member 1 not reported stale: $(cat "$nbdkit_log")"
 echo "degraded write + stale member: OK"
 echo "$0: PASS"

@@ -28,6 +28,7 @@ sample (struct gr_sb *sb)
   sb->data_size = 65536 * 100;
   sb->event = UINT64_C (0x0123456789abcdef);
   sb->ctime = 1700000000;
+  sb->bitmap_region = 1024;
   gr_sb_failed_set (sb, 1);
   gr_sb_failed_set (sb, 5);
 }
@@ -117,11 +118,38 @@ main (void)
   CHECK (decode_with_patch (&sb, 40, 3) == -EINVAL);
   CHECK (decode_with_patch (&sb, 44, 1) == -EINVAL);
   CHECK (decode_with_patch (&sb, 48, 6) == -EINVAL);
-  CHECK (decode_with_patch (&sb, 52, 4) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 52, 8) == -EINVAL);
   CHECK (decode_with_patch (&sb, 88, 0x40) == -EINVAL);
-  /* Valid edits pass: clear the dirty flag; dirty and journaled. */
+  /* Bitmap region not a power of two (1024 + 3). */
+  CHECK (decode_with_patch (&sb, 120, 3) == -EINVAL);
+  /* Valid edits pass: clear the dirty flag; dirty and journaled; dirty,
+   * journaled and bitmap; region 1 stripe, 0 (unset). */
   CHECK (decode_with_patch (&sb, 52, 0) == 0);
   CHECK (decode_with_patch (&sb, 52, 3) == 0);
+  CHECK (decode_with_patch (&sb, 52, 7) == 0);
+  CHECK (decode_with_patch (&sb, 121, 0) == 0);
+  bad = sb; bad.bitmap_region = 1;
+  CHECK (gr_sb_validate (&bad) == 0);
+  bad = sb; bad.bitmap_region = 0;
+  CHECK (gr_sb_validate (&bad) == 0);
+  /* Regions beyond what the bitmap holds. */
+  bad = sb; bad.data_size = (uint64_t) 65536 * (GR_SB_BITMAP_BITS + 1);
+  bad.bitmap_region = 1;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.bitmap_region = 2;
+  CHECK (gr_sb_validate (&bad) == 0);
+
+  /* The region for a geometry: 64 MiB of a member by default, more when
+   * the bits would not fit, at least one stripe. */
+  CHECK (gr_sb_bitmap_region (65536, 100, 0) == 1024);
+  CHECK (gr_sb_bitmap_region (4096, 100, 0) == 16384);
+  CHECK (gr_sb_bitmap_region ((uint32_t) 1 << 27, 100, 0) == 1);
+  CHECK (gr_sb_bitmap_region (65536, 100, 4096) == 1);
+  CHECK (gr_sb_bitmap_region (65536, 100, 1 << 20) == 16);
+  /* 16 TB members of 64 KiB chunks: 268435456 stripes. */
+  CHECK (gr_sb_bitmap_region (65536, (uint64_t) 1 << 28, 0) == 1024);
+  CHECK (gr_sb_bitmap_region (65536, (uint64_t) 1 << 28, 4096) == 1024);
+  CHECK (gr_sb_bitmap_region (65536, (uint64_t) 1 << 30, 0) == 4096);
 
   /* validate() on its own. */
   bad = sb; bad.k = 200; bad.m = 57;            /* k + m = 257 */

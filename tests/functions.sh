@@ -7,6 +7,8 @@
 #   requires_cmd CMD...        skip unless each CMD is on $PATH
 #   requires_plugin, requires_check, requires_py
 #   fail MESSAGE...            print "$0: FAIL: MESSAGE" and exit 1
+#   wait_resync [SECONDS]      wait until every background resync that
+#                              $nbdkit_log says started has said it is done
 #   cleanup_fn CMD [ARGS...]   run CMD on exit (last registered runs first)
 #   start_nbdkit -P PIDFILE ...  start nbdkit -f in the background, wait for
 #                              the pidfile, kill it (by pid) on exit; its
@@ -222,6 +224,24 @@ start_nbdkit ()
   done
   echo "$0: start_nbdkit: $pidfile not created after 60 s"
   exit 1
+}
+
+# wait_resync [SECONDS]: the log may hold several servers' lines: wait
+# (default 120 s) until as many resyncs are done as were started; fail if
+# one stopped or the time runs out.
+wait_resync ()
+{
+  local t=${1:-120} i started done
+  for (( i = 0; i < t * 10; i++ )); do
+    started=$(grep -c 'resyncing the parity of' "$nbdkit_log")
+    done=$(grep -c 'resync done:' "$nbdkit_log")
+    [ "$done" -ge "$started" ] && return 0
+    if grep -q 'resync stopped' "$nbdkit_log"; then
+      fail "$(grep 'resync stopped' "$nbdkit_log" | tail -1)"
+    fi
+    sleep 0.1
+  done
+  fail "the resync did not finish in $t s"
 }
 
 # _wait_exit PID TENTHS: wait up to TENTHS/10 s for PID (a child) to exit.  Sets

@@ -63,6 +63,11 @@ refuse 'chunk=99999999999999999999999' "$fresh" -- $ok m=1 chunk=999999999999999
 refuse 'gpu-device=99999999999' "$fresh" -- $ok m=1 create=true gpu-device=99999999999
 refuse 'gpu-device=x' "$fresh" -- $ok m=1 create=true gpu-device=x
 refuse 'salvage=2' "$fresh" -- $ok salvage=2
+refuse 'scratch-max=x' "$fresh" -- $ok m=1 create=true scratch-max=x
+refuse 'scratch-max=100K.*at least 1M' "$fresh" -- $ok m=1 create=true scratch-max=100K
+refuse 'bitmap-chunk=3000.*power of two' "$fresh" -- $ok m=1 create=true bitmap-chunk=3000
+refuse 'bitmap-chunk=1K' "$fresh" -- $ok m=1 create=true bitmap-chunk=1K
+refuse 'resync-rate=fast' "$fresh" -- $ok m=1 create=true resync-rate=fast
 refuse 'superblock|create|not a|member|gpuraid' "$fresh" -- $ok m=1
 # Duplicated members: same path, a hard link, a symlink.
 ln "$f0" "$tmpdir/hardlink.img"
@@ -131,6 +136,9 @@ refuse "member 1 \\(${b[1]}\\) belongs to another array" "${a[*]} ${b[*]}" -- \
 # Fresh file mixed into an existing array, without create.
 refuse 'superblock|not a|member|gpuraid|create' "${a[*]} $f2" -- \
   member=${a[0]} member=${a[1]} member=$f2 m=1
+# The bitmap's region is chosen when the array is created.
+refuse 'bitmap-chunk=.*create=true' "${a[*]}" -- $(member_args "${a[@]}") \
+  bitmap-chunk=1M
 }
 
 # nbdkit -r with create=true: refused, nothing written.

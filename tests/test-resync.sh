@@ -50,6 +50,7 @@ for code in rs crs; do
 
   : >"$nbdkit_log"
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
+  wait_resync
   grep -E 'resync' "$nbdkit_log"
   fixed=$(sed -n 's/.*resync done: [0-9]* stripes checked, \([0-9]*\) parity chunks.*/\1/p' "$nbdkit_log")
   if [ -z "$fixed" ] || [ "$fixed" -lt 2 ]; then

@@ -7,9 +7,12 @@
 # fdatasync (strace counts per thread, and one thread makes an update):
 # each member's superblock is written, then synced, one member after
 # another, so the N-th fdatasync of an update is the moment after N
-# members have the new superblock.  Three updates, each crashed after
+# members have the new superblock.  Four updates, each crashed after
 # every one of its member writes:
 #   dirty     the first write after start marks the array dirty;
+#   bitmap    then, before its data, it sets its region's bit in the
+#             write-intent bitmap of every member (a write with RWF_DSYNC,
+#             pwritev2, one member after another: killed at the N-th);
 #   clean     the clean shutdown after a write marks it clean (after
 #             syncing every member);
 #   failure   a member that fails at run time (its file made immutable
@@ -17,7 +20,12 @@
 # After each crash the array must start again (nothing refused), no member
 # with current data may be called stale or missing (only the member that
 # failed, after a failure), the data reads back as written, and parity is
-# consistent.
+# consistent.  After a failure and a crash in the same moment the write in
+# flight was not journaled (the array was healthy): a chunk of the failed
+# member in a stripe being written then cannot be rebuilt with confidence,
+# so reading it must fail with EIO (bitmap regions of one stripe here:
+# only the chunk of member 5 in stripe 1, the one rewritten), and every
+# other block must read back as written.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -30,7 +38,7 @@ ref=$tmpdir/ref.img
 make_members $n 4M
 # shellcheck disable=SC2046
 start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk create=true || exit 1
+  m=$m chunk=$chunk create=true bitmap-chunk=64K || exit 1
 randio zeroref "$uri" "$ref"
 randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 40 --chunk $chunk --k $k ||
   exit 1
@@ -65,34 +73,32 @@ except nbd.Error as e:
 PYEOF
 }
 
-# crash_at N CASE: run CASE with the server killed at its N-th fdatasync
-# (counted from the start of the server, or for "failure" from strace's
-# attaching to it after the first write, which made it dirty).
+# crash_at N CASE: run CASE with the server killed at a thread's N-th
+# fdatasync (pwritev2 for "bitmap"), counted from the start of the server,
+# or for "clean" and "failure" from strace's attaching to it after the
+# first write, which made it dirty and set the bitmap.
 crash_at ()
 {
-  local at=$1 case=$2 i
-  local inject="-qq -o $tmpdir/strace.log -e trace=fdatasync
-    -e inject=fdatasync:signal=SIGKILL:when=$at"
+  local at=$1 case=$2 i call=fdatasync
+  [ "$case" = bitmap ] && call=pwritev2
+  local inject="-qq -o $tmpdir/strace.log -e trace=$call
+    -e inject=$call:signal=SIGKILL:when=$at"
   restore_members "$tmpdir/snap"
   cp "$tmpdir/ref0.img" "$ref"
   rm -f "$tmpdir/strace.log"
   local wrapper="strace -f $inject"
-  [ "$case" = failure ] && wrapper=
+  case $case in clean|failure) wrapper= ;; esac
   NBDKIT_WRAPPER=$wrapper start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" \
     $(member_args "${members[@]}") || exit 1
   case $case in
     # The dirty flag is on every member before any data is written: the
     # write never got to the members.
-    dirty) io WRITE; cp "$tmpdir/ref0.img" "$ref" ;;
-    clean) io WRITE; kill "$(cat "$pid")" ;;
+    # So is its bit in the bitmap.
+    dirty|bitmap) io WRITE; cp "$tmpdir/ref0.img" "$ref" ;;
+    clean) io WRITE; attach; kill "$(cat "$pid")" ;;
     failure)
       io WRITE
-      # shellcheck disable=SC2086
-      strace -f -p "$(cat "$pid")" $inject &
-      for (( i = 0; i < 50; i++ )); do
-        grep -q TracerPid:.[1-9] "/proc/$(cat "$pid")/status" && break
-        sleep 0.1
-      done
+      attach
       chattr +i "${members[$((n - 1))]}"
       io REWRITE ;;
   esac
@@ -104,9 +110,20 @@ crash_at ()
   chattr -i "${members[$((n - 1))]}"
   if ! grep -q 'killed by SIGKILL' "$tmpdir/strace.log"; then
     kill -9 "$(cat "$pid")" 2>/dev/null
-    echo "$0: FAIL: $case: no crash at fdatasync $at"; exit 1
+    echo "$0: FAIL: $case: no crash at $call $at"; exit 1
   fi
   rm -f "$pid"
+}
+
+# attach: strace attaches to the running server, with $inject.
+attach ()
+{
+  # shellcheck disable=SC2086
+  strace -f -p "$(cat "$pid")" $inject &
+  for (( i = 0; i < 50; i++ )); do
+    grep -q TracerPid:.[1-9] "/proc/$(cat "$pid")/status" && break
+    sleep 0.1
+  done
 }
 
 # after CASE N: the array starts again and is whole.
@@ -126,19 +143,46 @@ after ()
     echo "$0: FAIL: $case, crash at fdatasync $at: members with current data not trusted:"
     cat "$log"; exit 1
   fi
-  expect_verify "$uri" "$ref" "$case, crash at fdatasync $at"
+  if [ "$case" = failure ]; then
+    # Stripe 1's data chunk 0 is on member (0 - 1) mod 6 = 5.
+    "$PY" - "$uri" "$ref" $(( k * chunk )) $chunk <<'PYEOF' ||
+import errno, nbd, sys
+uri, ref, lo, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+data = open(ref, "rb").read()
+h = nbd.NBD()
+h.connect_uri(uri)
+eio = bad = 0
+for off in range(0, len(data), 4096):
+    try:
+        if h.pread(4096, off) != data[off:off + 4096]:
+            bad += 1
+    except nbd.Error as e:
+        if e.errnum != errno.EIO or not lo <= off < lo + n:
+            raise
+        eio += 1
+print("failure: %d blocks refused with EIO (stripe 1, member 5), %d wrong"
+      % (eio, bad))
+sys.exit(bad > 0)
+PYEOF
+      { echo "$0: FAIL: $case, crash at fdatasync $at: data"; exit 1; }
+  else
+    expect_verify "$uri" "$ref" "$case, crash at fdatasync $at"
+  fi
+  nbdkit_log=$log wait_resync
   stop_nbdkit "$pid"
   check_parity $k $m $chunk rs "${members[@]}" >/dev/null
 }
 
-# Each update runs in one thread: the dirty one in the thread of the first
-# write, the clean one in the main thread after it synced the n members,
-# the failure in the thread of the write that met it.
+# Each update runs in one thread: the dirty one and then the bitmap in the
+# thread of the first write, the clean one in the main thread after it
+# synced the n members, the failure in the thread of the write that met
+# it.
 for (( j = 1; j <= n; j++ )); do
   crash_at "$j" dirty; after dirty "$j"
+  crash_at "$j" bitmap; after bitmap "$j"
   crash_at $(( n + j )) clean; after clean "$j"
 done
 for (( j = 1; j < n; j++ )); do
   crash_at "$j" failure; after failure "$j"
 done
-echo "$0: PASS ($(( 3 * n - 1 )) crash points)"
+echo "$0: PASS ($(( 4 * n - 1 )) crash points)"

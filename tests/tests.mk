@@ -34,6 +34,7 @@ TESTS_SCRIPTS = \
 	tests/test-backends.sh \
 	tests/test-mount.sh \
 	tests/test-resync.sh \
+	tests/test-bitmap.sh \
 	tests/test-group-commit.sh \
 	tests/test-accel-auto.sh \
 	tests/test-gpu-array.sh
@@ -51,7 +52,8 @@ LONG_ENV = CRASHES=40 \
 # nbdkit in the background: under a preloaded libtsan the shell of a
 # captive `nbdkit --run` crashes, so those cannot run there).
 TSAN_TESTS += tests/test-concurrent.sh tests/test-group-commit.sh \
-              tests/test-member-eio.sh tests/test-accel-auto.sh
+              tests/test-member-eio.sh tests/test-accel-auto.sh \
+              tests/test-bitmap.sh
 # On the GPU machine: GPU parity inside the array (skips without a GPU).
 GPU_TESTS += tests/test-gpu-array.sh
 CLEAN_FILES += $(TESTS_PROGS) tests/logs/*.log

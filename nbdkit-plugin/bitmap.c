@@ -1,0 +1,440 @@
+/* gpuraid - the write-intent bitmap.  See bitmap.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bitmap.h"
+#include "journal.h"
+#include "log.h"
+
+/* -D gpuraid.bitmap_ms=N: the clearing pass interval (tests). */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_bitmap_ms = 5000;
+
+struct gr_bitmap {
+  struct gr_members *ms;
+  int n;
+  uint64_t region, nregions;
+  size_t nbytes;                /* written: the bits, whole 4096 blocks */
+  bool room;                    /* the metadata area has room for them */
+  pthread_mutex_t lock;         /* everything below */
+  pthread_cond_t cond;          /* a bitmap write ended */
+  pthread_cond_t stop_cond;     /* stop */
+  uint8_t *bits;                /* as wanted on disk (nbytes) */
+  uint8_t *pending;             /* a bit per region: resync not done */
+  uint64_t npending;            /* atomic: its count */
+  uint8_t *touched;             /* a bit per region: written this pass */
+  uint64_t *set_gen;            /* per region: gen that set its bit */
+  uint32_t *inflight;           /* per region: plans writing */
+  uint64_t gen, done_gen;       /* changes to bits; written and synced */
+  bool writing;                 /* a thread is writing bits out */
+  uint8_t *out;                 /* its copy (nbytes) */
+  bool started, stop;
+  pthread_t thread;
+};
+
+static bool
+test_bit (const uint8_t *v, uint64_t r)
+{
+  return (v[r / 8] >> (r % 8)) & 1;
+}
+
+static void
+set_bit (uint8_t *v, uint64_t r)
+{
+  v[r / 8] |= (uint8_t) (1u << (r % 8));
+}
+
+static void
+clear_bit (uint8_t *v, uint64_t r)
+{
+  v[r / 8] &= (uint8_t) ~(1u << (r % 8));
+}
+
+struct gr_bitmap *
+gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
+               uint64_t region)
+{
+  struct gr_bitmap *b = calloc (1, sizeof *b);
+
+  if (b == NULL)
+    goto err;
+  b->ms = ms;
+  b->n = g->k + g->m;
+  b->region = region;
+  b->nregions = (g->stripes + b->region - 1) / b->region;
+  b->nbytes = ((b->nregions + 7) / 8 + 4095) / 4096 * 4096;
+  b->room = GR_BITMAP_OFFSET + b->nbytes <= GR_JOURNAL_OFFSET &&
+    GR_JOURNAL_OFFSET <= g->data_offset;
+  b->bits = calloc (1, b->nbytes);
+  b->out = calloc (1, b->nbytes);
+  b->pending = calloc (1, b->nbytes);
+  b->touched = calloc (1, b->nbytes);
+  b->set_gen = calloc (b->nregions, sizeof *b->set_gen);
+  b->inflight = calloc (b->nregions, sizeof *b->inflight);
+  if (!b->bits || !b->out || !b->pending || !b->touched || !b->set_gen ||
+      !b->inflight)
+    goto err;
+  pthread_mutex_init (&b->lock, NULL);
+  pthread_cond_init (&b->cond, NULL);
+  pthread_cond_init (&b->stop_cond, NULL);
+  return b;
+
+ err:
+  nbdkit_error ("bitmap: %m");
+  if (b) {
+    free (b->bits); free (b->out); free (b->pending); free (b->touched);
+    free (b->set_gen); free (b->inflight);
+  }
+  free (b);
+  return NULL;
+}
+
+void
+gr_bitmap_free (struct gr_bitmap *b)
+{
+  if (b == NULL)
+    return;
+  if (b->started) {
+    pthread_mutex_lock (&b->lock);
+    b->stop = true;
+    pthread_cond_broadcast (&b->stop_cond);
+    pthread_mutex_unlock (&b->lock);
+    pthread_join (b->thread, NULL);
+  }
+  pthread_mutex_destroy (&b->lock);
+  pthread_cond_destroy (&b->cond);
+  pthread_cond_destroy (&b->stop_cond);
+  free (b->bits); free (b->out); free (b->pending); free (b->touched);
+  free (b->set_gen); free (b->inflight);
+  free (b);
+}
+
+uint64_t
+gr_bitmap_regions (const struct gr_bitmap *b)
+{
+  return b->nregions;
+}
+
+uint64_t
+gr_bitmap_region_size (const struct gr_bitmap *b)
+{
+  return b->region;
+}
+
+uint64_t
+gr_bitmap_load (struct gr_bitmap *b, bool all)
+{
+  uint8_t *buf = calloc (1, b->nbytes);
+  uint64_t r, npending = 0;
+  int i;
+
+  if (buf == NULL || !b->room)
+    all = true;
+  for (i = 0; i < b->n && !all; i++) {
+    struct gr_mio v = { .kind = GR_MIO_READ, .member = i,
+                        .off = GR_BITMAP_OFFSET, .len = b->nbytes,
+                        .buf = buf };
+    size_t j;
+
+    if (gr_members_failed (b->ms, i))
+      continue;
+    gr_members_io (b->ms, &v, 1, GR_MIO_REPORT);
+    if (v.result != GR_MIO_DONE) {
+      gr_debug ("bitmap of member %d cannot be read: every region will be "
+                "resynced", i);
+      all = true;
+      break;
+    }
+    for (j = 0; j < b->nbytes; j++)
+      b->bits[j] |= buf[j];
+  }
+  free (buf);
+  for (r = 0; r < b->nregions; r++) {
+    if (all)
+      set_bit (b->bits, r);
+    if (test_bit (b->bits, r)) {
+      set_bit (b->pending, r);
+      npending++;
+    }
+  }
+  __atomic_store_n (&b->npending, npending, __ATOMIC_RELEASE);
+  /* Bits past the last region are never set. */
+  for (r = b->nregions; r < (uint64_t) b->nbytes * 8; r++)
+    clear_bit (b->bits, r);
+  return npending;
+}
+
+/* Write the bits to every live member, durably when sync (RWF_DSYNC:
+ * the rest of the members' data need not be).  policy: GR_MIO_FAIL_MEMBER
+ * at run time, GR_MIO_REPORT under the superblock lock.  true when every
+ * live member took them. */
+static bool
+write_out (struct gr_bitmap *b, const uint8_t *bits, bool sync,
+           enum gr_mio_policy policy)
+{
+  struct gr_mio v[GR_MAX_MEMBERS];
+  size_t nv = 0, j;
+  bool all = true;
+
+  for (int i = 0; i < b->n; i++)
+    if (!gr_members_failed (b->ms, i))
+      v[nv++] = (struct gr_mio) { .kind = sync ? GR_MIO_WRITE_DSYNC
+                                  : GR_MIO_WRITE, .member = i,
+                                  .off = GR_BITMAP_OFFSET, .len = b->nbytes,
+                                  .buf = (void *) bits };
+  gr_members_io (b->ms, v, nv, policy);
+  for (j = 0; j < nv; j++)
+    if (v[j].result != GR_MIO_DONE)
+      all = false;
+  return all;
+}
+
+/* Make the bits of generation want durable: write them out, or wait for
+ * the thread writing them.  Lock held.  0, or -1 when the array has
+ * failed. */
+static int
+flush_locked (struct gr_bitmap *b, uint64_t want)
+{
+  while (b->done_gen < want) {
+    if (b->writing) {
+      pthread_cond_wait (&b->cond, &b->lock);
+      continue;
+    }
+    uint64_t g = b->gen;
+
+    b->writing = true;
+    memcpy (b->out, b->bits, b->nbytes);
+    pthread_mutex_unlock (&b->lock);
+    /* A member that fails here is failed (and the others go on); what
+     * matters is that every member still live has the bits. */
+    (void) write_out (b, b->out, true, GR_MIO_FAIL_MEMBER);
+    pthread_mutex_lock (&b->lock);
+    b->writing = false;
+    pthread_cond_broadcast (&b->cond);
+    if (gr_members_too_degraded (b->ms)) {
+      nbdkit_error ("write-intent bitmap: too many failed members");
+      errno = EIO;
+      return -1;
+    }
+    if (g > b->done_gen)
+      b->done_gen = g;
+  }
+  return 0;
+}
+
+bool
+gr_bitmap_write_for_dirty (struct gr_bitmap *b)
+{
+  bool ok;
+
+  if (!b->room)
+    return false;
+  pthread_mutex_lock (&b->lock);
+  /* Nothing else writes the bits before the array is dirty. */
+  ok = write_out (b, b->bits, false, GR_MIO_REPORT);
+  if (ok)
+    b->done_gen = b->gen;
+  pthread_mutex_unlock (&b->lock);
+  return ok;
+}
+
+int
+gr_bitmap_start_write (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
+{
+  uint64_t r, r0 = s0 / b->region, r1 = (s0 + ns - 1) / b->region;
+  uint64_t want = 0;
+  bool changed = false;
+  int ret = 0;
+
+  if (!b->room)
+    return 0;
+  pthread_mutex_lock (&b->lock);
+  for (r = r0; r <= r1; r++) {
+    b->inflight[r]++;
+    set_bit (b->touched, r);
+    if (!test_bit (b->bits, r)) {
+      set_bit (b->bits, r);
+      if (!changed)
+        b->gen++;
+      changed = true;
+      b->set_gen[r] = b->gen;
+    }
+    if (b->set_gen[r] > want)
+      want = b->set_gen[r];
+  }
+  if (changed)
+    gr_verbose ("bitmap: regions %" PRIu64 "-%" PRIu64 " set", r0, r1);
+  if (flush_locked (b, want) == -1) {
+    for (r = r0; r <= r1; r++)
+      b->inflight[r]--;
+    ret = -1;
+  }
+  pthread_mutex_unlock (&b->lock);
+  return ret;
+}
+
+void
+gr_bitmap_end_write (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
+{
+  uint64_t r, r0 = s0 / b->region, r1 = (s0 + ns - 1) / b->region;
+
+  if (!b->room)
+    return;
+  pthread_mutex_lock (&b->lock);
+  for (r = r0; r <= r1; r++) {
+    b->inflight[r]--;
+    set_bit (b->touched, r);
+  }
+  pthread_mutex_unlock (&b->lock);
+}
+
+bool
+gr_bitmap_pending (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
+{
+  uint64_t r, r0 = s0 / b->region, r1 = (s0 + ns - 1) / b->region;
+  bool any = false;
+
+  if (__atomic_load_n (&b->npending, __ATOMIC_ACQUIRE) == 0)
+    return false;
+  pthread_mutex_lock (&b->lock);
+  for (r = r0; r <= r1 && !any; r++)
+    any = test_bit (b->pending, r);
+  pthread_mutex_unlock (&b->lock);
+  return any;
+}
+
+uint64_t
+gr_bitmap_next_pending (struct gr_bitmap *b, uint64_t r)
+{
+  pthread_mutex_lock (&b->lock);
+  while (r < b->nregions && !test_bit (b->pending, r))
+    r++;
+  pthread_mutex_unlock (&b->lock);
+  return r;
+}
+
+void
+gr_bitmap_resynced (struct gr_bitmap *b, uint64_t r)
+{
+  pthread_mutex_lock (&b->lock);
+  if (test_bit (b->pending, r))
+    __atomic_sub_fetch (&b->npending, 1, __ATOMIC_RELEASE);
+  clear_bit (b->pending, r);
+  set_bit (b->touched, r);
+  pthread_mutex_unlock (&b->lock);
+}
+
+/* One clearing pass: a region whose bit is set, with nothing pending or
+ * in flight, and no write since the last pass (now: since this pass
+ * began), is cleared once the members have been synced (after its last
+ * write). */
+static void
+clear_pass (struct gr_bitmap *b, uint8_t *cand, bool now)
+{
+  uint64_t r, ncand = 0, ncleared = 0;
+
+  memset (cand, 0, b->nbytes);
+  pthread_mutex_lock (&b->lock);
+  for (r = 0; r < b->nregions; r++) {
+    if (!test_bit (b->bits, r) || test_bit (b->pending, r) ||
+        b->inflight[r] > 0)
+      continue;
+    if (test_bit (b->touched, r) && !now)
+      clear_bit (b->touched, r);        /* idle for one more pass */
+    else {
+      clear_bit (b->touched, r);
+      set_bit (cand, r);
+      ncand++;
+    }
+  }
+  pthread_mutex_unlock (&b->lock);
+  if (ncand == 0)
+    return;
+  /* Everything written to those regions before this pass is durable
+   * after this; a write since sets touched or inflight. */
+  for (int i = 0; i < b->n; i++)
+    if (!gr_members_failed (b->ms, i))
+      (void) gr_members_sync (b->ms, i);
+  pthread_mutex_lock (&b->lock);
+  for (r = 0; r < b->nregions; r++)
+    if (test_bit (cand, r) && b->inflight[r] == 0 &&
+        !test_bit (b->touched, r) && !test_bit (b->pending, r)) {
+      clear_bit (b->bits, r);
+      ncleared++;
+    }
+  if (ncleared > 0) {
+    b->gen++;
+    if (flush_locked (b, b->gen) == 0)
+      gr_verbose ("bitmap: %" PRIu64 " regions cleared", ncleared);
+  }
+  pthread_mutex_unlock (&b->lock);
+}
+
+static void *
+clear_thread (void *arg)
+{
+  struct gr_bitmap *b = arg;
+  uint8_t *cand = malloc (b->nbytes);
+
+  if (cand == NULL) {
+    nbdkit_error ("bitmap: %m: bits will not be cleared");
+    return NULL;
+  }
+  pthread_mutex_lock (&b->lock);
+  while (!b->stop) {
+    struct timespec t;
+    int ms = gpuraid_debug_bitmap_ms > 0 ? gpuraid_debug_bitmap_ms : 5000;
+
+    clock_gettime (CLOCK_REALTIME, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long) (ms % 1000) * 1000000;
+    if (t.tv_nsec >= 1000000000) {
+      t.tv_sec++;
+      t.tv_nsec -= 1000000000;
+    }
+    if (pthread_cond_timedwait (&b->stop_cond, &b->lock, &t) != ETIMEDOUT)
+      continue;                 /* stop, or woken early: wait again */
+    if (b->stop || gr_members_too_degraded (b->ms))
+      continue;
+    pthread_mutex_unlock (&b->lock);
+    clear_pass (b, cand, false);
+    pthread_mutex_lock (&b->lock);
+  }
+  pthread_mutex_unlock (&b->lock);
+  free (cand);
+  return NULL;
+}
+
+void
+gr_bitmap_checkpoint (struct gr_bitmap *b)
+{
+  uint8_t *cand;
+
+  if (!b->room || gr_members_too_degraded (b->ms))
+    return;
+  cand = malloc (b->nbytes);
+  if (cand == NULL)
+    return;                     /* cleared later by the thread */
+  clear_pass (b, cand, true);
+  free (cand);
+}
+
+int
+gr_bitmap_start (struct gr_bitmap *b)
+{
+  int e;
+
+  if (!b->room)
+    return 0;
+  e = pthread_create (&b->thread, NULL, clear_thread, b);
+  if (e != 0) {
+    errno = e;
+    nbdkit_error ("bitmap: pthread_create: %m");
+    return -1;
+  }
+  b->started = true;
+  return 0;
+}

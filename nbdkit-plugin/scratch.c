@@ -1,0 +1,226 @@
+/* gpuraid - scratch memory for the plans.  See scratch.h. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "log.h"
+#include "scratch.h"
+
+#define MiB ((size_t) 1 << 20)
+#define HOST_POOL_MAX (1024 * MiB)      /* all page-locked scratch */
+#define HOST_ALLOC_MAX (64 * MiB)       /* one page-locked buffer */
+
+/* A thread's buffers: the one it keeps, and the one of the plan running
+ * now if that is another (large). */
+struct buf {
+  void *p;
+  size_t size;
+  bool pinned;                  /* page-locked, from the pool */
+};
+
+struct tls {
+  struct gr_scratch *sc;
+  struct buf keep, big;
+};
+
+struct gr_scratch {
+  struct gr_coding *coding;
+  pthread_key_t key;
+  uint64_t cap;
+  pthread_mutex_t lock;         /* big_used */
+  pthread_cond_t cond;
+  uint64_t big_used;
+  size_t pool_used;             /* atomic: page-locked bytes */
+  int pool_off;                 /* atomic: an allocation failed */
+};
+
+/* Would a page-locked buffer of size bytes be used, and fit the pool? */
+static bool
+pinned_wanted (struct gr_scratch *sc, size_t size)
+{
+  return gr_coding_gpu_usable (sc->coding) &&
+    !__atomic_load_n (&sc->pool_off, __ATOMIC_RELAXED) &&
+    size <= HOST_ALLOC_MAX &&
+    __atomic_load_n (&sc->pool_used, __ATOMIC_RELAXED) + size
+    <= HOST_POOL_MAX;
+}
+
+/* A page-locked buffer from the pool, or NULL. */
+static void *
+pinned_alloc (struct gr_scratch *sc, size_t size)
+{
+  void *p;
+
+  if (!pinned_wanted (sc, size))
+    return NULL;
+  if (__atomic_add_fetch (&sc->pool_used, size, __ATOMIC_RELAXED) >
+      HOST_POOL_MAX) {
+    __atomic_sub_fetch (&sc->pool_used, size, __ATOMIC_RELAXED);
+    return NULL;
+  }
+  p = gr_coding_host_alloc (sc->coding, size);
+  if (p == NULL) {
+    __atomic_sub_fetch (&sc->pool_used, size, __ATOMIC_RELAXED);
+    if (!__atomic_exchange_n (&sc->pool_off, 1, __ATOMIC_RELAXED))
+      gr_debug ("no page-locked memory for scratch (%zu bytes): using "
+                "ordinary memory, which the GPU engine stages", size);
+  }
+  return p;
+}
+
+/* A buffer of size bytes, mapped (big) or from malloc.  false after
+ * nbdkit_error. */
+static bool
+buf_alloc (struct buf *b, size_t size, bool big)
+{
+  void *p = NULL;
+
+  if (big) {
+    p = mmap (NULL, size, PROT_READ | PROT_WRITE,
+              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      p = NULL;
+  }
+  else if (posix_memalign (&p, 4096, size) != 0)
+    p = NULL;
+  if (p == NULL) {
+    nbdkit_error ("scratch: %zu bytes: %m", size);
+    errno = ENOMEM;
+    return false;
+  }
+  *b = (struct buf) { .p = p, .size = size, .pinned = false };
+  return true;
+}
+
+static void
+buf_free (struct gr_scratch *sc, struct buf *b, bool big)
+{
+  if (b->p == NULL)
+    return;
+  if (b->pinned) {
+    gr_coding_host_free (sc->coding, b->p);
+    __atomic_sub_fetch (&sc->pool_used, b->size, __ATOMIC_RELAXED);
+  }
+  else if (big)
+    munmap (b->p, b->size);
+  else
+    free (b->p);
+  b->p = NULL;
+  b->size = 0;
+}
+
+static void
+tls_free (void *v)
+{
+  struct tls *t = v;
+
+  if (t) {
+    buf_free (t->sc, &t->keep, false);
+    free (t);
+  }
+}
+
+struct gr_scratch *
+gr_scratch_new (struct gr_coding *coding, uint64_t cap)
+{
+  struct gr_scratch *sc = calloc (1, sizeof *sc);
+
+  if (sc == NULL || pthread_key_create (&sc->key, tls_free) != 0) {
+    nbdkit_error ("scratch: %m");
+    free (sc);
+    return NULL;
+  }
+  sc->coding = coding;
+  sc->cap = cap;
+  pthread_mutex_init (&sc->lock, NULL);
+  pthread_cond_init (&sc->cond, NULL);
+  return sc;
+}
+
+void
+gr_scratch_free (struct gr_scratch *sc)
+{
+  if (sc == NULL)
+    return;
+  /* The calling thread's; other threads' went with them (at shutdown
+   * nbdkit's workers have ended).  No destructor runs after this. */
+  tls_free (pthread_getspecific (sc->key));
+  pthread_key_delete (sc->key);
+  pthread_mutex_destroy (&sc->lock);
+  pthread_cond_destroy (&sc->cond);
+  free (sc);
+}
+
+static struct tls *
+get_tls (struct gr_scratch *sc)
+{
+  struct tls *t = pthread_getspecific (sc->key);
+
+  if (t == NULL) {
+    t = calloc (1, sizeof *t);
+    if (t == NULL || pthread_setspecific (sc->key, t) != 0) {
+      free (t);
+      nbdkit_error ("scratch: %m");
+      errno = ENOMEM;
+      return NULL;
+    }
+    t->sc = sc;
+  }
+  return t;
+}
+
+uint8_t *
+gr_scratch_get (struct gr_scratch *sc, size_t size)
+{
+  struct tls *t = get_tls (sc);
+  void *p;
+
+  if (t == NULL)
+    return NULL;
+  /* The kept buffer: small requests, and while a GPU is used page-locked
+   * ones (slow to allocate; the page-locked pool bounds them). */
+  if (t->keep.size >= size && (t->keep.pinned || !pinned_wanted (sc, size)))
+    return t->keep.p;
+  if ((p = pinned_alloc (sc, size)) != NULL) {
+    buf_free (sc, &t->keep, false);
+    t->keep = (struct buf) { .p = p, .size = size, .pinned = true };
+    return p;
+  }
+  if (size <= GR_SCRATCH_KEEP) {
+    buf_free (sc, &t->keep, false);
+    return buf_alloc (&t->keep, size < 65536 ? 65536 : size, false)
+      ? t->keep.p : NULL;
+  }
+  /* A large one, within the cap: wait while others hold too much. */
+  pthread_mutex_lock (&sc->lock);
+  while (sc->big_used > 0 && sc->big_used + size > sc->cap)
+    pthread_cond_wait (&sc->cond, &sc->lock);
+  sc->big_used += size;
+  pthread_mutex_unlock (&sc->lock);
+  if (!buf_alloc (&t->big, size, true)) {
+    pthread_mutex_lock (&sc->lock);
+    sc->big_used -= size;
+    pthread_cond_broadcast (&sc->cond);
+    pthread_mutex_unlock (&sc->lock);
+    return NULL;
+  }
+  return t->big.p;
+}
+
+void
+gr_scratch_put (struct gr_scratch *sc)
+{
+  struct tls *t = pthread_getspecific (sc->key);
+  size_t size;
+
+  if (t == NULL || t->big.size == 0)
+    return;
+  size = t->big.size;
+  buf_free (sc, &t->big, true);
+  pthread_mutex_lock (&sc->lock);
+  sc->big_used -= size;
+  pthread_cond_broadcast (&sc->cond);
+  pthread_mutex_unlock (&sc->lock);
+}

@@ -1,0 +1,39 @@
+/* gpuraid - scratch memory for the plans, bounded by configuration.
+ *
+ * A plan's scratch (scratch_len bytes: blocks read, rebuilt or encoded)
+ * comes from here.  Each thread keeps one buffer of up to
+ * GR_SCRATCH_KEEP bytes for reuse; a plan needing more gets a buffer of
+ * its own (mapped, and unmapped when the plan is done, so that no
+ * allocator keeps it), and those together stay within the configured cap
+ * (scratch-max=): a plan that would go over waits until others give
+ * theirs back (one alone may always run).  While a GPU is in use the
+ * kept buffer is page-locked, up to 64 MiB, where the page-locked pool
+ * (1 GiB) allows, so that GPU operations skip the engine's staging copy.
+ *
+ * One owner: struct gr_scratch holds the thread keys, the byte counts and
+ * the pool's state. */
+#ifndef GPURAID_SCRATCH_H
+#define GPURAID_SCRATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coding.h"
+
+#define GR_SCRATCH_KEEP ((size_t) 1 << 20)      /* per thread, reused */
+#define GR_SCRATCH_MAX_DEFAULT ((uint64_t) 256 << 20)
+
+struct gr_scratch;
+
+/* cap: bytes of plan buffers beyond what threads keep.  NULL after
+ * nbdkit_error. */
+struct gr_scratch *gr_scratch_new (struct gr_coding *coding, uint64_t cap);
+void gr_scratch_free (struct gr_scratch *sc);
+
+/* The calling thread's buffer for one plan, of at least size bytes,
+ * 4096-aligned.  NULL (errno ENOMEM) after nbdkit_error. */
+uint8_t *gr_scratch_get (struct gr_scratch *sc, size_t size);
+/* The plan is done with it. */
+void gr_scratch_put (struct gr_scratch *sc);
+
+#endif /* GPURAID_SCRATCH_H */
