@@ -175,6 +175,26 @@ parse_choice (struct gr_config *cfg, const char *key, const char *value,
   return -1;
 }
 
+/* key=value, a size given once: at least min, a power of two if pow2;
+ * else an error saying what it must be (rule). */
+static int
+size_key (struct gr_config *cfg, const char *key, const char *value,
+          unsigned seen, int64_t min, bool pow2, const char *rule,
+          uint64_t *out)
+{
+  int64_t v;
+
+  if (once (cfg, key, seen) == -1)
+    return -1;
+  v = size_syntax_ok (value) ? nbdkit_parse_size (value) : -1;
+  if (v < min || (pow2 && (v & (v - 1)) != 0)) {
+    nbdkit_error ("%s=%s: must be %s", key, value, rule);
+    return -1;
+  }
+  *out = (uint64_t) v;
+  return 0;
+}
+
 int
 gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
 {
@@ -228,47 +248,16 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
     cfg->accel = (enum gr_accel) i;
     return 0;
   }
-  if (strcmp (key, "scratch-max") == 0) {
-    int64_t v;
-
-    if (once (cfg, key, SEEN_SCRATCH) == -1)
-      return -1;
-    v = size_syntax_ok (value) ? nbdkit_parse_size (value) : -1;
-    if (v < (int64_t) 1 << 20) {
-      nbdkit_error ("scratch-max=%s: must be a size of at least 1M", value);
-      return -1;
-    }
-    cfg->scratch_max = (uint64_t) v;
-    return 0;
-  }
-  if (strcmp (key, "bitmap-chunk") == 0) {
-    int64_t v;
-
-    if (once (cfg, key, SEEN_BITMAP) == -1)
-      return -1;
-    v = size_syntax_ok (value) ? nbdkit_parse_size (value) : -1;
-    if (v < 4096 || (v & (v - 1)) != 0) {
-      nbdkit_error ("bitmap-chunk=%s: must be a power of two of at least 4K",
-                    value);
-      return -1;
-    }
-    cfg->bitmap_chunk = (uint64_t) v;
-    return 0;
-  }
-  if (strcmp (key, "resync-rate") == 0) {
-    int64_t v;
-
-    if (once (cfg, key, SEEN_RATE) == -1)
-      return -1;
-    v = size_syntax_ok (value) ? nbdkit_parse_size (value) : -1;
-    if (v < 0) {
-      nbdkit_error ("resync-rate=%s: must be a size (bytes a second; 0 for "
-                    "no limit)", value);
-      return -1;
-    }
-    cfg->resync_rate = (uint64_t) v;
-    return 0;
-  }
+  if (strcmp (key, "scratch-max") == 0)
+    return size_key (cfg, key, value, SEEN_SCRATCH, (int64_t) 1 << 20, false,
+                     "a size of at least 1M", &cfg->scratch_max);
+  if (strcmp (key, "bitmap-chunk") == 0)
+    return size_key (cfg, key, value, SEEN_BITMAP, 4096, true,
+                     "a power of two of at least 4K", &cfg->bitmap_chunk);
+  if (strcmp (key, "resync-rate") == 0)
+    return size_key (cfg, key, value, SEEN_RATE, 0, false,
+                     "a size (bytes a second; 0 for no limit)",
+                     &cfg->resync_rate);
   if (strcmp (key, "gpu-device") == 0)
     return once (cfg, key, SEEN_DEV) == -1 ? -1
       : parse_nonneg_int (key, value, &cfg->gpu_device);

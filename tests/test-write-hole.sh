@@ -9,9 +9,11 @@
 # written.  That write reconstructs chunk 0, writes chunk 1, then the
 # parity.  A first run under strace counts the writing thread's pwrite
 # calls; a second run kills nbdkit (SIGKILL) at the last of them, the
-# parity write, after the data write.  Restarted still degraded, chunk 0
-# must read back as it was, the written bytes as old or new, and after a
-# clean stop the next start must not warn about an unclean shutdown.
+# parity write, after the data write; more runs at each of its pwritev2
+# calls, the bitmap and journal writes before the data.  Restarted still
+# degraded, chunk 0 must read back as it was, the written bytes as old or
+# new, and after a clean stop the next start must not warn about an
+# unclean shutdown.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -34,6 +36,58 @@ try:
 except nbd.Error as e:
     print("write: %s (the crash)" % e)
 PYEOF
+}
+
+# crash_and_check CALL N: from the snapshot, the write with the server
+# killed at the writing thread's N-th CALL; restarted still degraded, the
+# missing chunk must read back as it was and the written bytes as old or
+# new; after a clean stop, no warning at the next start.
+crash_and_check ()
+{
+  local call=$1 at=$2 i
+  echo "--- $k+$m: crash at the writing thread's $call number $at"
+  restore_members "$tmpdir/snap"
+  NBDKIT_WRAPPER="strace -f -qq -o $tmpdir/crash.log -e trace=$call
+    -e inject=$call:signal=SIGKILL:when=$at" \
+    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
+  write_one
+  for (( i = 0; i < 50; i++ )); do
+    kill -0 "$(cat "$pid")" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q 'killed by SIGKILL' "$tmpdir/crash.log" ||
+    { echo "$0: FAIL: no crash at $call $at"; exit 1; }
+  rm -f "$pid"
+
+  # Restart, still degraded.
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
+  cat "$nbdkit_log"
+  "$PY" - "$uri" "$ref" $chunk <<'PYEOF' ||
+import nbd, sys
+h = nbd.NBD(); h.connect_uri(sys.argv[1])
+ref = open(sys.argv[2], "rb").read()
+chunk = int(sys.argv[3])
+got = h.pread(chunk, 0)
+if got != ref[:chunk]:
+    bad = sum(1 for a, b in zip(got, ref[:chunk]) if a != b)
+    sys.exit("chunk 0 of stripe 0, never written, reads back wrong: %d of %d bytes" % (bad, chunk))
+w = h.pread(512, chunk + 1024)
+if w != ref[chunk + 1024:chunk + 1536] and w != bytes([0xa7]) * 512:
+    sys.exit("the written bytes are neither old nor new")
+rest = h.pread(len(ref) - 2 * chunk, 2 * chunk)
+if rest != ref[2 * chunk:]:
+    sys.exit("data outside stripe 0 differs")
+print("chunk 0 intact, written bytes %s" % ("new" if w[0] == 0xa7 else "old"))
+PYEOF
+    { echo "$0: FAIL: $k+$m, crash at $call $at: the write hole"; exit 1; }
+  stop_nbdkit "$pid"
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
+  stop_nbdkit "$pid"
+  if grep -q 'not shut down cleanly' "$nbdkit_log"; then
+    echo "$0: FAIL: $k+$m, crash at $call $at: the warning stays after the repair"; cat "$nbdkit_log"; exit 1
+  fi
 }
 
 for g in 2:1:0 4:2:0,5; do
@@ -59,60 +113,23 @@ for g in 2:1:0 4:2:0,5; do
     [[ ",$gone," == *",$i,"* ]] || args+=("member=${members[$i]}")
   done
 
-  # Dry run: which pwrite of the writing thread is the last (the parity)?
-  NBDKIT_WRAPPER="strace -f -qq -o $tmpdir/dry.log -e trace=pwrite64" \
+  # Dry run: the writing thread's pwrite64 calls (data, then parity last)
+  # and pwritev2 calls (RWF_DSYNC: the bitmap on each live member, then the
+  # journal entry's copies).
+  NBDKIT_WRAPPER="strace -f -qq -o $tmpdir/dry.log -e trace=pwrite64,pwritev2" \
     start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
   write_one
   stop_nbdkit "$pid"
   tid=$(grep -a "$(printf '\\\\247\\\\247\\\\247')" "$tmpdir/dry.log" | head -n 1 | cut -d' ' -f1)
-  last=$(grep -c "^$tid .*pwrite64" "$tmpdir/dry.log")
-  echo "writing thread $tid: $last pwrite calls"
-  [ -n "$tid" ] && [ "$last" -ge 2 ] ||
+  last=$(grep -c "^$tid .*pwrite64(" "$tmpdir/dry.log")
+  nv2=$(grep -c "^$tid .*pwritev2(" "$tmpdir/dry.log")
+  echo "writing thread $tid: $last pwrite calls, $nv2 pwritev2 calls"
+  [ -n "$tid" ] && [ "$last" -ge 2 ] && [ "$nv2" -ge 2 ] ||
     { echo "$0: FAIL: dry run did not see the write"; cat "$tmpdir/dry.log"; exit 1; }
 
-  # The crash, at the parity write.
-  restore_members "$tmpdir/snap"
-  NBDKIT_WRAPPER="strace -f -qq -o $tmpdir/crash.log -e trace=pwrite64
-    -e inject=pwrite64:signal=SIGKILL:when=$last" \
-    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
-  write_one
-  for (( i = 0; i < 50; i++ )); do
-    kill -0 "$(cat "$pid")" 2>/dev/null || break
-    sleep 0.1
-  done
-  grep -q 'killed by SIGKILL' "$tmpdir/crash.log" ||
-    { echo "$0: FAIL: no crash at the parity write"; exit 1; }
-  rm -f "$pid"
-
-  # Restart, still degraded.
-  : >"$nbdkit_log"
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
-  cat "$nbdkit_log"
-  "$PY" - "$uri" "$ref" $chunk <<'PYEOF' ||
-import nbd, sys
-h = nbd.NBD(); h.connect_uri(sys.argv[1])
-ref = open(sys.argv[2], "rb").read()
-chunk = int(sys.argv[3])
-got = h.pread(chunk, 0)
-if got != ref[:chunk]:
-    bad = sum(1 for a, b in zip(got, ref[:chunk]) if a != b)
-    sys.exit("chunk 0 of stripe 0, never written, reads back wrong: %d of %d bytes" % (bad, chunk))
-w = h.pread(512, chunk + 1024)
-if w != ref[chunk + 1024:chunk + 1536] and w != bytes([0xa7]) * 512:
-    sys.exit("the written bytes are neither old nor new")
-rest = h.pread(len(ref) - 2 * chunk, 2 * chunk)
-if rest != ref[2 * chunk:]:
-    sys.exit("data outside stripe 0 differs")
-print("chunk 0 intact, written bytes %s" % ("new" if w[0] == 0xa7 else "old"))
-PYEOF
-    { echo "$0: FAIL: $k+$m: the write hole"; exit 1; }
-  stop_nbdkit "$pid"
-  : >"$nbdkit_log"
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
-  stop_nbdkit "$pid"
-  if grep -q 'not shut down cleanly' "$nbdkit_log"; then
-    echo "$0: FAIL: $k+$m: the warning stays after the repair"; cat "$nbdkit_log"; exit 1
-  fi
+  # The crash at the parity write, and at each bitmap and journal write.
+  crash_and_check pwrite64 "$last"
+  for (( w = 1; w <= nv2; w++ )); do crash_and_check pwritev2 "$w"; done
   rm -f "${members[@]}" "$tmpdir"/gone*
   rm -rf "$tmpdir/snap"
 done
