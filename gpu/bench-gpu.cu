@@ -16,6 +16,12 @@
  *      max(bytes moved / copy_bw, instruction lanes / issue rate),
  *      predicted vs measured.
  *
+ * Every configuration reported is checked in the same run: the outputs
+ * of its last timed launch (first and last stripe) against a plain CPU
+ * computation of the same matrix ((a), (a2), (a3), (a6)), and the parity
+ * of gr_encode against ISA-L's ((b), (bx)).  A row that differs is
+ * marked WRONG, and the program exits 1 at the end.
+ *
  * QUICK=1: fewer geometries and repetitions.  BENCH_ONLY=a,a2,a3,b,c
  * runs only the sections named (a6, only when named: JIT forms, inputs
  * staged in shared memory, IMAD.HI shifts; bx, only when named: the
@@ -127,6 +133,143 @@ time_dev (int reps, F fn)
   CK (cudaEventDestroy (a));
   CK (cudaEventDestroy (b));
   return t[reps / 2];
+}
+
+/* Rows checked against the CPU, and those found wrong. */
+static int nchecked, nwrong;
+
+/* out (m blocks of len) = mat (m x k) times in (k blocks of len), as the
+ * kernels define it: RS bytewise over GF(2^8) (ISA-L with the matrix's
+ * tables), CRS over the bit planes of each 4096-byte group (gf/crs.c's
+ * layout: packet r of output j = XOR of the packets b of input c whose
+ * bit of the bitmatrix is set). */
+static void
+cpu_mul (enum gr_code code, const uint8_t *mat, int k, int m,
+         uint8_t *const *in, uint8_t *const *out, size_t len)
+{
+  if (code == GR_CODE_RS) {
+    uint8_t *tbls = (uint8_t *) malloc ((size_t) 32 * k * m);
+
+    ec_init_tables (k, m, (unsigned char *) mat, tbls);
+    ec_encode_data ((int) len, k, m, tbls, (unsigned char **) in,
+                    (unsigned char **) out);
+    free (tbls);
+    return;
+  }
+  uint8_t *bits = (uint8_t *) malloc ((size_t) 64 * k * m);
+  const size_t pw = GR_CRS_PACKET / 8;  /* 64-bit words per packet */
+
+  gr_gf_bitmatrix (mat, m, k, bits);
+  for (int j = 0; j < m; j++)
+    memset (out[j], 0, len);
+  for (size_t g = 0; g < len; g += GR_CRS_GROUP)
+    for (int r = 0; r < 8 * m; r++) {
+      uint64_t *o = (uint64_t *) (out[r / 8] + g + (r % 8) * GR_CRS_PACKET);
+      for (int cb = 0; cb < 8 * k; cb++)
+        if (bits[(size_t) r * 8 * k + cb]) {
+          const uint64_t *x = (const uint64_t *)
+            (in[cb / 8] + g + (cb % 8) * GR_CRS_PACKET);
+          for (size_t w = 0; w < pw; w++)
+            o[w] ^= x[w];
+        }
+    }
+  free (bits);
+}
+
+/* Check the last launch of mat's kernel over a device batch (the layout
+ * of gpu-internal.h, nothing accumulated): the first and last of ns
+ * stripes against cpu_mul.  Returns " verified" or " WRONG" for the row
+ * and counts it. */
+static const char *
+check_launch (enum gr_code code, const uint8_t *mat, int k, int m,
+              const void *din, const void *dout, size_t ns, size_t len)
+{
+  uint8_t *h = (uint8_t *) malloc ((size_t) (k + 2 * m) * len);
+  uint8_t *in[GR_MAX_MEMBERS], *got[GR_MAX_MEMBERS], *want_[GR_MAX_MEMBERS];
+  int bad = 0;
+
+  if (h == NULL) {
+    fprintf (stderr, "out of memory\n");
+    exit (1);
+  }
+  for (int i = 0; i < k; i++)
+    in[i] = h + (size_t) i * len;
+  for (int j = 0; j < m; j++) {
+    got[j] = h + (size_t) (k + j) * len;
+    want_[j] = h + (size_t) (k + m + j) * len;
+  }
+  CK (cudaDeviceSynchronize ());
+  for (size_t s = 0; s < ns; s += ns > 1 ? ns - 1 : 1) {
+    CK (cudaMemcpy (h, (const uint8_t *) din + s * k * len, k * len,
+                    cudaMemcpyDeviceToHost));
+    CK (cudaMemcpy (got[0], (const uint8_t *) dout + s * m * len, m * len,
+                    cudaMemcpyDeviceToHost));
+    cpu_mul (code, mat, k, m, in, want_, len);
+    if (memcmp (got[0], want_[0], m * len) != 0)
+      bad = 1;
+  }
+  free (h);
+  nchecked++;
+  nwrong += bad;
+  return bad ? " WRONG" : " verified";
+}
+
+/* The parity of blocks (stripes 0 and ns - 1) against ISA-L's encode of
+ * the same data. */
+static const char *
+check_encode (int k, int m, enum gr_code code, uint8_t *const *blk,
+              size_t ns, size_t len)
+{
+  struct gr_coder *c;
+  const int n = k + m;
+  uint8_t *buf = (uint8_t *) malloc ((size_t) n * len);
+  uint8_t *b[GR_MAX_MEMBERS];
+  int bad = 0;
+
+  if (gr_coder_new (&c, k, m, code, gr_backend_find ("isal")) < 0) {
+    fprintf (stderr, "no ISA-L coder for %d+%d\n", k, m);
+    exit (1);
+  }
+  if (buf == NULL) {
+    fprintf (stderr, "out of memory\n");
+    exit (1);
+  }
+  for (size_t s = 0; s < ns; s += ns > 1 ? ns - 1 : 1) {
+    for (int i = 0; i < n; i++) {
+      b[i] = buf + (size_t) i * len;
+      if (i < k)
+        memcpy (b[i], blk[s * n + i], len);
+    }
+    if (gr_encode (c, b, 1, len) < 0) {
+      fprintf (stderr, "ISA-L encode failed\n");
+      exit (1);
+    }
+    for (int j = k; j < n; j++)
+      if (memcmp (b[j], blk[s * n + j], len) != 0)
+        bad = 1;
+  }
+  gr_coder_free (c);
+  free (buf);
+  nchecked++;
+  nwrong += bad;
+  return bad ? " WRONG" : " verified";
+}
+
+/* Random bytes (xorshift), so that a kernel that skips its inputs shows. */
+static void
+fill_random (uint8_t *p, size_t n, uint64_t seed)
+{
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull | 1;
+  size_t i;
+
+  for (i = 0; i + 8 <= n; i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    memcpy (p + i, &x, 8);
+  }
+  for (; i < n; i++)
+    p[i] = (uint8_t) (x >> (8 * (i % 8)));
 }
 
 static void
@@ -253,6 +396,7 @@ struct jit_run {
   double gbs, roof, ms;
   int regs, per_sm;
   size_t local;
+  const char *check;    /* check_launch's verdict */
 };
 
 /* Build the JIT kernel of mat (m x k, code) with the code generation
@@ -285,6 +429,7 @@ time_jit (enum gr_code code, const uint8_t *mat, int k, int m, void *din,
       });
     r->gbs = ns * k * len / secs / 1e9;
     r->roof = 100 * ns * k * len / secs / (copy_bw * k / (k + m));
+    r->check = check_launch (code, mat, k, m, din, dout, ns, len);
     ret = 0;
   }
   gr_gpu_tab_free (&t);
@@ -355,11 +500,11 @@ bench_jit_forms (void *din, void *dout, const char *title,
                       dout, ns, len, &r) == 0)
           printf ("%d+%d %-3s %s stage=%d shr=%d lop3=%d: "
                   "%7.1f GB/s (%.1f%% of roofline; %d regs, %zu B local, "
-                  "%d blocks/SM; compile %.0f ms)\n",
+                  "%d blocks/SM; compile %.0f ms)%s\n",
                   k, m, code == GR_CODE_RS ? "RS" : "CRS",
                   op == 0 ? "enc" : "dec", f->stage, f->shr,
                   f->lop3, r.gbs, r.roof, r.regs, r.local,
-                  r.per_sm, r.ms);
+                  r.per_sm, r.ms, r.check);
         else
           printf ("%d+%d jit failed: %s\n", k, m, gr_gpu_last_error ());
       }
@@ -448,6 +593,8 @@ bench_kernels (void)
         pred = jit ? model_jit (&t, data, &dens)
           : model_time (code, k, m, data);
         gr_gpu_tab_free (&t);
+        const char *verdict = check_launch (code, op == 0 ? gen + (size_t) k * k
+                                            : dm, k, m, din, dout, ns, len);
         bw = data / secs;
         roof = copy_bw * k / (k + m);
         snprintf (vname, sizeof vname, "%s", !jit ? generic_name (code)
@@ -459,7 +606,7 @@ bench_kernels (void)
                 100 * (pred - secs) / secs);
         if (jit)
           printf ("  density %.2f", dens);
-        printf ("\n");
+        printf ("%s\n", verdict);
         fflush (stdout);
         err_sum += fabs (pred - secs) / secs;
         err_n++;
@@ -493,7 +640,9 @@ bench_kernels (void)
             secs = time_dev (5, [&] {
                 CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
               });
-            printf ("  mb=%d: %7.1f", t.mb, ns * k * len / secs / 1e9);
+            printf ("  mb=%d: %7.1f%s", t.mb, ns * k * len / secs / 1e9,
+                    check_launch (code, gen + (size_t) k * k, k, m, din,
+                                  dout, ns, len));
           }
           gr_gpu_tab_free (&t);
         }
@@ -527,7 +676,8 @@ bench_kernels (void)
           gr_gpu_jit_passrows = pr;
           if (time_jit (code, gen + (size_t) k * k, k, m, din, dout, ns, len,
                         &r) == 0)
-            printf ("  %d/pass: %7.1f (%4.0f ms)", pr, r.gbs, r.ms);
+            printf ("  %d/pass: %7.1f (%4.0f ms)%s", pr, r.gbs, r.ms,
+                    r.check);
         }
         printf ("\n");
       }
@@ -656,8 +806,8 @@ bench_host (enum gr_code code, int k, int m)
     fprintf (stderr, "out of memory: %s\n", gr_gpu_last_error ());
     exit (1);
   }
-  memset (pin, 3, maxdata / k * n + MiB);
-  memset (pg, 3, maxdata / k * n + MiB);
+  fill_random (pin, maxdata / k * n + MiB, 3);
+  memcpy (pg, pin, maxdata / k * n + MiB);
   /* Steady state: the first batch of at least gr_gpu_jit_min bytes starts
    * compiling the coder's JIT kernel in the background (tens to hundreds
    * of ms of NVRTC and a module load); measured while it ran, the 64 MiB
@@ -686,6 +836,7 @@ bench_host (enum gr_code code, int k, int m)
   }
   printf ("%10s %8s %10s %10s %8s %12s\n", "batch", "stripes", "block",
           "pinned", "%H2D", "pageable");
+  const char *vp, *vq = "";
   for (size_t b = MiB; b <= maxdata; b *= 2) {
     size_t len = b / k < MiB ? b / k : MiB;
     size_t ns, data;
@@ -697,14 +848,16 @@ bench_host (enum gr_code code, int k, int m)
     set_blocks (blk, pin, n, ns, len);
     tp = time_encode (c, blk, ns, len, quick ? 3 : 9);
     bwp = data / tp;
+    vp = check_encode (k, m, code, blk, ns, len);
     if (b == 64 * MiB || b == maxdata) {
       set_blocks (blk, pg, n, ns, len);
       tq = time_encode (c, blk, ns, len, 3);
+      vq = check_encode (k, m, code, blk, ns, len);
     }
-    printf ("%7zu MiB %8zu %7zu KiB %6.1f GB/s %6.0f%% ", b / MiB, ns,
-            len >> 10, bwp / 1e9, 100 * bwp / h2d_bw);
+    printf ("%7zu MiB %8zu %7zu KiB %6.1f GB/s %6.0f%%%s ", b / MiB, ns,
+            len >> 10, bwp / 1e9, 100 * bwp / h2d_bw, vp);
     if (tq > 0)
-      printf ("%6.1f GB/s", data / tq / 1e9);
+      printf ("%6.1f GB/s%s", data / tq / 1e9, vq);
     printf ("\n");
     fflush (stdout);
     if (at50 == 0 && bwp >= 0.5 * h2d_bw)
@@ -727,8 +880,8 @@ bench_host (enum gr_code code, int k, int m)
     set_blocks (blk, pin, n, 1, len);
     t = time_encode (c, blk, 1, len, 21);
     printf ("latency, one %d+%d stripe of %zu KiB blocks (%zu KiB data), "
-            "pinned: %.0f us (median of 21)\n", k, m, len >> 10,
-            k * len >> 10, t * 1e6);
+            "pinned: %.0f us (median of 21)%s\n", k, m, len >> 10,
+            k * len >> 10, t * 1e6, check_encode (k, m, code, blk, 1, len));
   }
   gr_coder_free (c);
   gr_gpu_host_free (pin);
@@ -763,7 +916,7 @@ bench_chunks (void)
     blk = (uint8_t **) malloc (sizeof *blk * n * (maxdata / (k * MiB) + 1));
     if (pin == NULL || blk == NULL)
       exit (1);
-    memset (pin, 3, maxdata / k * n + MiB);
+    fill_random (pin, maxdata / k * n + MiB, 5);
     printf ("%d+%d %-3s", k, m, code == GR_CODE_RS ? "RS" : "CRS");
     for (size_t b = 16 * MiB; b <= maxdata; b *= 2)
       printf (" %7zu MiB", b / MiB);
@@ -781,8 +934,9 @@ bench_chunks (void)
         const size_t len = MiB, ns = b / (k * len);
 
         set_blocks (blk, pin, n, ns, len);
-        printf (" %6.1f%%  ", 100 * ns * k * len /
-                time_encode (c, blk, ns, len, 7) / h2d_bw);
+        const double pct = 100 * ns * k * len /
+          time_encode (c, blk, ns, len, 7) / h2d_bw;
+        printf (" %6.1f%%%s", pct, check_encode (k, m, code, blk, ns, len));
       }
       printf ("\n");
     }
@@ -913,5 +1067,7 @@ main (void)
     bench_isal (10, 4);
     bench_isal (8, 8);
   }
-  return 0;
+  printf ("\n%d configurations reported, each checked against the CPU in "
+          "this run: %d wrong\n", nchecked, nwrong);
+  return nwrong ? 1 : 0;
 }

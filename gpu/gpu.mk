@@ -2,8 +2,12 @@
 #   LIBGPU         gpu/libgrgpu.a, empty without CUDA
 #   GPU_LDLIBS     what a program linking LIBGPU must also link
 #   GPU_CPPFLAGS   -DGR_HAVE_CUDA when the engine is built
-# Targets: check-gpu (gpu/test-gpu), check-gpu-sanitize (compute-sanitizer
-# memcheck + racecheck on a QUICK=1 run), bench-gpu (gpu/bench-gpu).
+# Targets: check-gpu (gpu/test-gpu's tier: every kernel the engine can
+# choose, a few minutes), check-gpu-long (its exhaustive parts, one make
+# target each so that each fits a call on the GPU machine:
+# check-gpu-long-default, -jit, -plain, -stage), check-gpu-sanitize
+# (compute-sanitizer memcheck + racecheck on a QUICK=1 run), bench-gpu
+# (gpu/bench-gpu).
 
 ifeq ($(HAVE_CUDA),1)
 LIBGPU = gpu/libgrgpu.a
@@ -53,8 +57,14 @@ endif
 gpu/test-gpu.o: CFLAGS_ALL += -I. $(GPU_CPPFLAGS)
 
 GPU_TESTS += gpu/test-gpu
+GPU_LONG_PARTS = default jit plain stage
+
+check-gpu-long: $(addprefix check-gpu-long-,$(GPU_LONG_PARTS))
+$(addprefix check-gpu-long-,$(GPU_LONG_PARTS)): check-gpu-long-%: gpu/test-gpu
+	TEST_GPU_PART=$* gpu/test-gpu; r=$$?; [ $$r = 77 ] || exit $$r
 CHECK_TESTS += gpu/test-gpu
 CHECK_PROGS += gpu/test-gpu
 CLEAN_FILES += gpu/test-gpu gpu/bench-gpu
 
-.PHONY: check-gpu-sanitize
+.PHONY: check-gpu-sanitize check-gpu-long \
+        $(addprefix check-gpu-long-,$(GPU_LONG_PARTS))

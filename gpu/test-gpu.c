@@ -17,9 +17,22 @@
  * batch (with 16+16 too), with those in their plain form (right shifts
  * by SHF, rows as C XORs) in passes of 2 output blocks and on 16+16, and
  * with inputs staged in shared memory (with 16+16 and big launches).  QUICK=1 runs the
- * reduced set throughout (for compute-sanitizer); TEST_JIT_ONLY=1 only
- * the JIT parts, TEST_JIT_ONLY=stage only the staged ones.
- * TEST_SEED sets the random seed (printed).
+ * reduced set throughout (for compute-sanitizer).
+ *
+ * TEST_GPU_PART runs one part (each fits one call on the GPU machine):
+ *   tier     the default (make check, make check-gpu): every kernel the
+ *            engine can choose, in its
+ *            default form: the generic kernels on the reduced set, the JIT
+ *            kernels (default form: staged from 12 output blocks, passes
+ *            beyond 16) on the reduced set, 16+16 and big launches, with
+ *            one random erasure set a case (each set is a compile)
+ *   default  the generic kernels, whole suite
+ *   jit      the JIT kernels in their default form, every erasure set
+ *   plain    the JIT kernels in the plain form (SHF, C XORs)
+ *   stage    the JIT kernels staged per item with SHF shifts
+ *   all      default, jit, plain and stage in one run
+ * make check-gpu-long runs default, jit, plain and stage as separate
+ * parts.  TEST_SEED sets the random seed (printed).
  *
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
  */
@@ -55,6 +68,7 @@ extern size_t gr_gpu_set_chunk (size_t bytes);
 
 static uint64_t rng;            /* from the kit's seed; threads fork it */
 static int quick;
+static int tier;                /* TEST_GPU_PART=tier: one erasure set */
 static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define FAIL(...)                                       \
@@ -162,11 +176,15 @@ batch_copy (struct batch *dst, const struct batch *src)
     memcpy (dst->blk[i], src->blk[i], src->len);
 }
 
-/* Compare blocks with index in [i0, i1) of every stripe. */
+/* Compare blocks with index in [i0, i1) of every stripe (one check of
+ * the kit's count). */
 static int
 batch_cmp (const struct batch *a, const struct batch *b, int i0, int i1,
            const char *what, int k, int m, const char *code)
 {
+  pthread_mutex_lock (&fail_lock);
+  test_checks++;
+  pthread_mutex_unlock (&fail_lock);
   for (size_t s = 0; s < a->ns; s++)
     for (int i = i0; i < i1; i++) {
       const uint8_t *x = a->blk[s * a->n + i], *y = b->blk[s * b->n + i];
@@ -487,8 +505,10 @@ run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
           /* Every erasure set on one mid-sized case when k + m <= 12. */
           all = k + m <= 12 && si == 1 && li == (ci == 0 ? 2 : 0)
             && (!quick || k + m <= 9);
+          if (tier)
+            all = 0;
           test_case (cr, cg, ns, len, misalign, 0, all,
-                     all ? 0 : quick ? 2 : 6);
+                     all ? 0 : tier ? 1 : quick ? 2 : 6);
           first = 0;
         }
       if (k == 4 && m == 2) {   /* page-locked blocks: the direct path */
@@ -595,15 +615,23 @@ run_big (const struct gr_backend *ref, const struct gr_backend *gpu)
   gr_gpu_set_chunk (old);
 }
 
-/* The JIT suites of the default form, then of the unstaged plain form:
- * in passes of 2 output blocks, and in one pass on 16+16. */
+/* The JIT kernels of the default form: reduced set, 16+16, big
+ * launches. */
 static void
-run_jit_forms (const struct gr_backend *ref, const struct gr_backend *gpu)
+run_jit_default (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
-  printf ("kernels: JIT XOR networks on every batch, reduced set and "
-          "16+16\n");
+  printf ("kernels: JIT XOR networks on every batch, default form, reduced "
+          "set, 16+16 and big launches\n");
   run_suite (ref, gpu);
   run_16_16 (ref, gpu);
+  run_big (ref, gpu);
+}
+
+/* The unstaged plain form: in passes of 2 output blocks, and in one pass
+ * on 16+16. */
+static void
+run_jit_plain (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
   {
     const int pr = gr_gpu_set_jit_passrows (2);
     /* The forms the defaults left: right shifts by SHF, rows as C
@@ -626,9 +654,9 @@ int
 main (void)
 {
   const struct gr_backend *ref, *gpu;
-  const char *e;
+  const char *part = getenv ("TEST_GPU_PART");
   char name[256];
-  int r, jit_only;
+  int r;
 
   quick = test_quick ();
   if (gr_gpu_probe_device (0, name, sizeof name) < 0) {
@@ -659,25 +687,38 @@ main (void)
   if (strcmp (gr_gpu_last_error (), "") != 0)
     printf ("note: last error before tests: %s\n", gr_gpu_last_error ());
 
-  e = getenv ("TEST_JIT_ONLY");
-  jit_only = e && *e && strcmp (e, "0") != 0;
-  if (jit_only && strcmp (e, "stage") == 0)
-    jit_only = 2;
-  if (!jit_only) {
+  if (part == NULL || *part == '\0')
+    part = "tier";
+  if (strcmp (part, "tier") && strcmp (part, "default") &&
+      strcmp (part, "jit") && strcmp (part, "plain") &&
+      strcmp (part, "stage") && strcmp (part, "all")) {
+    printf ("FAIL: TEST_GPU_PART=%s: tier, default, jit, plain, stage or "
+            "all\n", part);
+    return 1;
+  }
+  printf ("TEST_GPU_PART=%s\n", part);
+  tier = strcmp (part, "tier") == 0;
+  if (strcmp (part, "all") == 0)
+    part = NULL;
+  if (tier)
+    quick = 1;
+  if (!part || tier || strcmp (part, "default") == 0) {
     printf ("kernels: default\n");
     run_suite (ref, gpu);
   }
   /* The run-time compiled XOR networks on every batch, reduced. */
-  {
+  if (!part || strcmp (part, "default") != 0) {
     const int save = quick;
     const size_t jm = gr_gpu_set_jit_min (0);
     const int before = gr_gpu_jit_built ();
     const int as = gr_gpu_set_jit_async (0);     /* compile before use */
 
     quick = 1;
-    if (jit_only != 2)
-      run_jit_forms (ref, gpu);
-    {
+    if (!part || tier || strcmp (part, "jit") == 0)
+      run_jit_default (ref, gpu);
+    if (!part || strcmp (part, "plain") == 0)
+      run_jit_plain (ref, gpu);
+    if (!part || strcmp (part, "stage") == 0) {
       const int f[3] = { 1, 0, -1 };
       int saved[3];
 

@@ -87,6 +87,10 @@ run_case ()
   count=$(grep -c "error: GPU .* failed" "$log")
   [ "$count" = 1 ] || fail "$case: expected one GPU failure message, got $count"
   grep "error: GPU .* failed" "$log"
+  # The check the GPU tests rely on must see this fallback.
+  if gpu_worked "$log"; then
+    fail "$case: gpu_worked did not notice the fallback"
+  fi
   # Parity must be right: read everything back with each member removed
   # in turn (for the reconstruct case the array is already degraded: it
   # is refused with a second member gone only if m = 1).

@@ -7,6 +7,8 @@
 #   requires_cmd CMD...        skip unless each CMD is on $PATH
 #   requires_plugin, requires_check, requires_py
 #   fail MESSAGE...            print "$0: FAIL: MESSAGE" and exit 1
+#   gpu_worked LOG             did the server of LOG (run with -v) code on
+#                              its GPU, and never fall back to the CPU?
 #   wait_resync [SECONDS]      wait until every background resync that
 #                              $nbdkit_log says started has said it is done
 #   cleanup_fn CMD [ARGS...]   run CMD on exit (last registered runs first)
@@ -226,6 +228,24 @@ start_nbdkit ()
   exit 1
 }
 
+# gpu_worked LOG: the server whose -v log is LOG (one server, stopped)
+# ran coding operations on its GPU (or stand-in), and none failed over to
+# the CPU.  Prints what it found; returns non-zero otherwise.
+gpu_worked ()
+{
+  local log=$1 ops
+  if grep -q 'GPU .* failed: .*redoing it' "$log"; then
+    echo "gpu_worked: the GPU failed, the CPU took over: $(grep -m 1 'GPU .* failed' "$log")"
+    return 1
+  fi
+  ops=$(sed -n 's/.*coding operations on the GPU: \([0-9]*\);.*/\1/p' "$log" | tail -n 1)
+  if [ -z "$ops" ] || [ "$ops" -eq 0 ]; then
+    echo "gpu_worked: no coding operation on the GPU (count: '${ops}')"
+    return 1
+  fi
+  echo "gpu_worked: $ops coding operations on the GPU, no fallback"
+}
+
 # wait_resync [SECONDS]: the log may hold several servers' lines: wait
 # (default 120 s) until as many resyncs are done as were started; fail if
 # one stopped or the time runs out.
@@ -356,14 +376,17 @@ make_members ()
 }
 
 # check_parity K M CHUNK CODE [gpuraid-check args...] MEMBER...
-# Runs the offline parity checker; fails the test on any mismatch.
+# Runs the offline parity checker; fails the test on any mismatch.  Its
+# coder is "ref" (plainly correct, slow: CRS at a few MB/s), or the
+# backend named in $check_backend.
 check_parity ()
 {
   local k=$1 m=$2 chunk=$3 code=$4
   shift 4
-  echo "+ gpuraid-check -k $k -m $m -c $chunk -t $code -o $(data_offset "$chunk") $*"
+  echo "+ gpuraid-check -k $k -m $m -c $chunk -t $code -o $(data_offset "$chunk") ${check_backend:+-b $check_backend }$*"
+  # shellcheck disable=SC2086
   if ! "$CHECK" -k "$k" -m "$m" -c "$chunk" -t "$code" \
-       -o "$(data_offset "$chunk")" "$@"; then
+       -o "$(data_offset "$chunk")" ${check_backend:+-b "$check_backend"} "$@"; then
     echo "$0: FAIL: gpuraid-check found parity errors (k=$k m=$m chunk=$chunk code=$code)"
     exit 1
   fi

@@ -36,6 +36,7 @@ for code in rs crs; do
   stop_nbdkit "$pid"
   grep -q 'fake working GPU coder' "$nbdkit_log" ||
     { echo "$0: FAIL: the stand-in GPU coder was not used"; exit 1; }
+  gpu_worked "$nbdkit_log" || fail "the stand-in GPU did not code"
   batches=$(grep -c 'group commit:' "$nbdkit_log")
   echo "batches gathered from several requests: $batches"
   grep -m 3 'group commit:' "$nbdkit_log"
