@@ -276,6 +276,20 @@ gr_coding_cpu_name (const struct gr_coding *c)
   return gr_backend_name (c->cpu_be);
 }
 
+void
+gr_coding_info (const struct gr_coding *c, struct gr_coding_info *out)
+{
+  out->cpu_backend = gr_backend_name (c->cpu_be);
+  out->gpu = c->gpu != NULL;
+  out->gpu_name = c->use_gpu ? c->gpu_name
+    : c->gpu ? gr_fakegpu_name () : NULL;
+  out->device = c->use_gpu ? c->device : -1;
+  out->gpu_all = c->gpu_all;
+  out->fallen_back = __atomic_load_n (&c->fallen_back, __ATOMIC_RELAXED);
+  out->ops_gpu = __atomic_load_n (&c->ops_gpu, __ATOMIC_RELAXED);
+  out->ops_spilled = __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED);
+}
+
 /* --- routing ------------------------------------------------------------- */
 
 bool

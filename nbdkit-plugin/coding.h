@@ -44,6 +44,18 @@ int gr_coding_m (const struct gr_coding *c);
 /* Coding lengths must be multiples of this (every coder in use). */
 uint32_t gr_coding_len_multiple (const struct gr_coding *c);
 const char *gr_coding_cpu_name (const struct gr_coding *c);
+/* What codes, for the status. */
+struct gr_coding_info {
+  const char *cpu_backend;
+  bool gpu;                     /* a GPU coder (or a test stand-in) */
+  const char *gpu_name;         /* its name, or NULL */
+  int device;                   /* CUDA device, -1 for none or a stand-in */
+  bool gpu_all;                 /* every operation on it (accel=gpu) */
+  bool fallen_back;             /* it failed: the CPU codes everything */
+  uint64_t ops_gpu, ops_spilled;        /* operations on it; sent to the
+                                         * CPU because it was busy */
+};
+void gr_coding_info (const struct gr_coding *c, struct gr_coding_info *out);
 /* Is there a GPU coder that has not failed? */
 bool gr_coding_gpu_usable (const struct gr_coding *c);
 /* accel=gpu or backend=cuda (or a stand-in not routed as auto): every

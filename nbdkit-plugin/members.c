@@ -20,6 +20,8 @@ struct member {
   int fd;                       /* -1 if missing */
   int failed;                   /* atomic; never cleared */
   char why[256];                /* why it failed */
+  /* atomic: accesses done, bytes moved, errors met (gr_members_counts) */
+  uint64_t reads, writes, read_bytes, written_bytes, errors;
 };
 
 struct gr_members {
@@ -326,6 +328,41 @@ gr_members_fail (struct gr_members *ms, int i, const char *fmt, ...)
   return r;
 }
 
+enum gr_members_fail_outcome
+gr_members_fail_keeping (struct gr_members *ms, int i, const char *why)
+{
+  enum gr_members_fail_outcome r;
+
+  pthread_mutex_lock (&ms->lock);
+  if (ms->read_only)
+    r = GR_FAIL_READ_ONLY;
+  else if (ms->mem[i].failed)
+    r = GR_FAIL_ALREADY;
+  else if (ms->nfailed >= ms->m)
+    r = GR_FAIL_NO_REDUNDANCY;
+  else {
+    fail_locked (ms, i, why, true);
+    r = write_sbs_locked (ms) == GR_MEMBERS_OK ? GR_FAIL_DONE
+      : GR_FAIL_ARRAY_FAILED;
+  }
+  pthread_mutex_unlock (&ms->lock);
+  return r;
+}
+
+enum gr_member_state
+gr_members_state (const struct gr_members *ms, int i)
+{
+  if (!gr_members_failed (ms, i))
+    return GR_MEMBER_ACTIVE;
+  return ms->mem[i].fd >= 0 ? GR_MEMBER_FAILED : GR_MEMBER_MISSING;
+}
+
+bool
+gr_members_read_only_p (const struct gr_members *ms)
+{
+  return ms->read_only;
+}
+
 int
 gr_members_begin_write (struct gr_members *ms)
 {
@@ -366,6 +403,7 @@ gr_members_sync (struct gr_members *ms, int i)
   if (fdatasync (ms->mem[i].fd) == -1) {
     int e = errno;
 
+    __atomic_add_fetch (&ms->mem[i].errors, 1, __ATOMIC_RELAXED);
     if (gr_members_fail (ms, i, "fdatasync: %s", strerror (e))
         != GR_MEMBERS_OK) {
       errno = EIO;
@@ -394,6 +432,7 @@ mio_error (struct gr_members *ms, struct gr_mio *v, int r,
     : "fallocate";
   const char *err = r == -ENODATA ? "short read" : strerror (-r);
 
+  __atomic_add_fetch (&ms->mem[v->member].errors, 1, __ATOMIC_RELAXED);
   v->result = GR_MIO_FAILED;
   if (policy == GR_MIO_REPORT)
     nbdkit_error ("member %d (%s): %s of %" PRIu64 " bytes at offset %"
@@ -480,9 +519,36 @@ gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
     if (rv != stackv)
       free (rv);
   }
-  for (i = 0; i < n; i++)
+  for (i = 0; i < n; i++) {
+    struct member *mb = &ms->mem[v[i].member];
+
     if (rv == NULL || v[i].result != GR_MIO_DONE)
       mio_one (ms, &v[i], policy);
+    if (v[i].result != GR_MIO_DONE)
+      continue;
+    if (v[i].kind == GR_MIO_READ) {
+      __atomic_add_fetch (&mb->reads, 1, __ATOMIC_RELAXED);
+      __atomic_add_fetch (&mb->read_bytes, v[i].len, __ATOMIC_RELAXED);
+    }
+    else if (v[i].kind == GR_MIO_WRITE || v[i].kind == GR_MIO_WRITE_DSYNC) {
+      __atomic_add_fetch (&mb->writes, 1, __ATOMIC_RELAXED);
+      __atomic_add_fetch (&mb->written_bytes, v[i].len, __ATOMIC_RELAXED);
+    }
+  }
+}
+
+void
+gr_members_counts (const struct gr_members *ms, int i,
+                   struct gr_member_counts *out)
+{
+  const struct member *mb = &ms->mem[i];
+
+  out->reads = __atomic_load_n (&mb->reads, __ATOMIC_RELAXED);
+  out->writes = __atomic_load_n (&mb->writes, __ATOMIC_RELAXED);
+  out->read_bytes = __atomic_load_n (&mb->read_bytes, __ATOMIC_RELAXED);
+  out->written_bytes = __atomic_load_n (&mb->written_bytes,
+                                        __ATOMIC_RELAXED);
+  out->errors = __atomic_load_n (&mb->errors, __ATOMIC_RELAXED);
 }
 
 /* --- shutdown ------------------------------------------------------------ */

@@ -81,6 +81,29 @@ enum gr_members_outcome gr_members_mark_clean (struct gr_members *ms);
 enum gr_members_outcome gr_members_fail (struct gr_members *ms, int i,
                                          const char *fmt, ...)
   __attribute__ ((format (printf, 3, 4)));
+/* The operator fails member i (why: for the log and the superblock
+ * record), but only while that keeps the array working: not a member
+ * that has failed already, not when m have failed, not read-only. */
+enum gr_members_fail_outcome {
+  GR_FAIL_DONE,                 /* failed, recorded on the survivors */
+  GR_FAIL_ALREADY,              /* it had failed (or is missing) */
+  GR_FAIL_NO_REDUNDANCY,        /* m members have failed already */
+  GR_FAIL_READ_ONLY,            /* salvage: nothing may be written */
+  GR_FAIL_ARRAY_FAILED,         /* failed, and the superblock update
+                                 * failed others past m */
+};
+enum gr_members_fail_outcome gr_members_fail_keeping (struct gr_members *ms,
+                                                      int i,
+                                                      const char *why);
+/* A member as the status shows it. */
+enum gr_member_state {
+  GR_MEMBER_ACTIVE,
+  GR_MEMBER_FAILED,             /* failed while the array ran */
+  GR_MEMBER_MISSING,            /* not in use since the start (not found,
+                                 * stale or recorded failed; why says) */
+};
+enum gr_member_state gr_members_state (const struct gr_members *ms, int i);
+bool gr_members_read_only_p (const struct gr_members *ms);
 /* Before the first write: persist the dirty flag and the failed set.
  * 0, or -1 with errno EIO. */
 int gr_members_begin_write (struct gr_members *ms);
@@ -122,6 +145,14 @@ void gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
  * GR_MIO_ZERO) so far? */
 bool gr_members_falloc_ok (const struct gr_members *ms,
                            enum gr_mio_kind mode);
+
+/* Member i's accesses since start (gr_members_io's reads and writes
+ * done, their bytes) and errors met (failed accesses and syncs). */
+struct gr_member_counts {
+  uint64_t reads, writes, read_bytes, written_bytes, errors;
+};
+void gr_members_counts (const struct gr_members *ms, int i,
+                        struct gr_member_counts *out);
 
 /* fdatasync member i (FUA, flush).  A failure fails the member; -1 with
  * errno EIO only when the array has failed. */

@@ -11,12 +11,20 @@
 struct gr_resync {
   struct gr_exec *x;
   struct gr_bitmap *b;
-  uint64_t rate;
   pthread_t thread;
   pthread_mutex_t lock;
-  pthread_cond_t cond;          /* stop */
+  pthread_cond_t cond;          /* stop, or a new rate */
   bool stop;                    /* under lock */
-  bool complete;                /* set by the thread before it ends */
+  /* Under lock: the limit, and the time and bytes done when it was set
+   * (the pace is measured from there). */
+  uint64_t rate;
+  double rate_t0;
+  uint64_t rate_done0;
+  /* Progress, atomic: array bytes done and to do, start time (seconds,
+   * CLOCK_MONOTONIC, as double bits) and enum gr_resync_state. */
+  uint64_t done, total;
+  double t0;
+  int state;
 };
 
 static double
@@ -28,16 +36,18 @@ now (void)
   return (double) t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* Wait until the time t (CLOCK_MONOTONIC seconds) or a stop.  Returns
- * whether to stop. */
+/* Keep the pace of the rate limit: wait while the bytes done are ahead
+ * of it (a new limit is applied at once).  Returns whether to stop. */
 static bool
-wait_until (struct gr_resync *rs, double t)
+throttle (struct gr_resync *rs)
 {
   bool stop;
 
   pthread_mutex_lock (&rs->lock);
-  while (!rs->stop) {
-    double left = t - now ();
+  while (!rs->stop && rs->rate > 0) {
+    uint64_t done = __atomic_load_n (&rs->done, __ATOMIC_RELAXED);
+    double left = rs->rate_t0 + (double) (done - rs->rate_done0) / rs->rate
+      - now ();
     struct timespec ts;
 
     if (left <= 0)
@@ -58,10 +68,10 @@ wait_until (struct gr_resync *rs, double t)
 
 enum region_outcome { REGION_DONE, REGION_STOPPED, REGION_FAILED };
 
-/* Resync the stripes of region r.  *done counts array bytes. */
+/* Resync the stripes of region r; rs->done counts array bytes. */
 static enum region_outcome
 resync_region (struct gr_resync *rs, uint64_t r, struct gr_plan *p,
-               struct gr_exec_result *res, uint64_t *done, double t0)
+               struct gr_exec_result *res)
 {
   const struct gr_geom *g = gr_exec_geom (rs->x);
   uint64_t width = gr_map_stripe_width (g), rsz = gr_bitmap_region_size (rs->b);
@@ -83,13 +93,8 @@ resync_region (struct gr_resync *rs, uint64_t r, struct gr_plan *p,
     if (o != GR_EXEC_DONE)
       return REGION_FAILED;
     pos += p->len;
-    *done += p->len;
-    if (rs->rate > 0 && wait_until (rs, t0 + (double) *done / rs->rate))
-      return REGION_STOPPED;
-    pthread_mutex_lock (&rs->lock);
-    bool stop = rs->stop;
-    pthread_mutex_unlock (&rs->lock);
-    if (stop)
+    __atomic_add_fetch (&rs->done, p->len, __ATOMIC_RELAXED);
+    if (throttle (rs))
       return REGION_STOPPED;
   }
   return REGION_DONE;
@@ -102,33 +107,41 @@ resync_thread (void *arg)
   struct gr_members *ms = gr_exec_members (rs->x);
   const struct gr_geom *g = gr_exec_geom (rs->x);
   uint64_t nreg = gr_bitmap_regions (rs->b), rsz = gr_bitmap_region_size (rs->b);
-  uint64_t r, todo = 0, ndone = 0, done = 0, stripes = 0;
+  const uint64_t width = gr_map_stripe_width (g);
+  uint64_t r, todo = 0, ndone = 0, stripes = 0, total = 0;
   struct gr_exec_result res = { .rewritten = 0 };
   struct gr_plan *p = gr_exec_plan (rs->x);
-  double t0 = now ();
+  const double t0 = rs->t0;
   int last_pct = 0;
 
   for (r = gr_bitmap_next_pending (rs->b, 0); r < nreg;
-       r = gr_bitmap_next_pending (rs->b, r + 1))
+       r = gr_bitmap_next_pending (rs->b, r + 1)) {
+    uint64_t s1 = (r + 1) * rsz < g->stripes ? (r + 1) * rsz : g->stripes;
+
     todo++;
+    total += (s1 - r * rsz) * width;
+  }
+  __atomic_store_n (&rs->total, total, __ATOMIC_RELAXED);
   /* The resync writes: the session's dirty update first (it carries the
    * pending bits to every member). */
   if (p == NULL || gr_members_begin_write (ms) == -1) {
     nbdkit_error ("resync: cannot start; %" PRIu64 " regions stay pending",
                   todo);
+    __atomic_store_n (&rs->state, GR_RESYNC_FAILED, __ATOMIC_RELEASE);
     return NULL;
   }
   for (r = gr_bitmap_next_pending (rs->b, 0); r < nreg;
        r = gr_bitmap_next_pending (rs->b, r + 1)) {
     uint64_t s1 = (r + 1) * rsz < g->stripes ? (r + 1) * rsz : g->stripes;
 
-    switch (resync_region (rs, r, p, &res, &done, t0)) {
+    switch (resync_region (rs, r, p, &res)) {
     case REGION_DONE:
       break;
     case REGION_STOPPED:
       gr_bitmap_checkpoint (rs->b);
       gr_debug ("resync: stopped at shutdown, %" PRIu64 " of %" PRIu64
                 " regions done; the rest at the next start", ndone, todo);
+      __atomic_store_n (&rs->state, GR_RESYNC_STOPPED, __ATOMIC_RELEASE);
       return NULL;
     case REGION_FAILED:
       gr_warn ("resync stopped (%d of %d members failed): "
@@ -136,6 +149,7 @@ resync_thread (void *arg)
                "rebuilding a lost chunk from their parity fails with EIO",
                gr_members_nfailed (ms), gr_members_n (ms), todo - ndone,
                todo);
+      __atomic_store_n (&rs->state, GR_RESYNC_FAILED, __ATOMIC_RELEASE);
       return NULL;
     }
     gr_bitmap_resynced (rs->b, r);
@@ -146,11 +160,12 @@ resync_thread (void *arg)
       gr_bitmap_checkpoint (rs->b);     /* a restart goes on from here */
       gr_debug ("resync: %d0%% (%" PRIu64 " of %" PRIu64 " regions, %"
                 PRIu64 " MiB in %.1f s, %" PRIu64 " parity chunks "
-                "rewritten)", last_pct, ndone, todo, done >> 20,
+                "rewritten)", last_pct, ndone, todo,
+                __atomic_load_n (&rs->done, __ATOMIC_RELAXED) >> 20,
                 now () - t0, res.rewritten);
     }
   }
-  rs->complete = true;
+  __atomic_store_n (&rs->state, GR_RESYNC_DONE, __ATOMIC_RELEASE);
   gr_warn ("resync done: %" PRIu64 " stripes checked, %" PRIu64 " parity "
            "chunks were inconsistent and rewritten (%" PRIu64 " of %"
            PRIu64 " regions, %.1f s)", stripes, res.rewritten, todo, nreg,
@@ -171,6 +186,8 @@ gr_resync_start (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
   rs->x = x;
   rs->b = b;
   rs->rate = rate;
+  rs->t0 = rs->rate_t0 = now ();
+  rs->state = GR_RESYNC_RUNNING;
   pthread_mutex_init (&rs->lock, NULL);
   pthread_cond_init (&rs->cond, NULL);
   e = pthread_create (&rs->thread, NULL, resync_thread, rs);
@@ -195,9 +212,32 @@ gr_resync_stop (struct gr_resync *rs)
   pthread_cond_broadcast (&rs->cond);
   pthread_mutex_unlock (&rs->lock);
   pthread_join (rs->thread, NULL);
-  complete = rs->complete;
+  complete = rs->state == GR_RESYNC_DONE;
   pthread_mutex_destroy (&rs->lock);
   pthread_cond_destroy (&rs->cond);
   free (rs);
   return complete;
+}
+
+void
+gr_resync_set_rate (struct gr_resync *rs, uint64_t rate)
+{
+  pthread_mutex_lock (&rs->lock);
+  rs->rate = rate;
+  rs->rate_t0 = now ();
+  rs->rate_done0 = __atomic_load_n (&rs->done, __ATOMIC_RELAXED);
+  pthread_cond_broadcast (&rs->cond);
+  pthread_mutex_unlock (&rs->lock);
+}
+
+void
+gr_resync_progress (struct gr_resync *rs, struct gr_resync_progress *out)
+{
+  out->state = __atomic_load_n (&rs->state, __ATOMIC_ACQUIRE);
+  out->done_bytes = __atomic_load_n (&rs->done, __ATOMIC_RELAXED);
+  out->total_bytes = __atomic_load_n (&rs->total, __ATOMIC_RELAXED);
+  out->seconds = now () - rs->t0;
+  pthread_mutex_lock (&rs->lock);
+  out->rate_limit = rs->rate;
+  pthread_mutex_unlock (&rs->lock);
 }

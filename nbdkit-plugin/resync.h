@@ -30,6 +30,25 @@ struct gr_resync;
 struct gr_resync *gr_resync_start (struct gr_exec *x, struct gr_bitmap *b,
                                    uint64_t rate);
 
+/* A new limit (bytes of array data a second, 0: none), from now on. */
+void gr_resync_set_rate (struct gr_resync *rs, uint64_t rate);
+
+enum gr_resync_state {
+  GR_RESYNC_RUNNING,
+  GR_RESYNC_DONE,               /* every pending region resynced */
+  GR_RESYNC_STOPPED,            /* at shutdown: the rest at the next start */
+  GR_RESYNC_FAILED,             /* a member was lost (or it could not start):
+                                 * the regions left stay pending */
+};
+struct gr_resync_progress {
+  enum gr_resync_state state;
+  uint64_t done_bytes, total_bytes;     /* of array data */
+  double seconds;                       /* since it started */
+  uint64_t rate_limit;                  /* 0: none */
+};
+void gr_resync_progress (struct gr_resync *rs,
+                         struct gr_resync_progress *out);
+
 /* Stop it (at shutdown) and wait for it.  true when every pending region
  * was resynced. */
 bool gr_resync_stop (struct gr_resync *rs);
