@@ -453,3 +453,46 @@ gr_array_exec (const struct gr_array *a)
 {
   return a->x;
 }
+
+struct gr_members *
+gr_array_members (const struct gr_array *a)
+{
+  return a->ms;
+}
+
+bool
+gr_array_resync_progress (const struct gr_array *a,
+                          struct gr_resync_progress *p)
+{
+  if (a->resync == NULL)
+    return false;
+  gr_resync_progress (a->resync, p);
+  return true;
+}
+
+enum gr_array_fail_outcome
+gr_array_fail (struct gr_array *a, int i, const char *why)
+{
+  struct gr_resync_progress p;
+
+  if (i < 0 || i >= gr_members_n (a->ms))
+    return GR_ARRAY_FAIL_NO_SUCH_MEMBER;
+  if (gr_array_resync_progress (a, &p) && p.state == GR_RESYNC_RUNNING)
+    return GR_ARRAY_FAIL_RESYNCING;
+  switch (gr_members_fail_keeping (a->ms, i, why)) {
+  case GR_FAIL_DONE: return GR_ARRAY_FAIL_DONE;
+  case GR_FAIL_ALREADY: return GR_ARRAY_FAIL_ALREADY;
+  case GR_FAIL_NO_REDUNDANCY: return GR_ARRAY_FAIL_NO_REDUNDANCY;
+  case GR_FAIL_READ_ONLY: return GR_ARRAY_FAIL_READ_ONLY;
+  case GR_FAIL_ARRAY_FAILED: break;
+  }
+  return GR_ARRAY_FAIL_ARRAY_FAILED;
+}
+
+void
+gr_array_set_rate (struct gr_array *a, uint64_t rate)
+{
+  a->resync_rate = rate;
+  if (a->resync)
+    gr_resync_set_rate (a->resync, rate);
+}

@@ -13,6 +13,8 @@
 #include "coding.h"
 #include "config.h"
 #include "exec.h"
+#include "members.h"
+#include "resync.h"
 
 struct gr_array;
 
@@ -30,5 +32,29 @@ int gr_array_start (struct gr_array *a);
 void gr_array_close (struct gr_array *a);
 
 struct gr_exec *gr_array_exec (const struct gr_array *a);
+struct gr_members *gr_array_members (const struct gr_array *a);
+
+/* The background resync's progress; false if none was started. */
+bool gr_array_resync_progress (const struct gr_array *a,
+                               struct gr_resync_progress *p);
+/* The background resync's rate limit (bytes a second, 0: none), from
+ * now on and for a resync started later. */
+void gr_array_set_rate (struct gr_array *a, uint64_t rate);
+
+/* The operator fails member i (gpuraidctl fail): refused where it would
+ * cost data or redundancy the array cannot spare. */
+enum gr_array_fail_outcome {
+  GR_ARRAY_FAIL_DONE,
+  GR_ARRAY_FAIL_NO_SUCH_MEMBER,
+  GR_ARRAY_FAIL_ALREADY,        /* failed or missing already */
+  GR_ARRAY_FAIL_NO_REDUNDANCY,  /* m have failed: it would fail the array */
+  GR_ARRAY_FAIL_RESYNCING,      /* a resync runs: the regions it has not
+                                 * done could not be rebuilt */
+  GR_ARRAY_FAIL_READ_ONLY,      /* salvage */
+  GR_ARRAY_FAIL_ARRAY_FAILED,   /* done, but recording it failed members
+                                 * past m */
+};
+enum gr_array_fail_outcome gr_array_fail (struct gr_array *a, int i,
+                                          const char *why);
 
 #endif /* GPURAID_ARRAY_H */

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sys/un.h>
+
 #include "config.h"
 #include "log.h"
 
@@ -15,7 +17,7 @@ enum {
   SEEN_M = 1, SEEN_CHUNK = 2, SEEN_CODE = 4, SEEN_CREATE = 8,
   SEEN_FORCE = 16, SEEN_BACKEND = 32, SEEN_ACCEL = 64, SEEN_DEV = 128,
   SEEN_SALVAGE = 256, SEEN_SCRATCH = 512, SEEN_RATE = 1024,
-  SEEN_BITMAP = 2048,
+  SEEN_BITMAP = 2048, SEEN_CONTROL = 4096,
 };
 
 static int
@@ -258,6 +260,25 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
     return size_key (cfg, key, value, SEEN_RATE, 0, false,
                      "a size (bytes a second; 0 for no limit)",
                      &cfg->resync_rate);
+  if (strcmp (key, "control") == 0) {
+    struct sockaddr_un sa;
+
+    if (once (cfg, key, SEEN_CONTROL) == -1)
+      return -1;
+    if (value[0] == '\0') {
+      nbdkit_error ("control=: empty path");
+      return -1;
+    }
+    cfg->control = nbdkit_absolute_path (value);
+    if (cfg->control == NULL)
+      return -1;
+    if (strlen (cfg->control) >= sizeof sa.sun_path) {
+      nbdkit_error ("control=%s: a socket path must be shorter than %zu "
+                    "bytes", cfg->control, sizeof sa.sun_path);
+      return -1;
+    }
+    return 0;
+  }
   if (strcmp (key, "gpu-device") == 0)
     return once (cfg, key, SEEN_DEV) == -1 ? -1
       : parse_nonneg_int (key, value, &cfg->gpu_device);
@@ -316,4 +337,6 @@ gr_config_free (struct gr_config *cfg)
   cfg->npaths = 0;
   free (cfg->backend);
   cfg->backend = NULL;
+  free (cfg->control);
+  cfg->control = NULL;
 }

@@ -32,6 +32,7 @@ struct gr_config {
   uint64_t scratch_max;         /* bytes of large plan buffers at once */
   uint64_t resync_rate;         /* bytes a second, 0: no limit */
   uint64_t bitmap_chunk;        /* create: bytes a bitmap bit covers */
+  char *control;                /* control socket path, or NULL */
   unsigned seen;                /* keys given (each at most once) */
 };
 
@@ -59,6 +60,7 @@ void gr_config_free (struct gr_config *cfg);
   "scratch-max=SIZE       Memory for large requests at once (default 256M).\n" \
   "bitmap-chunk=SIZE      With create=true: member bytes a write-intent bitmap\n" \
   "                       bit covers (default 64M).\n" \
-  "resync-rate=SIZE       Resync at most SIZE bytes a second (default 0: no limit)."
+  "resync-rate=SIZE       Resync at most SIZE bytes a second (default 0: no limit).\n" \
+  "control=PATH           Control socket for gpuraidctl (owner only)."
 
 #endif /* GPURAID_CONFIG_H */

@@ -1,7 +1,8 @@
 /* gpuraid - the nbdkit callbacks.
  *
  * Thin: options go to config.h, the coding set-up to coding.h and
- * calibrate.h, opening and closing the array to array.h, requests to the
+ * calibrate.h, opening and closing the array to array.h, the control
+ * socket to control.h, requests to the
  * data paths in io.h.  A request goes gpuraid_pwrite -> gr_io_pwrite
  * (io.c) -> gr_plan_next (plan.c: what to read, compute and write) ->
  * gr_exec_run (exec.c: locks, member I/O in members.c, coding in
@@ -20,6 +21,7 @@
 #include "calibrate.h"
 #include "coding.h"
 #include "config.h"
+#include "control.h"
 #include "gf/gf-backend.h"
 #include "gpudev.h"
 #include "io.h"
@@ -28,6 +30,7 @@ static struct gr_config cfg = GR_CONFIG_INIT;
 static struct gr_coding *coding;
 static struct gr_array *array;
 static struct gr_exec *x;               /* array's, while it is open */
+static struct gr_control *control;      /* control=, or NULL */
 
 static void
 gpuraid_unload (void)
@@ -116,6 +119,9 @@ gpuraid_config_complete (void)
 static int
 gpuraid_get_ready (void)
 {
+  /* The socket first: a bad path refuses before a member is touched. */
+  if (cfg.control && (control = gr_control_open (cfg.control)) == NULL)
+    return -1;
   array = gr_array_open (&cfg, coding);
   if (array == NULL)
     return -1;
@@ -133,12 +139,16 @@ gpuraid_after_fork (void)
     return -1;
   (void) gr_calibrate (coding, gr_exec_geom (x)->chunk);
   /* After the measurement, which wants the machine to itself. */
-  return gr_array_start (array);
+  if (gr_array_start (array) == -1)
+    return -1;
+  return control ? gr_control_start (control, array, coding) : 0;
 }
 
 static void
 gpuraid_cleanup (void)
 {
+  gr_control_close (control);
+  control = NULL;
   gr_array_close (array);
   array = NULL;
   x = NULL;

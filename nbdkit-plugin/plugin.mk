@@ -3,10 +3,11 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # The data path, top-down: gpuraid (callbacks) -> io (requests) -> plan
 # (what to do) -> exec (doing it) -> members (member I/O and state) and
 # coding (where coding runs); array opens and closes (assemble decides,
-# resync repairs); config, calibrate, gpudev, fakegpu, log, uring beside.
+# resync repairs); control serves gpuraidctl; config, calibrate, gpudev,
+# fakegpu, log, uring beside.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               assemble.o resync.o journal.o bitmap.o io.o plan.o exec.o \
-              members.o \
+              members.o control.o \
               coding.o scratch.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o uring.o \
               superblock.o)

@@ -68,6 +68,10 @@ refuse 'scratch-max=100K.*at least 1M' "$fresh" -- $ok m=1 create=true scratch-m
 refuse 'bitmap-chunk=3000.*power of two' "$fresh" -- $ok m=1 create=true bitmap-chunk=3000
 refuse 'bitmap-chunk=1K' "$fresh" -- $ok m=1 create=true bitmap-chunk=1K
 refuse 'resync-rate=fast' "$fresh" -- $ok m=1 create=true resync-rate=fast
+refuse 'control=: empty' "$fresh" -- $ok m=1 create=true control=
+refuse 'control=.*shorter than' "$fresh" -- $ok m=1 create=true control=/$(printf 'x%.0s' {1..120})
+refuse 'control=.*more than once' "$fresh" -- $ok m=1 create=true control=$tmpdir/c1 control=$tmpdir/c2
+refuse 'control=.*nosuchdir.*bind' "$fresh" -- $ok m=1 create=true control=$tmpdir/nosuchdir/c
 refuse 'superblock|create|not a|member|gpuraid' "$fresh" -- $ok m=1
 # Duplicated members: same path, a hard link, a symlink.
 ln "$f0" "$tmpdir/hardlink.img"

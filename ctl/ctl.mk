@@ -1,0 +1,13 @@
+# ctl/ - gpuraidctl, the operator's command (examine members offline;
+# status, fail, rate and wait through the plugin's control=PATH socket).
+# It decides with the plugin's own pure assembly code.
+CTL = ctl/gpuraidctl
+
+all: $(CTL)
+
+ctl/gpuraidctl.o: CFLAGS_ALL += -I.
+$(CTL): ctl/gpuraidctl.o nbdkit-plugin/assemble.o nbdkit-plugin/superblock.o \
+        raidmap/libgrmap.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^
+
+CLEAN_FILES += $(CTL)

@@ -1,0 +1,42 @@
+/* gpuraid - the control socket (control=PATH): gpuraidctl's way in.
+ *
+ * gr_control_open binds and listens on a Unix socket, owner-only (mode
+ * 0600), in nbdkit's foreground so that a bad path stops the start with
+ * one line; gr_control_start, in the server process, starts the one
+ * thread that serves it; gr_control_close stops the thread and removes
+ * the socket.
+ *
+ * Protocol: a client connects, sends one command line (at most 255
+ * bytes, ending in a newline) and reads the answer until the server
+ * closes: "ok\n" then the body, or "error: <one line>\n".  Commands:
+ *   status         the array as text (like mdadm --detail)
+ *   status json    the same as one JSON object (the plugin's man page,
+ *                  "CONTROL SOCKET AND gpuraidctl")
+ *   progress       one line: "none", or "resync STATE DONE TOTAL SECONDS
+ *                  LIMIT" (STATE running, done, stopped or failed; bytes
+ *                  of array data; seconds since it started; bytes a
+ *                  second, 0 for no limit)
+ *   fail INDEX     fail member INDEX (refused where the array cannot
+ *                  spare it: array.h, gr_array_fail)
+ *   rate SIZE      the resync's limit in bytes a second (0: none)
+ * Every command is logged (nbdkit -v); a refusal is one line.
+ *
+ * One owner: struct gr_control holds the socket and the thread. */
+#ifndef GPURAID_CONTROL_H
+#define GPURAID_CONTROL_H
+
+#include "array.h"
+#include "coding.h"
+
+struct gr_control;
+
+/* Bind path (a stale socket there is replaced; anything else there, or
+ * a server answering on it, is refused).  NULL after nbdkit_error. */
+struct gr_control *gr_control_open (const char *path);
+/* Serve it (in the server process).  0, or -1 after nbdkit_error. */
+int gr_control_start (struct gr_control *c, struct gr_array *a,
+                      struct gr_coding *coding);
+/* Stop serving, close and remove the socket.  NULL is fine. */
+void gr_control_close (struct gr_control *c);
+
+#endif /* GPURAID_CONTROL_H */

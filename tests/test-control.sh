@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The control socket (control=PATH) and gpuraidctl:
+#   1. the socket is owner-only; status and status --json describe a
+#      healthy 4+2 array (every field the JSON promises);
+#   2. gpuraidctl fail while a client writes: the write completes, every
+#      byte reads back, the status says degraded with the member failed
+#      by the operator, and the failure is on disk (examine, restart);
+#   3. refusals (a member failed already, no such member, the last
+#      redundancy, bad rate, unknown command, no -c, no server): one line
+#      on stderr, a non-zero exit, and no superblock changed;
+#   4. examine: offline, read-only, each superblock and what assembly
+#      would do; exit 1 naming paths without a superblock;
+#   5. resync progress: status and wait during a rate-limited resync
+#      after a crash, rate changed on the fly, wait returns 0 at the end;
+#   6. control= refused before any member is touched: a path that is not
+#      a socket, a socket another server answers on.
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_check
+requires_cmd nbdcopy python3 cmp stat
+CTL=$top/ctl/gpuraidctl
+[ -x "$CTL" ] || { echo "$0: SKIP: $CTL not built (make)"; exit 77; }
+
+k=4 m=2 n=6
+ctl=$tmpdir/ctl
+serve ()        # serve [plugin options...]: the members in args, control=
+{
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" "${args[@]}" control="$ctl" \
+    "$@" || fail "start"
+  for (( i = 0; i < 50; i++ )); do [ -S "$ctl" ] && break; sleep 0.1; done
+  [ -S "$ctl" ] || fail "no control socket at $ctl"
+}
+# json EXPR: evaluate a python expression over the status JSON (as s).
+json () { "$CTL" -c "$ctl" status --json | python3 -c "import json, sys; s = json.load(sys.stdin); print($1)"; }
+# refused WHY REGEX CMD...: CMD must exit non-zero with one stderr line
+# matching REGEX, and leave every superblock as it was.
+refused ()
+{
+  local why=$1 re=$2 rc
+  shift 2
+  sbsums >"$tmpdir/sb.before"
+  "$@" >"$tmpdir/out" 2>"$tmpdir/err"; rc=$?
+  [ $rc -ne 0 ] || fail "$why: exit status 0"
+  [ "$(wc -l <"$tmpdir/err")" = 1 ] || fail "$why: not one line: $(cat "$tmpdir/err")"
+  grep -Eq -- "$re" "$tmpdir/err" || fail "$why: $(cat "$tmpdir/err")"
+  sbsums | cmp -s - "$tmpdir/sb.before" || fail "$why: a superblock changed"
+  echo "  refused ($why, exit $rc): $(cat "$tmpdir/err")"
+}
+sbsums () { for f in "${members[@]}"; do head -c 4096 "$f" | sha256sum; done; }
+
+make_members $n 32M
+args=()
+for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+
+echo "=== 1. status of a healthy array"
+serve m=$m create=true
+[ "$(stat -c %a "$ctl")" = 600 ] || fail "socket mode $(stat -c %a "$ctl"), want 600"
+"$CTL" -c "$ctl" status | tee "$tmpdir/status"
+grep -q '^state *healthy' "$tmpdir/status" || fail "text status: not healthy"
+grep -q '^geometry *4+2 rs, chunk 64 KiB, 6 members' "$tmpdir/status" || fail "text status: geometry"
+"$CTL" -c "$ctl" status --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+for key in ("uuid", "k", "m", "chunk", "code", "state", "members", "resync",
+            "coder", "io", "size"):
+    assert key in s, key
+assert (s["k"], s["m"], s["chunk"], s["code"], s["state"]) == (4, 2, 65536, "rs", "healthy"), s
+assert len(s["members"]) == 6
+for i, mb in enumerate(s["members"]):
+    assert mb["index"] == i and mb["state"] == "active" and mb["errors"] == 0, mb
+    assert mb["path"].endswith("disk%d.img" % i), mb
+assert s["resync"] is None
+assert s["coder"]["cpu_backend"], s["coder"]
+' || fail "status --json"
+uuid=$(json 's["uuid"]')
+od -An -tx1 -j 16 -N 16 "${members[0]}" | tr -d ' \n' | grep -q "^$(echo "$uuid" | tr -d -)$" ||
+  fail "status uuid $uuid is not the superblock's"
+echo "status: OK"
+
+echo "=== 2. fail a member while a client writes"
+head -c 96M /dev/urandom >"$tmpdir/data"
+nbdcopy --request-size=65536 "$tmpdir/data" "$uri" &
+copy=$!
+sleep 0.2
+"$CTL" -c "$ctl" fail 1 | tee "$tmpdir/out" || fail "gpuraidctl fail 1"
+kill -0 $copy 2>/dev/null || fail "the write had ended before the fail (not concurrent)"
+grep -q 'member 1 failed; 5 of 6 members left' "$tmpdir/out" || fail "fail's answer"
+wait $copy || fail "the write failed"
+rm -f "$tmpdir/back"
+nbdcopy "$uri" "$tmpdir/back" || fail "read back"
+cmp -n 100663296 "$tmpdir/data" "$tmpdir/back" || fail "data differs after fail"
+[ "$(json 's["state"]')" = degraded ] || fail "state $(json 's["state"]')"
+[ "$(json 's["members"][1]["state"]')" = failed ] || fail "member 1 not failed"
+json 's["members"][1]["why"]' | grep -q 'operator' || fail "why: $(json 's["members"][1]["why"]')"
+[ "$(json 's["members"][0]["writes"] > 0 and s["io"]["written_bytes"] >= 96 << 20')" = True ] ||
+  fail "I/O counters: $(json 's["io"]')"
+grep -q 'member 1 .* failed: failed by the operator' "$nbdkit_log" || fail "not logged"
+[ "$(sb_failed_bits "${members[0]}")" = "1 " ] || fail "failure not on disk: $(sb_failed_bits "${members[0]}")"
+echo "fail: OK"
+
+echo "=== 3. refusals"
+refused "failed already" 'fail 1 .*failed or is missing already' "$CTL" -c "$ctl" fail 1
+refused "no such member" 'fail 6: no such member' "$CTL" -c "$ctl" fail 6
+refused "not a number" 'fail x: no such member' "$CTL" -c "$ctl" fail x
+"$CTL" -c "$ctl" fail 4 || fail "fail 4 (the second)"
+refused "last redundancy" 'fail 5 .*m members have failed already' "$CTL" -c "$ctl" fail 5
+refused "bad rate" 'rate 1x: give bytes a second' "$CTL" -c "$ctl" rate 1x
+refused "unknown command" 'unknown command' "$CTL" -c "$ctl" frobnicate
+refused "no -c" 'needs -c' "$CTL" status
+refused "no server" "cannot reach .*$tmpdir/nosuch" "$CTL" -c "$tmpdir/nosuch" status
+refused "examine with -c" 'no -c' "$CTL" -c "$ctl" examine "${members[0]}"
+[ "$(json 's["state"]')" = degraded ] || fail "state after the refusals"
+cmp <(nbdcopy "$uri" - | head -c 100663296) "$tmpdir/data" || fail "data after the refusals"
+stop_nbdkit "$pid"
+[ ! -e "$ctl" ] || fail "the control socket was left behind"
+echo "refusals: OK"
+
+echo "=== 4. examine"
+sha256sum "${members[@]}" >"$tmpdir/sums"
+"$CTL" examine "${members[@]}" | tee "$tmpdir/ex" || fail "examine exit status"
+[ "$(grep -c "array uuid *$uuid" "$tmpdir/ex")" = 6 ] || fail "examine: uuid"
+[ "$(grep -c 'failed members 1 4$' "$tmpdir/ex")" = 4 ] || fail "examine: failed set"
+grep -q 'assembly: would start degraded with 4 of 6 members' "$tmpdir/ex" || fail "examine: decision"
+grep -q 'slot 1: failed' "$tmpdir/ex" || fail "examine: slot 1"
+truncate -s 8M "$tmpdir/blank"
+"$CTL" examine "${members[0]}" "$tmpdir/blank" >"$tmpdir/ex" 2>"$tmpdir/err" &&
+  fail "examine of a blank file: exit 0"
+grep -q 'no gpuraid superblock' "$tmpdir/ex" || fail "examine: blank not named"
+grep -q '1 of 2 paths hold no usable gpuraid superblock' "$tmpdir/err" || fail "$(cat "$tmpdir/err")"
+sha256sum -c --quiet "$tmpdir/sums" || fail "examine changed a member"
+echo "examine: OK"
+
+echo "=== 5. resync progress, rate, wait"
+make_members 3 8M r
+args=()
+for (( i = 0; i < 3; i++ )); do args+=("member=${members[$i]}"); done
+serve m=1 chunk=4096 create=true bitmap-chunk=64K
+head -c 8M /dev/urandom >"$tmpdir/data"
+nbdcopy "$tmpdir/data" "$uri" || fail "write"
+kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid"
+serve resync-rate=1M
+sleep 0.5
+json 's["resync"]' | tee "$tmpdir/rs"
+[ "$(json 's["resync"]["state"]')" = running ] || fail "no resync running"
+[ "$(json '0 < s["resync"]["done_bytes"] < s["resync"]["total_bytes"]')" = True ] ||
+  fail "progress: $(cat "$tmpdir/rs")"
+"$CTL" -c "$ctl" status | grep -q '^resync *running: ' || fail "text status: resync"
+refused "fail during a resync" 'a resync is running' "$CTL" -c "$ctl" fail 0
+"$CTL" -c "$ctl" rate 0 || fail "rate 0"
+timeout 60 "$CTL" -c "$ctl" wait | tee "$tmpdir/wait" || fail "wait: exit status"
+grep -q '^resync done: 100.0%' "$tmpdir/wait" || fail "wait: $(cat "$tmpdir/wait")"
+[ "$(json 's["resync"]["done_bytes"] == s["resync"]["total_bytes"] > 0')" = True ] ||
+  fail "done bytes"
+grep -q 'control: rate 0' "$nbdkit_log" || fail "commands are not logged"
+stop_nbdkit "$pid"
+check_parity 2 1 4096 rs "${members[@]}"
+echo "resync and wait: OK"
+
+echo "=== 6. a bad control= refuses before the members are touched"
+make_members $n 32M b
+args=()
+for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+: >"$tmpdir/notsock"
+sha256sum "${members[@]}" "$tmpdir/notsock" >"$tmpdir/sums"
+expect_refusal "$tmpdir/r.log" 'control=.*notsock: exists and is not a socket' \
+  nbdkit "$PLUGIN" "${args[@]}" m=$m create=true control="$tmpdir/notsock"
+sha256sum -c --quiet "$tmpdir/sums" || fail "a member or the file was changed"
+serve m=$m create=true
+make_members $n 32M c
+expect_refusal "$tmpdir/r.log" 'another server answers' \
+  nbdkit "$PLUGIN" $(member_args "${members[@]}") m=$m create=true control="$ctl"
+[ "$(od -An -c -N 7 "${members[0]}" | tr -d ' ')" = '\0\0\0\0\0\0\0' ] ||
+  fail "create went on after the control socket was refused"
+"$CTL" -c "$ctl" status >/dev/null || fail "the first server's socket was taken"
+stop_nbdkit "$pid"
+echo "bad control=: OK"
+echo "$0: PASS"
