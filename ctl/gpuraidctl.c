@@ -3,6 +3,9 @@
  *
  *   gpuraidctl examine MEMBER...          offline: each member's superblock
  *                                         and what an assembly would do
+ *   gpuraidctl map OFFSET MEMBER...       offline: where the array's byte
+ *                                         OFFSET lives (member, offset), and
+ *                                         its stripe's parity
  *   gpuraidctl -c PATH status [--json]    the running array (control=PATH)
  *   gpuraidctl -c PATH fail INDEX         fail a member now
  *   gpuraidctl -c PATH rate BYTES_PER_S   the resync's rate limit
@@ -38,11 +41,12 @@ usage (FILE *f)
 {
   fprintf (f,
            "usage: %s examine MEMBER...\n"
+           "       %s map OFFSET MEMBER...\n"
            "       %s -c CONTROL_SOCKET status [--json]\n"
            "       %s -c CONTROL_SOCKET fail INDEX\n"
            "       %s -c CONTROL_SOCKET rate BYTES_PER_S\n"
            "       %s -c CONTROL_SOCKET wait\n", prog, prog, prog, prog,
-           prog);
+           prog, prog);
 }
 
 static void __attribute__ ((noreturn, format (printf, 1, 2)))
@@ -212,6 +216,54 @@ examine (int argc, char **argv)
   return bad ? 1 : 0;
 }
 
+/* gpuraidctl map OFFSET MEMBER...: the geometry from the members'
+ * superblocks (as an assembly decides it), then raidmap's answer. */
+static int
+map (int argc, char **argv)
+{
+  static struct gr_probe p[GR_MAX_MEMBERS];
+  static struct gr_assembly a;
+  const struct gr_assemble_args args = { .m = -1 };
+  struct gr_extent e;
+  uint64_t off, size;
+  char *end;
+
+  if (argc < 2) {
+    fprintf (stderr, "%s: map needs OFFSET and the members\n", prog);
+    return 2;
+  }
+  errno = 0;
+  off = strtoull (argv[0], &end, 0);
+  if (errno || *end || argv[0][0] == '-' || argv[0][0] == '\0')
+    die ("map %s: not a byte offset (decimal, or 0x hex)", argv[0]);
+  if (argc - 1 > GR_MAX_MEMBERS)
+    die ("map: at most %d members", GR_MAX_MEMBERS);
+  for (int i = 1; i < argc; i++)
+    (void) probe (argv[i], &p[i - 1]);
+  gr_assemble (p, argc - 1, &args, &a);
+  if (a.outcome == GR_ASSEMBLY_REFUSED)
+    die ("map: the members do not make an array: %s", a.error);
+  size = gr_map_size (&a.geom);
+  if (off >= size)
+    die ("map %" PRIu64 ": beyond the array's %" PRIu64 " bytes", off, size);
+  gr_map_extent (&a.geom, off, 1, &e);
+  printf ("offset %" PRIu64 ": stripe %" PRIu64 ", data chunk %d, byte %"
+          PRIu32 " of the chunk\n", off, e.stripe, e.index, e.chunk_off);
+  for (int i = 0; i < a.geom.k + a.geom.m; i++) {
+    const int mb = gr_map_member (&a.geom, e.stripe, i);
+
+    if (i != e.index && i < a.geom.k)
+      continue;
+    printf ("  %-8s member %d (%s) at byte %" PRIu64 " (chunk at %" PRIu64
+            ")%s\n", i == e.index ? "data" : "parity", mb,
+            a.path[mb] ? a.path[mb] : "-",
+            gr_map_member_offset (&a.geom, e.stripe, e.chunk_off),
+            gr_map_member_offset (&a.geom, e.stripe, 0),
+            a.state[mb] == GR_SLOT_ACTIVE ? "" : " (not active)");
+  }
+  return 0;
+}
+
 /* --- the control socket -------------------------------------------------- */
 
 /* Send cmd, return the body of an "ok" answer (malloc'd); an "error:"
@@ -347,6 +399,11 @@ main (int argc, char **argv)
     if (sock)
       die ("examine reads the members themselves: no -c");
     return examine (argc - i - 1, argv + i + 1);
+  }
+  if (strcmp (argv[i], "map") == 0) {
+    if (sock)
+      die ("map reads the members themselves: no -c");
+    return map (argc - i - 1, argv + i + 1);
   }
   if (sock == NULL) {
     fprintf (stderr, "%s: %s needs -c CONTROL_SOCKET (the plugin's "

@@ -10,7 +10,8 @@
 #      redundancy, bad rate, unknown command, no -c, no server): one line
 #      on stderr, a non-zero exit, and no superblock changed;
 #   4. examine: offline, read-only, each superblock and what assembly
-#      would do; exit 1 naming paths without a superblock;
+#      would do; exit 1 naming paths without a superblock; map: the member
+#      and offset of logical bytes (checked against the bytes there);
 #   5. resync progress: status and wait during a rate-limited resync
 #      after a crash, rate changed on the fly, wait returns 0 at the end;
 #   6. control= refused before any member is touched: a path that is not
@@ -132,6 +133,22 @@ grep -q 'no gpuraid superblock' "$tmpdir/ex" || fail "examine: blank not named"
 grep -q '1 of 2 paths hold no usable gpuraid superblock' "$tmpdir/err" || fail "$(cat "$tmpdir/err")"
 sha256sum -c --quiet "$tmpdir/sums" || fail "examine changed a member"
 echo "examine: OK"
+
+echo "=== 4b. map: where a logical byte lives"
+# Members given out of order: map places them by their superblocks.
+for off in 0 300000 $(( 5 * 262144 + 3 * 65536 + 17 )) $(( 100663296 - 1 )); do
+  "$CTL" map $off "${members[5]}" "${members[@]:0:5}" | tee "$tmpdir/map" ||
+    fail "map $off"
+  read -r mpath moff < <(sed -n 's/^  data *member [0-9]* (\(.*\)) at byte \([0-9]*\).*/\1 \2/p' "$tmpdir/map")
+  [ -n "$moff" ] || fail "map $off: no data line"
+  cmp <(dd if="$mpath" bs=1 skip="$moff" count=1 status=none) \
+      <(dd if="$tmpdir/data" bs=1 skip="$off" count=1 status=none) ||
+    fail "map $off: byte $moff of $mpath is not the array's byte $off"
+  [ "$(grep -c '^  parity' "$tmpdir/map")" = 2 ] || fail "map $off: parity lines"
+done
+refused "map past the end" 'beyond the array' "$CTL" map $(( 4 * (32 * 1048576 - 1048576) )) "${members[@]}"
+refused "map of a bad offset" 'not a byte offset' "$CTL" map 12x "${members[@]}"
+echo "map: OK"
 
 echo "=== 5. resync progress, rate, wait"
 make_members 3 8M r
