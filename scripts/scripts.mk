@@ -27,4 +27,9 @@ CLEAN_FILES += scripts/nbdbench
 bench-array-gpu: all scripts/nbdbench
 	scripts/bench-array-gpu
 
-.PHONY: bench-array-gpu
+# NBD with 1, 4, 8 and 16 connections: file plugin and arrays, MB/s and
+# server CPU-s/GB (docs/performance.md).
+bench-connections: all scripts/nbdbench
+	scripts/bench-connections
+
+.PHONY: bench-array-gpu bench-connections
