@@ -186,14 +186,23 @@ check_superblocks (const struct gr_probe *p, int np,
                    const struct gr_assemble_args *args, struct gr_assembly *a)
 {
   char uuid[37], uuid2[37];
-  int i, ref;
+  int i, ref, nsb = 0;
 
+  for (i = 0; i < np; i++)
+    nsb += !p[i].open_errno && p[i].sb_status == 0;
   for (i = 0; i < np; i++) {
     if (p[i].open_errno)
       continue;
+    if (p[i].sb_status == -ENOENT && nsb == 0) {
+      refuse (a, "member %d (%s): no gpuraid superblock (on no member); "
+              "create=true creates a new array", i, p[i].path);
+      return -1;
+    }
     if (p[i].sb_status == -ENOENT) {
-      refuse (a, "member %d (%s): no gpuraid superblock; use create=true to "
-              "create a new array", i, p[i].path);
+      /* Not create=true's hint: that would overwrite the array. */
+      refuse (a, "member %d (%s): no gpuraid superblock, so not a member of "
+              "this array: leave it out to start degraded, then add it "
+              "with gpuraidctl replace", i, p[i].path);
       return -1;
     }
     if (p[i].sb_status != 0) {
