@@ -8,6 +8,8 @@
  *                                         its stripe's parity
  *   gpuraidctl -c PATH status [--json]    the running array (control=PATH)
  *   gpuraidctl -c PATH fail INDEX         fail a member now
+ *   gpuraidctl -c PATH replace INDEX NEWPATH  rebuild a failed member
+ *                                         onto NEWPATH, online
  *   gpuraidctl -c PATH rate BYTES_PER_S   the resync's rate limit
  *   gpuraidctl -c PATH wait               until the running operation ends
  *
@@ -19,6 +21,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,9 +47,10 @@ usage (FILE *f)
            "       %s map OFFSET MEMBER...\n"
            "       %s -c CONTROL_SOCKET status [--json]\n"
            "       %s -c CONTROL_SOCKET fail INDEX\n"
+           "       %s -c CONTROL_SOCKET replace INDEX NEWPATH\n"
            "       %s -c CONTROL_SOCKET rate BYTES_PER_S\n"
            "       %s -c CONTROL_SOCKET wait\n", prog, prog, prog, prog,
-           prog, prog);
+           prog, prog, prog);
 }
 
 static void __attribute__ ((noreturn, format (printf, 1, 2)))
@@ -330,7 +334,7 @@ wait_op (const char *sock)
   time_t last_line = 0;
 
   for (;;) {
-    char *p = request (sock, "progress"), state[32];
+    char *p = request (sock, "progress"), op[16], state[32];
     uint64_t done, total, limit;
     double secs;
 
@@ -339,8 +343,8 @@ wait_op (const char *sock)
       printf ("no operation is running\n");
       return 0;
     }
-    if (sscanf (p, "resync %31s %" SCNu64 " %" SCNu64 " %lf %" SCNu64,
-                state, &done, &total, &secs, &limit) != 5)
+    if (sscanf (p, "%15s %31s %" SCNu64 " %" SCNu64 " %lf %" SCNu64, op,
+                state, &done, &total, &secs, &limit) != 6)
       die ("%s: cannot read the progress line: %s", sock, p);
     free (p);
     {
@@ -351,21 +355,21 @@ wait_op (const char *sock)
       if (strcmp (state, "running") != 0) {
         if (tty)
           printf ("\n");
-        printf ("resync %s: %.1f%% (%" PRIu64 " of %" PRIu64 " MiB) in "
-                "%.1f s\n", state, pct, done >> 20, total >> 20, secs);
+        printf ("%s %s: %.1f%% (%" PRIu64 " of %" PRIu64 " MiB) in "
+                "%.1f s\n", op, state, pct, done >> 20, total >> 20, secs);
         return strcmp (state, "done") == 0 ? 0 : 1;
       }
       if (tty) {
         const int w = 40, fill = (int) (pct * w / 100);
 
-        printf ("\rresync [%.*s%*s] %5.1f%% %8.1f MiB/s %6.0f s left",
+        printf ("\r%s [%.*s%*s] %5.1f%% %8.1f MiB/s %6.0f s left", op,
                 fill, "========================================",
                 w - fill, "", pct, rate / 1048576, left);
         fflush (stdout);
       }
       else if ((int) pct / 10 != last_pct / 10 || time (NULL) - last_line >= 10) {
-        printf ("resync running: %.1f%% (%" PRIu64 " of %" PRIu64 " MiB), "
-                "%.1f MiB/s, %.0f s left\n", pct, done >> 20, total >> 20,
+        printf ("%s running: %.1f%% (%" PRIu64 " of %" PRIu64 " MiB), "
+                "%.1f MiB/s, %.0f s left\n", op, pct, done >> 20, total >> 20,
                 rate / 1048576, left);
         fflush (stdout);
         last_pct = (int) pct;
@@ -431,6 +435,20 @@ main (int argc, char **argv)
     snprintf (cmd, sizeof cmd, "%s %s", argv[i], argv[i + 1]);
     if (strchr (argv[i + 1], '\n'))
       die ("%s: a newline in the argument", argv[i]);
+    body = request (sock, cmd);
+    fputs (body, stdout);
+    free (body);
+    return 0;
+  }
+  if (strcmp (argv[i], "replace") == 0 && argc - i == 3) {
+    char cmd[PATH_MAX + 64], *body, *abs = realpath (argv[i + 2], NULL);
+
+    if (abs == NULL)
+      die ("replace %s %s: %s", argv[i + 1], argv[i + 2], strerror (errno));
+    if (strchr (abs, '\n') || strchr (argv[i + 1], ' '))
+      die ("replace: a newline or space where it cannot be");
+    snprintf (cmd, sizeof cmd, "replace %s %s", argv[i + 1], abs);
+    free (abs);
     body = request (sock, cmd);
     fputs (body, stdout);
     free (body);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "array.h"
+#include "rebuild.h"
 #include "assemble.h"
 #include "bitmap.h"
 #include "journal.h"
@@ -30,6 +31,8 @@ struct gr_array {
   bool resync_wanted;           /* pending regions, every member */
   uint64_t resync_rate;
   struct gr_resync *resync;     /* running (after gr_array_start) */
+  struct gr_rebuild *rebuild;   /* the last one started (gpuraidctl
+                                 * replace), running or ended */
 };
 
 /* The member= paths while opening: what assembly decides from, and the
@@ -437,6 +440,7 @@ gr_array_close (struct gr_array *a)
     return;
   /* A resync not finished goes on at the next start: the array stays
    * dirty, its pending regions set in the bitmap. */
+  gr_rebuild_stop (a->rebuild);
   if ((a->resync && !gr_resync_stop (a->resync)) ||
       (a->resync_wanted && a->resync == NULL))
     gr_members_keep_dirty (a->ms);
@@ -495,4 +499,107 @@ gr_array_set_rate (struct gr_array *a, uint64_t rate)
   a->resync_rate = rate;
   if (a->resync)
     gr_resync_set_rate (a->resync, rate);
+  if (a->rebuild)
+    gr_rebuild_set_rate (a->rebuild, rate);
+}
+
+int
+gr_array_rebuild_progress (const struct gr_array *a,
+                           struct gr_resync_progress *p)
+{
+  if (a->rebuild == NULL)
+    return -1;
+  gr_rebuild_progress (a->rebuild, p);
+  return gr_rebuild_member (a->rebuild);
+}
+
+static bool
+running (const struct gr_array *a)
+{
+  struct gr_resync_progress p;
+
+  return (gr_array_resync_progress (a, &p) && p.state == GR_RESYNC_RUNNING)
+    || (gr_array_rebuild_progress (a, &p) >= 0
+        && p.state == GR_RESYNC_RUNNING);
+}
+
+/* Zero [0, len) of fd and sync it.  0 or -errno. */
+static int
+zero_metadata (int fd, uint64_t len)
+{
+  static const uint8_t z[65536];
+
+  for (uint64_t off = 0; off < len; off += sizeof z) {
+    const size_t n = len - off < sizeof z ? len - off : sizeof z;
+    int r = gr_pwrite_full (fd, z, n, off);
+
+    if (r < 0)
+      return r;
+  }
+  return fdatasync (fd) == -1 ? -errno : 0;
+}
+
+enum gr_array_replace_outcome
+gr_array_replace (struct gr_array *a, int i, const char *path, int *err)
+{
+  struct gr_sb sb, old;
+  struct stat st;
+  uint8_t buf[GR_SB_SIZE];
+  uint64_t size = 0;
+  int fd, which, r;
+
+  *err = 0;
+  gr_members_sb (a->ms, &sb);
+  if (i < 0 || i >= gr_members_n (a->ms))
+    return GR_ARRAY_REPLACE_NO_SUCH_MEMBER;
+  if (gr_members_read_only_p (a->ms))
+    return GR_ARRAY_REPLACE_READ_ONLY;
+  if (running (a))
+    return GR_ARRAY_REPLACE_BUSY;
+  if (gr_members_state (a->ms, i) == GR_MEMBER_ACTIVE)
+    return GR_ARRAY_REPLACE_ACTIVE;
+  fd = open (path, O_RDWR | O_CLOEXEC);
+  if (fd == -1 || fstat (fd, &st) == -1) {
+    *err = errno;
+    if (fd >= 0)
+      close (fd);
+    return GR_ARRAY_REPLACE_CANNOT_OPEN;
+  }
+  if (S_ISBLK (st.st_mode)) {
+    if (ioctl (fd, BLKGETSIZE64, &size) == -1)
+      size = 0;
+  }
+  else if (S_ISREG (st.st_mode))
+    size = (uint64_t) st.st_size;
+  else {
+    close (fd);
+    return GR_ARRAY_REPLACE_NOT_FILE;
+  }
+  if (gr_members_same_file (a->ms, &st, &which) && which != i) {
+    *err = which;
+    close (fd);
+    return GR_ARRAY_REPLACE_IS_MEMBER;
+  }
+  if (size < sb.data_offset + sb.data_size) {
+    close (fd);
+    return GR_ARRAY_REPLACE_TOO_SMALL;
+  }
+  if (gr_pread_full (fd, buf, GR_SB_SIZE, 0) == 0 &&
+      gr_sb_decode (buf, &old) == 0 &&
+      memcmp (old.uuid, sb.uuid, sizeof sb.uuid) != 0) {
+    close (fd);
+    return GR_ARRAY_REPLACE_OTHER_ARRAY;
+  }
+  /* Its old superblock, bitmap and journal go: until the rebuild ends it
+   * is no member (a restart finds no superblock there). */
+  r = zero_metadata (fd, sb.data_offset);
+  if (r < 0) {
+    *err = -r;
+    close (fd);
+    return GR_ARRAY_REPLACE_IO_ERROR;
+  }
+  gr_rebuild_stop (a->rebuild);
+  gr_members_rebuild_begin (a->ms, i, path, fd);
+  a->rebuild = gr_rebuild_start (a->x, a->bitmap, i, a->resync_rate);
+  return a->rebuild ? GR_ARRAY_REPLACE_STARTED : GR_ARRAY_REPLACE_IO_ERROR;
 }

@@ -101,6 +101,7 @@ member_state_name (enum gr_member_state s)
   case GR_MEMBER_ACTIVE: return "active";
   case GR_MEMBER_FAILED: return "failed";
   case GR_MEMBER_MISSING: return "missing";
+  case GR_MEMBER_REBUILDING: return "rebuilding";
   }
   return "?";
 }
@@ -118,11 +119,36 @@ resync_state_name (enum gr_resync_state s)
 }
 
 static const char *
-array_state (struct gr_members *ms, int m)
+array_state (struct gr_control *c, struct gr_members *ms, int m)
 {
   const int nf = gr_members_nfailed (ms);
+  struct gr_resync_progress p;
 
-  return nf == 0 ? "healthy" : nf <= m ? "degraded" : "failed";
+  if (nf > m)
+    return "failed";
+  if (gr_array_rebuild_progress (c->a, &p) >= 0 &&
+      p.state == GR_RESYNC_RUNNING)
+    return "rebuilding";
+  return nf == 0 ? "healthy" : "degraded";
+}
+
+/* The operation gpuraidctl wait follows: a running rebuild, else a
+ * running resync, else the last rebuild, else the resync; its name, or
+ * NULL for none. */
+static const char *
+operation (struct gr_control *c, struct gr_resync_progress *p)
+{
+  struct gr_resync_progress q;
+  const bool rb = gr_array_rebuild_progress (c->a, p) >= 0;
+
+  if (rb && p->state == GR_RESYNC_RUNNING)
+    return "rebuild";
+  if (gr_array_resync_progress (c->a, &q) &&
+      (q.state == GR_RESYNC_RUNNING || !rb)) {
+    *p = q;
+    return "resync";
+  }
+  return rb ? "rebuild" : NULL;
 }
 
 /* A JSON string (or null). */
@@ -184,7 +210,7 @@ status (struct gr_control *c, FILE *f, bool json)
              PRIu64 ", \"state\": \"%s\", \"read_only\": %s, \"event\": %"
              PRIu64 ", \"dirty\": %s,\n", uuid, sb.k, sb.m, sb.chunk,
              sb.code == GR_CODE_RS ? "rs" : "crs", size,
-             array_state (ms, (int) sb.m),
+             array_state (c, ms, (int) sb.m),
              gr_members_read_only_p (ms) ? "true" : "false", sb.event,
              sb.flags & GR_SB_FLAG_DIRTY ? "true" : "false");
     fputs (" \"coder\": {\"cpu_backend\": ", f);
@@ -218,6 +244,20 @@ status (struct gr_control *c, FILE *f, bool json)
                p.done_bytes, p.total_bytes, rate_of (&p), p.rate_limit);
     else
       fputs ("null", f);
+    fputs (",\n \"rebuild\": ", f);
+    {
+      struct gr_resync_progress q;
+      const int mb = gr_array_rebuild_progress (c->a, &q);
+
+      if (mb >= 0)
+        fprintf (f, "{\"member\": %d, \"state\": \"%s\", \"done_bytes\": %"
+                 PRIu64 ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
+                 "%.0f, \"rate_limit\": %" PRIu64 "}", mb,
+                 resync_state_name (q.state), q.done_bytes, q.total_bytes,
+                 rate_of (&q), q.rate_limit);
+      else
+        fputs ("null", f);
+    }
     fprintf (f, ",\n \"io\": {\"reads\": %" PRIu64 ", \"writes\": %" PRIu64
              ", \"read_bytes\": %" PRIu64 ", \"written_bytes\": %" PRIu64
              ", \"errors\": %" PRIu64 "}}\n", t.reads, t.writes,
@@ -234,7 +274,7 @@ status (struct gr_control *c, FILE *f, bool json)
   {
     const int nf = gr_members_nfailed (ms);
 
-    fprintf (f, "state      %s", array_state (ms, (int) sb.m));
+    fprintf (f, "state      %s", array_state (c, ms, (int) sb.m));
     if (nf > 0 && nf <= (int) sb.m)
       fprintf (f, ": %d of %d members failed or missing, %d more failures "
                "tolerated", nf, n, (int) sb.m - nf);
@@ -266,6 +306,17 @@ status (struct gr_control *c, FILE *f, bool json)
   }
   else
     fputs ("resync     none\n", f);
+  {
+    struct gr_resync_progress q;
+    const int mb = gr_array_rebuild_progress (c->a, &q);
+
+    if (mb >= 0)
+      fprintf (f, "rebuild    member %d %s: %.1f%% (%" PRIu64 " of %" PRIu64
+               " MiB), %.1f MiB/s\n", mb, resync_state_name (q.state),
+               q.total_bytes ? 100.0 * q.done_bytes / q.total_bytes : 100.0,
+               q.done_bytes >> 20, q.total_bytes >> 20,
+               rate_of (&q) / 1048576);
+  }
   fprintf (f, "io         %" PRIu64 " reads (%" PRIu64 " MiB), %" PRIu64
            " writes (%" PRIu64 " MiB), %" PRIu64 " errors\n", t.reads,
            t.read_bytes >> 20, t.writes, t.written_bytes >> 20, t.errors);
@@ -339,10 +390,11 @@ answer (struct gr_control *c, char *line, FILE *f)
   }
   else if (strcmp (line, "progress") == 0 && arg == NULL) {
     struct gr_resync_progress p;
+    const char *op = operation (c, &p);
 
     fputs ("ok\n", f);
-    if (gr_array_resync_progress (c->a, &p))
-      fprintf (f, "resync %s %" PRIu64 " %" PRIu64 " %.3f %" PRIu64 "\n",
+    if (op)
+      fprintf (f, "%s %s %" PRIu64 " %" PRIu64 " %.3f %" PRIu64 "\n", op,
                resync_state_name (p.state), p.done_bytes, p.total_bytes,
                p.seconds, p.rate_limit);
     else
@@ -368,6 +420,61 @@ answer (struct gr_control *c, char *line, FILE *f)
                v, gr_members_n (ms) - gr_members_nfailed (ms),
                gr_members_n (ms));
   }
+  else if (strcmp (line, "replace") == 0 && arg && strchr (arg, ' ')) {
+    char *path = strchr (arg, ' ');
+    int err;
+
+    *path++ = '\0';
+    if (!parse_u64 (arg, &v) || v >= (uint64_t) gr_members_n (ms)) {
+      fprintf (f, "error: replace %s: no such member (indexes 0 to %d)\n",
+               arg, gr_members_n (ms) - 1);
+      return;
+    }
+    switch (gr_array_replace (c->a, (int) v, path, &err)) {
+    case GR_ARRAY_REPLACE_STARTED:
+      fprintf (f, "ok\nrebuilding member %" PRIu64 " onto %s\n", v, path);
+      return;
+    case GR_ARRAY_REPLACE_NO_SUCH_MEMBER:
+      fprintf (f, "error: replace %" PRIu64 ": no such member\n", v);
+      return;
+    case GR_ARRAY_REPLACE_ACTIVE:
+      fprintf (f, "error: replace %" PRIu64 ": the member is active (fail "
+               "it first)\n", v);
+      return;
+    case GR_ARRAY_REPLACE_BUSY:
+      fprintf (f, "error: replace %" PRIu64 ": a resync or rebuild is "
+               "running (gpuraidctl wait)\n", v);
+      return;
+    case GR_ARRAY_REPLACE_READ_ONLY:
+      fprintf (f, "error: replace %" PRIu64 ": the array is read-only "
+               "(salvage=true)\n", v);
+      return;
+    case GR_ARRAY_REPLACE_CANNOT_OPEN:
+      fprintf (f, "error: replace %" PRIu64 ": %s: %s\n", v, path,
+               strerror (err));
+      return;
+    case GR_ARRAY_REPLACE_NOT_FILE:
+      fprintf (f, "error: replace %" PRIu64 ": %s: not a regular file or "
+               "block device\n", v, path);
+      return;
+    case GR_ARRAY_REPLACE_IS_MEMBER:
+      fprintf (f, "error: replace %" PRIu64 ": %s is member %d of this "
+               "array\n", v, path, err);
+      return;
+    case GR_ARRAY_REPLACE_TOO_SMALL:
+      fprintf (f, "error: replace %" PRIu64 ": %s is smaller than a member "
+               "(data offset + data size)\n", v, path);
+      return;
+    case GR_ARRAY_REPLACE_OTHER_ARRAY:
+      fprintf (f, "error: replace %" PRIu64 ": %s holds a superblock of "
+               "another gpuraid array (not overwritten)\n", v, path);
+      return;
+    case GR_ARRAY_REPLACE_IO_ERROR:
+      fprintf (f, "error: replace %" PRIu64 ": %s: %s\n", v, path,
+               err ? strerror (err) : "the rebuild could not start");
+      return;
+    }
+  }
   else if (strcmp (line, "rate") == 0 && arg) {
     if (!parse_u64 (arg, &v)) {
       fprintf (f, "error: rate %s: give bytes a second as a whole number "
@@ -380,7 +487,8 @@ answer (struct gr_control *c, char *line, FILE *f)
   }
   else
     fprintf (f, "error: unknown command '%s%s%s' (status [json], progress, "
-             "fail INDEX, rate BYTES_PER_S)\n", line, arg ? " " : "",
+             "fail INDEX, replace INDEX PATH, rate BYTES_PER_S)\n", line,
+             arg ? " " : "",
              arg ? arg : "");
 }
 

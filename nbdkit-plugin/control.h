@@ -12,13 +12,17 @@
  *   status         the array as text (like mdadm --detail)
  *   status json    the same as one JSON object (the plugin's man page,
  *                  "CONTROL SOCKET AND gpuraidctl")
- *   progress       one line: "none", or "resync STATE DONE TOTAL SECONDS
- *                  LIMIT" (STATE running, done, stopped or failed; bytes
- *                  of array data; seconds since it started; bytes a
- *                  second, 0 for no limit)
+ *   progress       one line: "none", or "OP STATE DONE TOTAL SECONDS
+ *                  LIMIT" (OP resync or rebuild: a running rebuild, else
+ *                  the resync, else the last rebuild; STATE running, done,
+ *                  stopped or failed; bytes of array data; seconds since
+ *                  it started; bytes a second, 0 for no limit)
  *   fail INDEX     fail member INDEX (refused where the array cannot
  *                  spare it: array.h, gr_array_fail)
- *   rate SIZE      the resync's limit in bytes a second (0: none)
+ *   replace INDEX PATH  rebuild failed member INDEX onto PATH (absolute),
+ *                  online (array.h, gr_array_replace)
+ *   rate SIZE      the resync's and rebuild's limit in bytes a second
+ *                  (0: none)
  * Every command is logged (nbdkit -v); a refusal is one line.
  *
  * One owner: struct gr_control holds the socket and the thread. */

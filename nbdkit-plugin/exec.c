@@ -154,6 +154,11 @@ gr_exec_plan_ctx (struct gr_exec *x, bool *failed, struct gr_plan_ctx *c)
     .gpu = gr_coding_route,
     .gpu_arg = x->coding,
   };
+  /* After the snapshot: a front that moves on changes its generation. */
+  c->rb_member = gr_members_rebuilding (x->ms, &c->rb_front);
+  if (c->rb_member >= 0)
+    c->rb_front = c->rb_front <= x->g.data_offset ? 0
+      : (c->rb_front - x->g.data_offset) / x->g.chunk;
   /* Degraded with a journal: zero by writing (each stripe journaled), not
    * by fallocate over many stripes. */
   if (x->journal && gr_members_nfailed (x->ms) > 0)
@@ -362,6 +367,12 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
   if (p->nwrite > 0 && !locked && p->lock != GR_LOCK_NONE) {
     lock_stripes (x, p);
     locked = true;
+    /* Made before a member failed, or before a rebuild's front moved
+     * past these stripes: it would miss a member it must write. */
+    if (gr_members_generation (x->ms) != p->gen) {
+      r = GR_EXEC_REPLAN;
+      goto out;
+    }
   }
   /* The regions' bits are on disk before any member write. */
   if (p->nwrite > 0 && x->bitmap) {
@@ -396,5 +407,104 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
     unlock_stripes (x, p);
   if (p->scratch_len > 0)
     gr_scratch_put (x->scratch);
+  return r;
+}
+
+enum gr_exec_outcome
+gr_exec_rebuild (struct gr_exec *x, int member, uint64_t s0, uint64_t ns,
+                 uint8_t *buf)
+{
+  const struct gr_geom *g = &x->g;
+  const int k = g->k, m = g->m, n = k + m;
+  const size_t chunk = g->chunk;
+  struct gr_plan lp = { .s0 = s0, .nstripes = ns, .lock = GR_LOCK_EXCL };
+  struct gr_mio *v = malloc ((ns * (size_t) k + ns) * sizeof *v);
+  int (*er)[GR_MAX_MEMBERS] = malloc (ns * sizeof *er);
+  int *ner = malloc (ns * sizeof *ner);
+  bool failed[GR_MAX_MEMBERS];
+  enum gr_exec_outcome r = GR_EXEC_DONE;
+  size_t nv = 0, s;
+
+  if (v == NULL || er == NULL || ner == NULL) {
+    nbdkit_error ("rebuild: %m");
+    r = GR_EXEC_ERROR;
+    goto out_free;
+  }
+  lock_stripes (x, &lp);
+  if (x->bitmap && gr_bitmap_pending (x->bitmap, s0, ns)) {
+    nbdkit_error ("rebuild: stripes %" PRIu64 "-%" PRIu64 " have parity "
+                  "that may be inconsistent since a crash (not resynced): "
+                  "member %d cannot be rebuilt from it", s0, s0 + ns - 1,
+                  member);
+    errno = EIO;
+    r = GR_EXEC_ERROR;
+    goto out;
+  }
+  (void) gr_members_snapshot (x->ms, failed);
+  /* Each stripe: the first k survivors read, the member's chunk rebuilt
+   * from them (with any other lost chunk), then written. */
+  for (s = 0; s < ns; s++) {
+    bool lost[GR_MAX_MEMBERS], want[GR_MAX_MEMBERS] = { false };
+    int surv[GR_MAX_MEMBERS], c;
+
+    for (c = 0; c < n; c++)
+      lost[c] = failed[gr_map_member (g, s0 + s, c)];
+    want[gr_map_index (g, s0 + s, member)] = true;
+    ner[s] = gr_reconstruct_choose (k, m, lost, want, er[s], surv);
+    if (ner[s] < 0) {
+      r = GR_EXEC_REPLAN;       /* more than m lost: the caller stops */
+      goto out;
+    }
+    for (c = 0; c < k; c++)
+      v[nv++] = (struct gr_mio) {
+        .kind = GR_MIO_READ, .member = gr_map_member (g, s0 + s, surv[c]),
+        .off = gr_map_member_offset (g, s0 + s, 0), .len = chunk,
+        .buf = buf + (s * n + (size_t) surv[c]) * chunk };
+  }
+  gr_members_io (x->ms, v, nv, GR_MIO_FAIL_MEMBER);
+  for (size_t i = 0; i < nv; i++)
+    if (v[i].result != GR_MIO_DONE) {
+      r = GR_EXEC_REPLAN;       /* a survivor failed: again without it */
+      goto out;
+    }
+  for (s = 0; s < ns; s++) {
+    uint8_t *blk[GR_MAX_MEMBERS];
+    const int idx = gr_map_index (g, s0 + s, member);
+
+    for (int c = 0; c < n; c++)
+      blk[c] = buf + (s * n + (size_t) c) * chunk;
+    if (gr_coding_reconstruct (x->coding,
+                               gr_coding_route (x->coding, GR_OP_RECONSTRUCT,
+                                                (size_t) k * chunk, ner[s]),
+                               er[s], ner[s], blk, chunk) == -1) {
+      r = GR_EXEC_ERROR;
+      goto out;
+    }
+    v[s] = (struct gr_mio) {
+      .kind = GR_MIO_WRITE, .member = member,
+      .off = gr_map_member_offset (g, s0 + s, 0), .len = chunk,
+      .buf = blk[idx] };
+  }
+  /* Below the front now for these writes (and nothing else of theirs:
+   * the stripes are locked); a failed write ends the rebuild. */
+  if (!gr_members_rebuild_advance (x->ms, member,
+                                   gr_map_member_offset (g, s0 + ns, 0))) {
+    r = GR_EXEC_ERROR;
+    errno = EIO;
+    goto out;
+  }
+  gr_members_io (x->ms, v, ns, GR_MIO_FAIL_MEMBER);
+  for (s = 0; s < ns; s++)
+    if (v[s].result != GR_MIO_DONE) {
+      errno = EIO;
+      r = GR_EXEC_ERROR;
+      break;
+    }
+ out:
+  unlock_stripes (x, &lp);
+ out_free:
+  free (v);
+  free (er);
+  free (ner);
   return r;
 }

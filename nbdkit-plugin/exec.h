@@ -81,4 +81,13 @@ enum gr_exec_outcome gr_exec_run (struct gr_exec *x, struct gr_plan *p,
                                   uint8_t *req, enum gr_mio_policy policy,
                                   struct gr_exec_result *res);
 
+/* Rebuild member (being rebuilt, members.h) on stripes [s0, s0 + ns),
+ * the stripes locked: read k survivors of each, reconstruct its chunk,
+ * move the rebuild's front past them and write them.  buf: ns * (k + m)
+ * chunks of scratch.  GR_EXEC_REPLAN if a survivor failed (do it again)
+ * or more than m are lost; GR_EXEC_ERROR (errno) if the replacement
+ * failed, the coding failed, or the stripes' parity is not resynced. */
+enum gr_exec_outcome gr_exec_rebuild (struct gr_exec *x, int member,
+                                      uint64_t s0, uint64_t ns, uint8_t *buf);
+
 #endif /* GPURAID_EXEC_H */

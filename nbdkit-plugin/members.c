@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "log.h"
+
 #include "members.h"
 #include "uring.h"
 
@@ -22,6 +24,10 @@ struct member {
   char why[256];                /* why it failed */
   /* atomic: accesses done, bytes moved, errors met (gr_members_counts) */
   uint64_t reads, writes, read_bytes, written_bytes, errors;
+  /* A replacement being rebuilt (failed stays set until it is done):
+   * atomic; I/O below front (a member byte offset) is allowed. */
+  int rebuilding;
+  uint64_t front;
 };
 
 struct gr_members {
@@ -38,53 +44,6 @@ struct gr_members {
   void *on_dirty_arg;
   int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
 };
-
-int
-gr_pread_full (int fd, void *buf, size_t len, uint64_t off)
-{
-  uint8_t *p = buf;
-
-  while (len > 0) {
-    ssize_t r = pread (fd, p, len, (off_t) off);
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    if (r == 0)
-      return -ENODATA;          /* short read: past the end */
-    p += r; len -= r; off += r;
-  }
-  return 0;
-}
-
-/* All of it, with pwritev2's flags (RWF_DSYNC), or pwrite for none. */
-static int
-pwrite_all (int fd, const void *buf, size_t len, uint64_t off, int flags)
-{
-  const uint8_t *p = buf;
-
-  while (len > 0) {
-    struct iovec iov = { .iov_base = (void *) p, .iov_len = len };
-    ssize_t r = flags ? pwritev2 (fd, &iov, 1, (off_t) off, flags)
-      : pwrite (fd, p, len, (off_t) off);
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    if (r == 0)
-      return -ENOSPC;
-    p += r; len -= r; off += r;
-  }
-  return 0;
-}
-
-int
-gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off)
-{
-  return pwrite_all (fd, buf, len, off, 0);
-}
 
 struct gr_members *
 gr_members_new (const struct gr_sb *sb)
@@ -354,6 +313,8 @@ gr_members_state (const struct gr_members *ms, int i)
 {
   if (!gr_members_failed (ms, i))
     return GR_MEMBER_ACTIVE;
+  if (__atomic_load_n (&ms->mem[i].rebuilding, __ATOMIC_ACQUIRE))
+    return GR_MEMBER_REBUILDING;
   return ms->mem[i].fd >= 0 ? GR_MEMBER_FAILED : GR_MEMBER_MISSING;
 }
 
@@ -361,6 +322,98 @@ bool
 gr_members_read_only_p (const struct gr_members *ms)
 {
   return ms->read_only;
+}
+
+bool
+gr_members_same_file (const struct gr_members *ms, const struct stat *st,
+                      int *which)
+{
+  for (int i = 0; i < ms->n; i++) {
+    struct stat o;
+
+    if (ms->mem[i].fd >= 0 && fstat (ms->mem[i].fd, &o) == 0 &&
+        o.st_dev == st->st_dev && o.st_ino == st->st_ino) {
+      *which = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+void
+gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
+                          int fd)
+{
+  struct member *mb = &ms->mem[i];
+  char *p = strdup (path);
+
+  pthread_mutex_lock (&ms->lock);
+  if (mb->fd >= 0)
+    close (mb->fd);
+  if (p) {
+    free (mb->path);
+    mb->path = p;
+  }
+  mb->fd = fd;
+  snprintf (mb->why, sizeof mb->why, "being rebuilt");
+  __atomic_store_n (&mb->front, 0, __ATOMIC_RELEASE);
+  __atomic_store_n (&mb->rebuilding, 1, __ATOMIC_RELEASE);
+  __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_unlock (&ms->lock);
+}
+
+bool
+gr_members_rebuild_advance (struct gr_members *ms, int i, uint64_t front)
+{
+  struct member *mb = &ms->mem[i];
+
+  if (!__atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE))
+    return false;
+  __atomic_store_n (&mb->front, front, __ATOMIC_RELEASE);
+  __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
+  return true;
+}
+
+int
+gr_members_rebuilding (const struct gr_members *ms, uint64_t *front)
+{
+  for (int i = 0; i < ms->n; i++)
+    if (__atomic_load_n (&ms->mem[i].rebuilding, __ATOMIC_ACQUIRE)) {
+      *front = __atomic_load_n (&ms->mem[i].front, __ATOMIC_ACQUIRE);
+      return i;
+    }
+  return -1;
+}
+
+bool
+gr_members_rebuild_end (struct gr_members *ms, int i, bool done)
+{
+  struct member *mb = &ms->mem[i];
+  bool live = false;
+
+  pthread_mutex_lock (&ms->lock);
+  if (done && __atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE) &&
+      fdatasync (mb->fd) == -1) {
+    __atomic_add_fetch (&mb->errors, 1, __ATOMIC_RELAXED);
+    nbdkit_error ("replacement member %d (%s) failed: fdatasync: %m; the "
+                  "member stays failed", i, mb->path);
+    done = false;
+  }
+  if (done && __atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE)) {
+    /* Trusted from the superblock update on: its bit cleared on every
+     * live member and its own superblock written (docs/format.md). */
+    mb->why[0] = '\0';
+    ms->sb.failed[i / 8] &= (uint8_t) ~(1u << (i % 8));
+    __atomic_store_n (&mb->failed, 0, __ATOMIC_RELEASE);
+    __atomic_sub_fetch (&ms->nfailed, 1, __ATOMIC_ACQ_REL);
+    live = write_sbs_locked (ms) == GR_MEMBERS_OK && !mb->failed;
+  }
+  else if (mb->why[0] == '\0' || strcmp (mb->why, "being rebuilt") == 0)
+    snprintf (mb->why, sizeof mb->why, "rebuild not finished");
+  __atomic_store_n (&mb->rebuilding, 0, __ATOMIC_RELEASE);
+  __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_unlock (&ms->lock);
+  return live;
 }
 
 int
@@ -422,6 +475,20 @@ gr_members_falloc_ok (const struct gr_members *ms, enum gr_mio_kind mode)
            & (1 << mode));
 }
 
+/* May v be done: a live member, or the part of a replacement rebuilt. */
+static bool
+usable (const struct gr_members *ms, const struct gr_mio *v)
+{
+  const struct member *mb = &ms->mem[v->member];
+
+  if (!gr_members_failed (ms, v->member))
+    return true;
+  /* Its data area only: its metadata area stays zero until it is live. */
+  return __atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE) &&
+    v->off >= ms->sb.data_offset &&
+    v->off + v->len <= __atomic_load_n (&mb->front, __ATOMIC_ACQUIRE);
+}
+
 /* An error on member v->member (r = -errno): handled by policy. */
 static void
 mio_error (struct gr_members *ms, struct gr_mio *v, int r,
@@ -434,6 +501,15 @@ mio_error (struct gr_members *ms, struct gr_mio *v, int r,
 
   __atomic_add_fetch (&ms->mem[v->member].errors, 1, __ATOMIC_RELAXED);
   v->result = GR_MIO_FAILED;
+  if (__atomic_exchange_n (&ms->mem[v->member].rebuilding, 0,
+                           __ATOMIC_ACQ_REL)) {
+    __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
+    nbdkit_error ("replacement member %d (%s) failed: %s of %" PRIu64
+                  " bytes at offset %" PRIu64 ": %s; the rebuild stops and "
+                  "the member stays failed", v->member,
+                  ms->mem[v->member].path, what, v->len, v->off, err);
+    return;
+  }
   if (policy == GR_MIO_REPORT)
     nbdkit_error ("member %d (%s): %s of %" PRIu64 " bytes at offset %"
                   PRIu64 ": %s", v->member, ms->mem[v->member].path, what,
@@ -449,7 +525,7 @@ mio_one (struct gr_members *ms, struct gr_mio *v, enum gr_mio_policy policy)
 {
   int fd = ms->mem[v->member].fd, r;
 
-  if (gr_members_failed (ms, v->member)) {
+  if (!usable (ms, v)) {
     v->result = GR_MIO_SKIPPED;
     return;
   }
@@ -461,7 +537,7 @@ mio_one (struct gr_members *ms, struct gr_mio *v, enum gr_mio_policy policy)
     r = gr_pwrite_full (fd, v->buf, v->len, v->off);
     break;
   case GR_MIO_WRITE_DSYNC:
-    r = pwrite_all (fd, v->buf, v->len, v->off, RWF_DSYNC);
+    r = gr_pwrite_flags (fd, v->buf, v->len, v->off, RWF_DSYNC);
     break;
   default:
     if (!gr_members_falloc_ok (ms, v->kind)) {
@@ -507,7 +583,7 @@ gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
   if (rv) {
     for (i = 0; i < n; i++) {
       v[i].result = GR_MIO_SKIPPED;
-      if (v[i].kind == GR_MIO_READ && !gr_members_failed (ms, v[i].member))
+      if (v[i].kind == GR_MIO_READ && usable (ms, &v[i]))
         rv[nr++] = (struct gr_rio) { .fd = ms->mem[v[i].member].fd,
                                      .buf = v[i].buf, .len = v[i].len,
                                      .off = v[i].off, .tag = i };

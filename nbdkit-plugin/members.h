@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fullio.h"
 #include "superblock.h"
 
 struct gr_members;
@@ -101,8 +102,33 @@ enum gr_member_state {
   GR_MEMBER_FAILED,             /* failed while the array ran */
   GR_MEMBER_MISSING,            /* not in use since the start (not found,
                                  * stale or recorded failed; why says) */
+  GR_MEMBER_REBUILDING,         /* a replacement being rebuilt */
 };
 enum gr_member_state gr_members_state (const struct gr_members *ms, int i);
+/* Is the file st (fstat) the file of a member?  Which one in *which. */
+struct stat;
+bool gr_members_same_file (const struct gr_members *ms, const struct stat *st,
+                           int *which);
+
+/* Rebuilding member i onto a replacement (rebuild.h drives it).  The
+ * member stays failed: plans treat it as lost, except the stripes below
+ * the front (plan.h: gr_plan_ctx.rb_member), where it is read and written
+ * like a live member; member I/O allows exactly that part.  Every change
+ * of the front changes the failure generation, so that a plan made
+ * before it is made again (exec.h).  An I/O error on the replacement
+ * ends the rebuild (the member stays failed). */
+void gr_members_rebuild_begin (struct gr_members *ms, int i,
+                               const char *path, int fd);
+/* Member bytes below front are rebuilt.  false if the rebuild has ended
+ * (the replacement failed). */
+bool gr_members_rebuild_advance (struct gr_members *ms, int i,
+                                 uint64_t front);
+/* The member being rebuilt and its front, or -1. */
+int gr_members_rebuilding (const struct gr_members *ms, uint64_t *front);
+/* done: every stripe rebuilt: the replacement is synced, then the
+ * member is live again, recorded on every live member's superblock (its
+ * own included).  Otherwise it stays failed.  true if it is live. */
+bool gr_members_rebuild_end (struct gr_members *ms, int i, bool done);
 bool gr_members_read_only_p (const struct gr_members *ms);
 /* Before the first write: persist the dirty flag and the failed set.
  * 0, or -1 with errno EIO. */
@@ -161,11 +187,5 @@ int gr_members_sync (struct gr_members *ms, int i);
 /* Clean shutdown: sync the members, clear the dirty flag (unless kept),
  * close them, free ms. */
 void gr_members_close (struct gr_members *ms);
-
-/* Read or write exactly len bytes at off, retrying short transfers and
- * EINTR.  0, or -errno (-ENODATA: read past the end; -ENOSPC: a write
- * that made no progress). */
-int gr_pread_full (int fd, void *buf, size_t len, uint64_t off);
-int gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off);
 
 #endif /* GPURAID_MEMBERS_H */

@@ -1,5 +1,6 @@
 /* gpuraid - the planner.  See plan.h. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "plan.h"
 
@@ -9,45 +10,6 @@
 #define RESYNC_BATCH (64u << 20)
 /* Whole stripes per fallocate call (the stripes stay locked meanwhile). */
 #define FALLOC_BATCH 64
-
-struct gr_plan *
-gr_plan_new (const struct gr_geom *g)
-{
-  struct gr_plan *p = calloc (1, sizeof *p);
-  size_t n = (size_t) g->k + g->m;
-
-  if (p == NULL)
-    return NULL;
-  /* Per thread, and nbdkit may run hundreds: a 32 MiB read of 64K chunks
-   * fits one plan, larger counts take several. */
-  p->cap_io = 512 + 2 * n;
-  p->cap_blk = 512 + 2 * n;
-  p->cap_step = 4 * n + 8;
-  p->read = malloc (p->cap_io * sizeof *p->read);
-  p->write = malloc (p->cap_io * sizeof *p->write);
-  p->blk = malloc (p->cap_blk * sizeof *p->blk);
-  p->step = malloc (p->cap_step * sizeof *p->step);
-  p->ptr = malloc (p->cap_blk * sizeof *p->ptr);
-  if (p->read == NULL || p->write == NULL || p->blk == NULL ||
-      p->step == NULL || p->ptr == NULL) {
-    gr_plan_free (p);
-    return NULL;
-  }
-  return p;
-}
-
-void
-gr_plan_free (struct gr_plan *p)
-{
-  if (p) {
-    free (p->read);
-    free (p->write);
-    free (p->blk);
-    free (p->step);
-    free (p->ptr);
-    free (p);
-  }
-}
 
 const char *
 gr_plan_kind_name (enum gr_plan_kind kind)
@@ -204,12 +166,15 @@ start (struct gr_plan *p, enum gr_plan_kind kind, enum gr_lock_mode lock,
   p->len = sp->len;
 }
 
-/* Is any member failed? */
+/* Is any member failed (or being rebuilt, and used: a crash would leave
+ * it missing, so its writes are journaled like a degraded array's)? */
 static bool
 degraded (const struct gr_plan_ctx *c)
 {
   int i;
 
+  if (c->rb_live)
+    return true;
   for (i = 0; i < c->g->k + c->g->m; i++)
     if (c->failed[i])
       return true;
@@ -629,10 +594,13 @@ falloc_mode (const struct gr_plan_ctx *c, enum gr_req req)
 }
 
 enum gr_plan_kind
-gr_plan_next (const struct gr_plan_ctx *c, enum gr_req req, uint64_t offset,
+gr_plan_next (const struct gr_plan_ctx *c0, enum gr_req req, uint64_t offset,
               uint64_t len, struct gr_plan *p)
 {
-  int n = c->g->k + c->g->m, i, nfailed = 0;
+  int n = c0->g->k + c0->g->m, i, nfailed = 0;
+  struct gr_plan_ctx rc;
+  bool rfailed[GR_MAX_MEMBERS];
+  const struct gr_plan_ctx *c = c0;
   enum gr_space src = req == GR_REQ_WRITE ? GR_SPACE_REQ : GR_SPACE_ZERO;
   enum gr_io_kind mode;
   struct gr_walk w;
@@ -649,6 +617,25 @@ gr_plan_next (const struct gr_plan_ctx *c, enum gr_req req, uint64_t offset,
   p->scratch_len = 0;
   p->nread = p->nstep = p->nwrite = p->nblk = 0;
   p->nerased = 0;
+
+  /* A member being rebuilt is live below its front: a plan that starts
+   * there stops at the front, one that starts above it treats the member
+   * as lost. */
+  if (c0->rb_member >= 0 && c0->rb_member < n) {
+    const uint64_t fb = c0->rb_front * gr_map_stripe_width (c0->g);
+
+    if (offset < fb) {
+      if (len > fb - offset)
+        len = fb - offset;
+      p->len = len;
+      memcpy (rfailed, c0->failed, n * sizeof *rfailed);
+      rfailed[c0->rb_member] = false;
+      rc = *c0;
+      rc.failed = rfailed;
+      rc.rb_live = true;
+      c = &rc;
+    }
+  }
 
   for (i = 0; i < n; i++)
     nfailed += c->failed[i];

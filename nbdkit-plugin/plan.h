@@ -152,11 +152,16 @@ struct gr_plan_ctx {
    * engine copies page-locked memory directly). */
   bool (*gpu) (void *arg, enum gr_op op, size_t bytes, int nerased);
   void *gpu_arg;
+  /* A member being rebuilt (failed[] says lost), or -1: live for the
+   * stripes below rb_front, so a plan starting there ends at rb_front
+   * and uses it; a plan starting above treats it as lost. */
+  int rb_member;
+  uint64_t rb_front;            /* stripes */
+  bool rb_live;                 /* set by gr_plan_next for a plan below
+                                 * the front: its writes are journaled */
 };
 
-/* A plan with room for geometry g; NULL if out of memory. */
-struct gr_plan *gr_plan_new (const struct gr_geom *g);
-void gr_plan_free (struct gr_plan *p);
+/* gr_plan_new and gr_plan_free: steps.h (the plan's arrays). */
 
 /* Plan the first part of [offset, offset + len) (inside the array, len
  * >= 1; for GR_REQ_RESYNC whole stripes) and return its kind; the plan

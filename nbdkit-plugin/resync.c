@@ -3,68 +3,21 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "log.h"
+#include "pace.h"
 #include "resync.h"
 
 struct gr_resync {
   struct gr_exec *x;
   struct gr_bitmap *b;
   pthread_t thread;
-  pthread_mutex_t lock;
-  pthread_cond_t cond;          /* stop, or a new rate */
-  bool stop;                    /* under lock */
-  /* Under lock: the limit, and the time and bytes done when it was set
-   * (the pace is measured from there). */
-  uint64_t rate;
-  double rate_t0;
-  uint64_t rate_done0;
-  /* Progress, atomic: array bytes done and to do, start time (seconds,
-   * CLOCK_MONOTONIC, as double bits) and enum gr_resync_state. */
+  struct gr_pace *pace;         /* the rate limit and the stop */
+  /* Progress, atomic: array bytes done and to do, and enum
+   * gr_resync_state. */
   uint64_t done, total;
-  double t0;
   int state;
 };
-
-static double
-now (void)
-{
-  struct timespec t;
-
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return (double) t.tv_sec + t.tv_nsec / 1e9;
-}
-
-/* Keep the pace of the rate limit: wait while the bytes done are ahead
- * of it (a new limit is applied at once).  Returns whether to stop. */
-static bool
-throttle (struct gr_resync *rs)
-{
-  bool stop;
-
-  pthread_mutex_lock (&rs->lock);
-  while (!rs->stop && rs->rate > 0) {
-    uint64_t done = __atomic_load_n (&rs->done, __ATOMIC_RELAXED);
-    double left = rs->rate_t0 + (double) (done - rs->rate_done0) / rs->rate
-      - now ();
-    struct timespec ts;
-
-    if (left <= 0)
-      break;
-    clock_gettime (CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t) left;
-    ts.tv_nsec += (long) ((left - (double) (time_t) left) * 1e9);
-    if (ts.tv_nsec >= 1000000000) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait (&rs->cond, &rs->lock, &ts);
-  }
-  stop = rs->stop;
-  pthread_mutex_unlock (&rs->lock);
-  return stop;
-}
 
 enum region_outcome { REGION_DONE, REGION_STOPPED, REGION_FAILED };
 
@@ -93,8 +46,8 @@ resync_region (struct gr_resync *rs, uint64_t r, struct gr_plan *p,
     if (o != GR_EXEC_DONE)
       return REGION_FAILED;
     pos += p->len;
-    __atomic_add_fetch (&rs->done, p->len, __ATOMIC_RELAXED);
-    if (throttle (rs))
+    if (gr_pace_wait (rs->pace, __atomic_add_fetch (&rs->done, p->len,
+                                                     __ATOMIC_RELAXED)))
       return REGION_STOPPED;
   }
   return REGION_DONE;
@@ -111,7 +64,6 @@ resync_thread (void *arg)
   uint64_t r, todo = 0, ndone = 0, stripes = 0, total = 0;
   struct gr_exec_result res = { .rewritten = 0 };
   struct gr_plan *p = gr_exec_plan (rs->x);
-  const double t0 = rs->t0;
   int last_pct = 0;
 
   for (r = gr_bitmap_next_pending (rs->b, 0); r < nreg;
@@ -162,14 +114,14 @@ resync_thread (void *arg)
                 PRIu64 " MiB in %.1f s, %" PRIu64 " parity chunks "
                 "rewritten)", last_pct, ndone, todo,
                 __atomic_load_n (&rs->done, __ATOMIC_RELAXED) >> 20,
-                now () - t0, res.rewritten);
+                gr_pace_seconds (rs->pace), res.rewritten);
     }
   }
   __atomic_store_n (&rs->state, GR_RESYNC_DONE, __ATOMIC_RELEASE);
   gr_warn ("resync done: %" PRIu64 " stripes checked, %" PRIu64 " parity "
            "chunks were inconsistent and rewritten (%" PRIu64 " of %"
            PRIu64 " regions, %.1f s)", stripes, res.rewritten, todo, nreg,
-           now () - t0);
+           gr_pace_seconds (rs->pace));
   return NULL;
 }
 
@@ -179,23 +131,19 @@ gr_resync_start (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
   struct gr_resync *rs = calloc (1, sizeof *rs);
   int e;
 
-  if (rs == NULL) {
+  if (rs == NULL || (rs->pace = gr_pace_new (rate)) == NULL) {
     nbdkit_error ("resync: %m");
+    free (rs);
     return NULL;
   }
   rs->x = x;
   rs->b = b;
-  rs->rate = rate;
-  rs->t0 = rs->rate_t0 = now ();
   rs->state = GR_RESYNC_RUNNING;
-  pthread_mutex_init (&rs->lock, NULL);
-  pthread_cond_init (&rs->cond, NULL);
   e = pthread_create (&rs->thread, NULL, resync_thread, rs);
   if (e != 0) {
     errno = e;
     nbdkit_error ("resync: pthread_create: %m");
-    pthread_mutex_destroy (&rs->lock);
-    pthread_cond_destroy (&rs->cond);
+    gr_pace_free (rs->pace);
     free (rs);
     return NULL;
   }
@@ -207,14 +155,10 @@ gr_resync_stop (struct gr_resync *rs)
 {
   bool complete;
 
-  pthread_mutex_lock (&rs->lock);
-  rs->stop = true;
-  pthread_cond_broadcast (&rs->cond);
-  pthread_mutex_unlock (&rs->lock);
+  gr_pace_stop (rs->pace);
   pthread_join (rs->thread, NULL);
   complete = rs->state == GR_RESYNC_DONE;
-  pthread_mutex_destroy (&rs->lock);
-  pthread_cond_destroy (&rs->cond);
+  gr_pace_free (rs->pace);
   free (rs);
   return complete;
 }
@@ -222,12 +166,8 @@ gr_resync_stop (struct gr_resync *rs)
 void
 gr_resync_set_rate (struct gr_resync *rs, uint64_t rate)
 {
-  pthread_mutex_lock (&rs->lock);
-  rs->rate = rate;
-  rs->rate_t0 = now ();
-  rs->rate_done0 = __atomic_load_n (&rs->done, __ATOMIC_RELAXED);
-  pthread_cond_broadcast (&rs->cond);
-  pthread_mutex_unlock (&rs->lock);
+  gr_pace_set_rate (rs->pace, rate,
+                    __atomic_load_n (&rs->done, __ATOMIC_RELAXED));
 }
 
 void
@@ -236,8 +176,6 @@ gr_resync_progress (struct gr_resync *rs, struct gr_resync_progress *out)
   out->state = __atomic_load_n (&rs->state, __ATOMIC_ACQUIRE);
   out->done_bytes = __atomic_load_n (&rs->done, __ATOMIC_RELAXED);
   out->total_bytes = __atomic_load_n (&rs->total, __ATOMIC_RELAXED);
-  out->seconds = now () - rs->t0;
-  pthread_mutex_lock (&rs->lock);
-  out->rate_limit = rs->rate;
-  pthread_mutex_unlock (&rs->lock);
+  out->seconds = gr_pace_seconds (rs->pace);
+  out->rate_limit = gr_pace_rate (rs->pace);
 }

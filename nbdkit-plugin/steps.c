@@ -1,4 +1,5 @@
 /* gpuraid - running a plan's steps in memory.  See steps.h. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "steps.h"
@@ -60,4 +61,45 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
       return -1;
   }
   return 0;
+}
+
+/* --- the plan's arrays --------------------------------------------------- */
+
+struct gr_plan *
+gr_plan_new (const struct gr_geom *g)
+{
+  struct gr_plan *p = calloc (1, sizeof *p);
+  size_t n = (size_t) g->k + g->m;
+
+  if (p == NULL)
+    return NULL;
+  /* Per thread, and nbdkit may run hundreds: a 32 MiB read of 64K chunks
+   * fits one plan, larger counts take several. */
+  p->cap_io = 512 + 2 * n;
+  p->cap_blk = 512 + 2 * n;
+  p->cap_step = 4 * n + 8;
+  p->read = malloc (p->cap_io * sizeof *p->read);
+  p->write = malloc (p->cap_io * sizeof *p->write);
+  p->blk = malloc (p->cap_blk * sizeof *p->blk);
+  p->step = malloc (p->cap_step * sizeof *p->step);
+  p->ptr = malloc (p->cap_blk * sizeof *p->ptr);
+  if (p->read == NULL || p->write == NULL || p->blk == NULL ||
+      p->step == NULL || p->ptr == NULL) {
+    gr_plan_free (p);
+    return NULL;
+  }
+  return p;
+}
+
+void
+gr_plan_free (struct gr_plan *p)
+{
+  if (p) {
+    free (p->read);
+    free (p->write);
+    free (p->blk);
+    free (p->step);
+    free (p->ptr);
+    free (p);
+  }
 }

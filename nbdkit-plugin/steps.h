@@ -14,6 +14,11 @@
 
 #include "plan.h"
 
+/* A plan with room for geometry g (its arrays, used here); NULL if out
+ * of memory. */
+struct gr_plan *gr_plan_new (const struct gr_geom *g);
+void gr_plan_free (struct gr_plan *p);
+
 /* The buffers of a plan being run: the request's (at the plan's first
  * byte), scratch (scratch_len bytes) and zeros (at least a chunk). */
 struct gr_bufs {

@@ -1,0 +1,174 @@
+/* gpuraid - rebuilding a member online.  See rebuild.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "pace.h"
+#include "rebuild.h"
+
+/* Member bytes rebuilt per batch (the stripes held exclusively). */
+#define BATCH_BYTES (4u << 20)
+
+struct gr_rebuild {
+  struct gr_exec *x;
+  struct gr_bitmap *b;
+  int member;
+  pthread_t thread;
+  struct gr_pace *pace;
+  uint8_t *buf;
+  uint64_t batch;               /* stripes */
+  /* Progress, atomic: array bytes done and to do, enum gr_resync_state. */
+  uint64_t done, total;
+  int state;
+};
+
+static void *
+rebuild_thread (void *arg)
+{
+  struct gr_rebuild *rb = arg;
+  struct gr_members *ms = gr_exec_members (rb->x);
+  const struct gr_geom *g = gr_exec_geom (rb->x);
+  const uint64_t width = gr_map_stripe_width (g);
+  enum gr_resync_state st = GR_RESYNC_DONE;
+  uint64_t s = 0;
+  int last_pct = 0;
+
+  gr_debug ("rebuild of member %d (%s): %" PRIu64 " stripes", rb->member,
+            gr_members_path (ms, rb->member), g->stripes);
+  while (s < g->stripes) {
+    const uint64_t ns = g->stripes - s < rb->batch ? g->stripes - s
+      : rb->batch;
+    uint64_t done;
+
+    switch (gr_exec_rebuild (rb->x, rb->member, s, ns, rb->buf)) {
+    case GR_EXEC_DONE:
+      break;
+    case GR_EXEC_REPLAN:
+      if (!gr_members_too_degraded (ms))
+        continue;               /* a survivor failed: again without it */
+      /* fallthrough */
+    default:
+      st = GR_RESYNC_FAILED;
+      goto end;
+    }
+    s += ns;
+    done = __atomic_add_fetch (&rb->done, ns * width, __ATOMIC_RELAXED);
+    if (s * 10 / g->stripes > (uint64_t) last_pct) {
+      last_pct = (int) (s * 10 / g->stripes);
+      gr_debug ("rebuild of member %d: %d0%% (%" PRIu64 " MiB in %.1f s)",
+                rb->member, last_pct, done >> 20, gr_pace_seconds (rb->pace));
+    }
+    if (s < g->stripes && gr_pace_wait (rb->pace, done)) {
+      st = GR_RESYNC_STOPPED;
+      goto end;
+    }
+  }
+  if (gr_members_state (ms, rb->member) != GR_MEMBER_REBUILDING)
+    st = GR_RESYNC_FAILED;      /* the replacement failed */
+ end:
+  if (st == GR_RESYNC_DONE) {
+    /* Synced there before the superblocks say that it is live. */
+    if (!gr_members_rebuild_end (ms, rb->member, true))
+      st = GR_RESYNC_FAILED;
+    else {
+      gr_bitmap_checkpoint (rb->b);
+      gr_warn ("rebuild of member %d (%s) done: %" PRIu64 " stripes in "
+               "%.1f s; %d of %d members failed", rb->member,
+               gr_members_path (ms, rb->member), g->stripes,
+               gr_pace_seconds (rb->pace), gr_members_nfailed (ms),
+               gr_members_n (ms));
+    }
+  }
+  else {
+    gr_members_rebuild_end (ms, rb->member, false);
+    if (st == GR_RESYNC_STOPPED)
+      gr_warn ("rebuild of member %d stopped at shutdown after %" PRIu64
+               " of %" PRIu64 " stripes: the member stays failed; replace "
+               "it again", rb->member, s, g->stripes);
+    else
+      gr_warn ("rebuild of member %d (%s) failed after %" PRIu64 " of %"
+               PRIu64 " stripes (see the error before): the member stays "
+               "failed", rb->member, gr_members_path (ms, rb->member), s,
+               g->stripes);
+  }
+  __atomic_store_n (&rb->state, st, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+struct gr_rebuild *
+gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, int member,
+                  uint64_t rate)
+{
+  const struct gr_geom *g = gr_exec_geom (x);
+  struct gr_rebuild *rb = calloc (1, sizeof *rb);
+  int e;
+
+  if (rb == NULL)
+    goto nomem;
+  rb->x = x;
+  rb->b = b;
+  rb->member = member;
+  rb->batch = BATCH_BYTES / g->chunk ? BATCH_BYTES / g->chunk : 1;
+  rb->total = g->stripes * gr_map_stripe_width (g);
+  rb->state = GR_RESYNC_RUNNING;
+  rb->pace = gr_pace_new (rate);
+  rb->buf = malloc (rb->batch * (size_t) (g->k + g->m) * g->chunk);
+  if (rb->pace == NULL || rb->buf == NULL)
+    goto nomem;
+  e = pthread_create (&rb->thread, NULL, rebuild_thread, rb);
+  if (e != 0) {
+    errno = e;
+    nbdkit_error ("rebuild: pthread_create: %m");
+    goto fail;
+  }
+  return rb;
+
+ nomem:
+  nbdkit_error ("rebuild: %m");
+ fail:
+  gr_members_rebuild_end (gr_exec_members (x), member, false);
+  if (rb) {
+    gr_pace_free (rb->pace);
+    free (rb->buf);
+  }
+  free (rb);
+  return NULL;
+}
+
+void
+gr_rebuild_progress (struct gr_rebuild *rb, struct gr_resync_progress *out)
+{
+  out->state = __atomic_load_n (&rb->state, __ATOMIC_ACQUIRE);
+  out->done_bytes = __atomic_load_n (&rb->done, __ATOMIC_RELAXED);
+  out->total_bytes = rb->total;
+  out->seconds = gr_pace_seconds (rb->pace);
+  out->rate_limit = gr_pace_rate (rb->pace);
+}
+
+int
+gr_rebuild_member (const struct gr_rebuild *rb)
+{
+  return rb->member;
+}
+
+void
+gr_rebuild_set_rate (struct gr_rebuild *rb, uint64_t rate)
+{
+  gr_pace_set_rate (rb->pace, rate,
+                    __atomic_load_n (&rb->done, __ATOMIC_RELAXED));
+}
+
+void
+gr_rebuild_stop (struct gr_rebuild *rb)
+{
+  if (rb == NULL)
+    return;
+  gr_pace_stop (rb->pace);
+  pthread_join (rb->thread, NULL);
+  gr_pace_free (rb->pace);
+  free (rb->buf);
+  free (rb);
+}

@@ -1,0 +1,40 @@
+/* gpuraid - rebuilding a failed member onto a replacement, online.
+ *
+ * The replacement (members.h: gr_members_rebuild_begin) is filled stripe
+ * by stripe from the first k survivors of each stripe, in batches of
+ * stripes held exclusively (exec.h: gr_exec_rebuild), while the array
+ * serves requests: below the rebuild's front the replacement is read and
+ * written like a live member, above it the member is lost.  At most rate
+ * bytes of array data a second; progress logged every 10 % (nbdkit -v).
+ * At the end the replacement is synced and the member is live again,
+ * recorded on every superblock.  A shutdown, the replacement failing, or
+ * more than m members lost stops it: the member stays failed (a restart
+ * does not resume it: replace again).
+ *
+ * One owner: struct gr_rebuild holds the thread, its buffers and its
+ * progress. */
+#ifndef GPURAID_REBUILD_H
+#define GPURAID_REBUILD_H
+
+#include <stdint.h>
+
+#include "bitmap.h"
+#include "exec.h"
+#include "resync.h"
+
+struct gr_rebuild;
+
+/* Rebuild member (already begun in members.h).  NULL after
+ * nbdkit_error (the member's rebuild is then ended, still failed). */
+struct gr_rebuild *gr_rebuild_start (struct gr_exec *x,
+                                     struct gr_bitmap *b, int member,
+                                     uint64_t rate);
+/* Its progress, in the resync's terms (state, bytes of array data). */
+void gr_rebuild_progress (struct gr_rebuild *rb,
+                          struct gr_resync_progress *out);
+int gr_rebuild_member (const struct gr_rebuild *rb);
+void gr_rebuild_set_rate (struct gr_rebuild *rb, uint64_t rate);
+/* Stop it and wait (a finished one is just freed). */
+void gr_rebuild_stop (struct gr_rebuild *rb);
+
+#endif /* GPURAID_REBUILD_H */
