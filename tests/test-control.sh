@@ -83,9 +83,12 @@ echo "status: OK"
 
 echo "=== 2. fail a member while a client writes"
 head -c 96M /dev/urandom >"$tmpdir/data"
-nbdcopy --request-size=65536 "$tmpdir/data" "$uri" &
+# The client streams the first half, pauses a second, then the rest: it
+# is still writing when the fail comes, on a fast machine too.
+{ head -c 48M "$tmpdir/data"; sleep 1; tail -c +50331649 "$tmpdir/data"; } |
+  nbdcopy --request-size=65536 - "$uri" &
 copy=$!
-sleep 0.2
+sleep 0.5
 "$CTL" -c "$ctl" fail 1 | tee "$tmpdir/out" || fail "gpuraidctl fail 1"
 kill -0 $copy 2>/dev/null || fail "the write had ended before the fail (not concurrent)"
 grep -q 'member 1 failed; 5 of 6 members left' "$tmpdir/out" || fail "fail's answer"

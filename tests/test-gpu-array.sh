@@ -7,6 +7,8 @@
 # codes, 10+4, chunk 64K (stripe width 640K).  Writes go through nbdcopy
 # (several connections): 4 MiB requests (whole stripes plus partial
 # ones) and 4 KiB requests (read-modify-write: GPU parity updates).
+# Then member 3 is rebuilt onto a blank file with accel=gpu (gpuraidctl
+# replace) and read back degraded with accel=cpu, parity checked offline.
 # Every session with accel=gpu must have coded on the GPU and never fallen
 # back to the CPU (gpu_worked: counted from the plugin's own log), else a
 # GPU failing mid-run would pass unseen.
@@ -118,6 +120,27 @@ for code in rs crs; do
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" accel=cpu || exit 1
   verify "degraded, written by gpu, read by cpu"
   stop_nbdkit "$pid"
-  rm -f "${members[@]}" "$tmpdir"/gone*
+
+  echo "=== code=$code: member 3 rebuilt on the GPU, checked by the CPU"
+  : >"$nbdkit_log"
+  rm -f "$tmpdir/ctl"
+  start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" "${args[@]}" accel=gpu \
+    control="$tmpdir/ctl" || exit 1
+  for (( i = 0; i < 50; i++ )); do [ -S "$tmpdir/ctl" ] && break; sleep 0.1; done
+  truncate -s 48M "$tmpdir/new3.img"
+  "$top/ctl/gpuraidctl" -c "$tmpdir/ctl" replace 3 "$tmpdir/new3.img" || fail "$code: replace 3"
+  timeout 300 "$top/ctl/gpuraidctl" -c "$tmpdir/ctl" wait || fail "$code: the GPU rebuild"
+  stop_nbdkit "$pid"
+  gpu_worked "$nbdkit_log" || fail "$code: accel=gpu rebuild session"
+  grep -q 'rebuild of member 3 .* done' "$nbdkit_log" || fail "$code: rebuild not done"
+  args[3]=member=$tmpdir/new3.img
+  # Members 0, 7 and 12 still gone: 11 of 14, so most stripes are read
+  # through the rebuilt member.
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" accel=cpu || exit 1
+  verify "member 3 rebuilt by the gpu, read degraded by the cpu"
+  stop_nbdkit "$pid"
+  check_parity $k $m 65536 $code - "${members[1]}" "${members[2]}" \
+    "$tmpdir/new3.img" "${members[@]:4:3}" - "${members[@]:8:4}" - "${members[13]}"
+  rm -f "${members[@]}" "$tmpdir"/gone* "$tmpdir/new3.img"
 done
 echo "$0: PASS"
