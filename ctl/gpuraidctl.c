@@ -10,7 +10,13 @@
  *   gpuraidctl -c PATH fail INDEX         fail a member now
  *   gpuraidctl -c PATH replace INDEX NEWPATH  rebuild a failed member
  *                                         onto NEWPATH, online
- *   gpuraidctl -c PATH rate BYTES_PER_S   the resync's rate limit
+ *   gpuraidctl -c PATH spare add PATH     a hot spare, used when a member
+ *                                         fails
+ *   gpuraidctl -c PATH scrub [--repair]   check every stripe's parity
+ *                                         (and repair what it can name)
+ *   gpuraidctl -c PATH scrub --stop       stop it (the next goes on)
+ *   gpuraidctl -c PATH rate BYTES_PER_S   the resync's, rebuild's and
+ *                                         scrub's rate limit
  *   gpuraidctl -c PATH wait               until the running operation ends
  *
  * The control protocol is in nbdkit-plugin/control.h.  examine opens the
@@ -48,9 +54,11 @@ usage (FILE *f)
            "       %s -c CONTROL_SOCKET status [--json]\n"
            "       %s -c CONTROL_SOCKET fail INDEX\n"
            "       %s -c CONTROL_SOCKET replace INDEX NEWPATH\n"
+           "       %s -c CONTROL_SOCKET spare add PATH\n"
+           "       %s -c CONTROL_SOCKET scrub [--repair | --stop]\n"
            "       %s -c CONTROL_SOCKET rate BYTES_PER_S\n"
            "       %s -c CONTROL_SOCKET wait\n", prog, prog, prog, prog,
-           prog, prog, prog);
+           prog, prog, prog, prog, prog);
 }
 
 static void __attribute__ ((noreturn, format (printf, 1, 2)))
@@ -356,7 +364,7 @@ wait_op (const char *sock)
         if (tty)
           printf ("\n");
         printf ("%s %s: %.1f%% (%" PRIu64 " of %" PRIu64 " MiB) in "
-                "%.1f s\n", op, state, pct, done >> 20, total >> 20, secs);
+                "%.2f s\n", op, state, pct, done >> 20, total >> 20, secs);
         return strcmp (state, "done") == 0 ? 0 : 1;
       }
       if (tty) {
@@ -449,6 +457,41 @@ main (int argc, char **argv)
       die ("replace: a newline or space where it cannot be");
     snprintf (cmd, sizeof cmd, "replace %s %s", argv[i + 1], abs);
     free (abs);
+    body = request (sock, cmd);
+    fputs (body, stdout);
+    free (body);
+    return 0;
+  }
+  if (strcmp (argv[i], "spare") == 0 && argc - i == 3 &&
+      strcmp (argv[i + 1], "add") == 0) {
+    char cmd[PATH_MAX + 64], *body, *abs = realpath (argv[i + 2], NULL);
+
+    if (abs == NULL)
+      die ("spare add %s: %s", argv[i + 2], strerror (errno));
+    if (strchr (abs, '\n'))
+      die ("spare add: a newline in the path");
+    snprintf (cmd, sizeof cmd, "spare add %s", abs);
+    free (abs);
+    body = request (sock, cmd);
+    fputs (body, stdout);
+    free (body);
+    return 0;
+  }
+  if (strcmp (argv[i], "scrub") == 0 && argc - i <= 2) {
+    const char *cmd = "scrub";
+    char *body;
+
+    if (argc - i == 2) {
+      if (strcmp (argv[i + 1], "--repair") == 0)
+        cmd = "scrub repair";
+      else if (strcmp (argv[i + 1], "--stop") == 0)
+        cmd = "scrub stop";
+      else {
+        fprintf (stderr, "%s: scrub %s: the options are --repair and "
+                 "--stop\n", prog, argv[i + 1]);
+        return 2;
+      }
+    }
     body = request (sock, cmd);
     fputs (body, stdout);
     free (body);

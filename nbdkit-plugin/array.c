@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "array.h"
-#include "rebuild.h"
+#include "heal.h"
 #include "assemble.h"
 #include "bitmap.h"
 #include "journal.h"
@@ -31,8 +31,7 @@ struct gr_array {
   bool resync_wanted;           /* pending regions, every member */
   uint64_t resync_rate;
   struct gr_resync *resync;     /* running (after gr_array_start) */
-  struct gr_rebuild *rebuild;   /* the last one started (gpuraidctl
-                                 * replace), running or ended */
+  struct gr_heal *heal;         /* replacements, spares, scrubs */
 };
 
 /* The member= paths while opening: what assembly decides from, and the
@@ -324,6 +323,32 @@ repair_degraded (struct gr_array *arr, const struct gr_assembly *a,
   return 0;
 }
 
+/* spare= and replace= into the healing's list, each checked (nothing is
+ * written to them until one is used).  0, or -1 after nbdkit_error. */
+static int
+add_spares (struct gr_array *arr, const struct gr_config *cfg)
+{
+  for (int i = 0; i < cfg->nspares; i++) {
+    const int member = cfg->spares[i].member;
+    char why[256];
+    int err;
+    const enum gr_heal_outcome o =
+      gr_heal_spare_add (arr->heal, cfg->spares[i].path, member, &err);
+
+    if (o == GR_HEAL_STARTED)
+      continue;
+    gr_heal_explain (o, err, why, sizeof why);
+    if (member < 0)
+      nbdkit_error ("spare=%s: %s", cfg->spares[i].path, why);
+    else
+      nbdkit_error ("replace=%d:%s: %s", member, cfg->spares[i].path,
+                    o == GR_HEAL_ACTIVE ? "member is active: there is "
+                    "nothing to replace (leave replace= out)" : why);
+    return -1;
+  }
+  return 0;
+}
+
 struct gr_array *
 gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
 {
@@ -387,6 +412,9 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
       .bitmap = arr->bitmap });
   if (arr->x == NULL)
     goto err;
+  arr->heal = gr_heal_new (arr->x, arr->bitmap, cfg->resync_rate);
+  if (arr->heal == NULL || add_spares (arr, cfg) == -1)
+    goto err;
   arr->resync_rate = cfg->resync_rate;
   if (a->resync == GR_RESYNC_DEGRADED && repair_degraded (arr, a, coding)
       == -1) {
@@ -406,6 +434,7 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   if (ps)
     close_probes (ps);
   if (arr) {
+    gr_heal_free (arr->heal);
     gr_exec_free (arr->x);
     gr_scratch_free (arr->scratch);
     gr_bitmap_free (arr->bitmap);
@@ -430,7 +459,7 @@ gr_array_start (struct gr_array *a)
     if (a->resync == NULL)
       return -1;
   }
-  return 0;
+  return gr_heal_start (a->heal, a->resync);
 }
 
 void
@@ -440,7 +469,7 @@ gr_array_close (struct gr_array *a)
     return;
   /* A resync not finished goes on at the next start: the array stays
    * dirty, its pending regions set in the bitmap. */
-  gr_rebuild_stop (a->rebuild);
+  gr_heal_free (a->heal);
   if ((a->resync && !gr_resync_stop (a->resync)) ||
       (a->resync_wanted && a->resync == NULL))
     gr_members_keep_dirty (a->ms);
@@ -499,107 +528,11 @@ gr_array_set_rate (struct gr_array *a, uint64_t rate)
   a->resync_rate = rate;
   if (a->resync)
     gr_resync_set_rate (a->resync, rate);
-  if (a->rebuild)
-    gr_rebuild_set_rate (a->rebuild, rate);
+  gr_heal_set_rate (a->heal, rate);
 }
 
-int
-gr_array_rebuild_progress (const struct gr_array *a,
-                           struct gr_resync_progress *p)
+struct gr_heal *
+gr_array_heal (const struct gr_array *a)
 {
-  if (a->rebuild == NULL)
-    return -1;
-  gr_rebuild_progress (a->rebuild, p);
-  return gr_rebuild_member (a->rebuild);
-}
-
-static bool
-running (const struct gr_array *a)
-{
-  struct gr_resync_progress p;
-
-  return (gr_array_resync_progress (a, &p) && p.state == GR_RESYNC_RUNNING)
-    || (gr_array_rebuild_progress (a, &p) >= 0
-        && p.state == GR_RESYNC_RUNNING);
-}
-
-/* Zero [0, len) of fd and sync it.  0 or -errno. */
-static int
-zero_metadata (int fd, uint64_t len)
-{
-  static const uint8_t z[65536];
-
-  for (uint64_t off = 0; off < len; off += sizeof z) {
-    const size_t n = len - off < sizeof z ? len - off : sizeof z;
-    int r = gr_pwrite_full (fd, z, n, off);
-
-    if (r < 0)
-      return r;
-  }
-  return fdatasync (fd) == -1 ? -errno : 0;
-}
-
-enum gr_array_replace_outcome
-gr_array_replace (struct gr_array *a, int i, const char *path, int *err)
-{
-  struct gr_sb sb, old;
-  struct stat st;
-  uint8_t buf[GR_SB_SIZE];
-  uint64_t size = 0;
-  int fd, which, r;
-
-  *err = 0;
-  gr_members_sb (a->ms, &sb);
-  if (i < 0 || i >= gr_members_n (a->ms))
-    return GR_ARRAY_REPLACE_NO_SUCH_MEMBER;
-  if (gr_members_read_only_p (a->ms))
-    return GR_ARRAY_REPLACE_READ_ONLY;
-  if (running (a))
-    return GR_ARRAY_REPLACE_BUSY;
-  if (gr_members_state (a->ms, i) == GR_MEMBER_ACTIVE)
-    return GR_ARRAY_REPLACE_ACTIVE;
-  fd = open (path, O_RDWR | O_CLOEXEC);
-  if (fd == -1 || fstat (fd, &st) == -1) {
-    *err = errno;
-    if (fd >= 0)
-      close (fd);
-    return GR_ARRAY_REPLACE_CANNOT_OPEN;
-  }
-  if (S_ISBLK (st.st_mode)) {
-    if (ioctl (fd, BLKGETSIZE64, &size) == -1)
-      size = 0;
-  }
-  else if (S_ISREG (st.st_mode))
-    size = (uint64_t) st.st_size;
-  else {
-    close (fd);
-    return GR_ARRAY_REPLACE_NOT_FILE;
-  }
-  if (gr_members_same_file (a->ms, &st, &which) && which != i) {
-    *err = which;
-    close (fd);
-    return GR_ARRAY_REPLACE_IS_MEMBER;
-  }
-  if (size < sb.data_offset + sb.data_size) {
-    close (fd);
-    return GR_ARRAY_REPLACE_TOO_SMALL;
-  }
-  if (gr_pread_full (fd, buf, GR_SB_SIZE, 0) == 0 &&
-      gr_sb_decode (buf, &old) == 0 &&
-      memcmp (old.uuid, sb.uuid, sizeof sb.uuid) != 0) {
-    close (fd);
-    return GR_ARRAY_REPLACE_OTHER_ARRAY;
-  }
-  /* Its old superblock, bitmap and journal go: until the rebuild ends it
-   * is no member (a restart finds no superblock there). */
-  r = zero_metadata (fd, sb.data_offset);
-  if (r < 0) {
-    *err = -r;
-    close (fd);
-    return GR_ARRAY_REPLACE_IO_ERROR;
-  }
-  gr_rebuild_stop (a->rebuild);
-  gr_members_rebuild_begin (a->ms, i, path, fd);
-  a->rebuild = gr_rebuild_start (a->x, a->bitmap, i, a->resync_rate);
-  return a->rebuild ? GR_ARRAY_REPLACE_STARTED : GR_ARRAY_REPLACE_IO_ERROR;
+  return a->heal;
 }

@@ -15,6 +15,7 @@
 #include "exec.h"
 #include "members.h"
 #include "resync.h"
+#include "heal.h"
 
 struct gr_array;
 
@@ -41,29 +42,8 @@ bool gr_array_resync_progress (const struct gr_array *a,
  * now on and for a resync started later. */
 void gr_array_set_rate (struct gr_array *a, uint64_t rate);
 
-/* The rebuild started last (running or ended): its progress and the
- * member, or -1 if none was started. */
-int gr_array_rebuild_progress (const struct gr_array *a,
-                               struct gr_resync_progress *p);
-
-/* gpuraidctl replace: rebuild failed member i onto path (its metadata
- * area zeroed first), online (rebuild.h).  *err: errno for CANNOT_OPEN
- * and IO_ERROR, the member for IS_MEMBER. */
-enum gr_array_replace_outcome {
-  GR_ARRAY_REPLACE_STARTED,
-  GR_ARRAY_REPLACE_NO_SUCH_MEMBER,
-  GR_ARRAY_REPLACE_ACTIVE,      /* the member works: fail it first */
-  GR_ARRAY_REPLACE_BUSY,        /* a resync or rebuild runs */
-  GR_ARRAY_REPLACE_READ_ONLY,
-  GR_ARRAY_REPLACE_CANNOT_OPEN,
-  GR_ARRAY_REPLACE_NOT_FILE,    /* not a regular file or block device */
-  GR_ARRAY_REPLACE_IS_MEMBER,   /* the file of another member */
-  GR_ARRAY_REPLACE_TOO_SMALL,
-  GR_ARRAY_REPLACE_OTHER_ARRAY, /* holds another array's superblock */
-  GR_ARRAY_REPLACE_IO_ERROR,
-};
-enum gr_array_replace_outcome gr_array_replace (struct gr_array *a, int i,
-                                                const char *path, int *err);
+/* Replacing members, spares and scrubs (heal.h). */
+struct gr_heal *gr_array_heal (const struct gr_array *a);
 
 /* The operator fails member i (gpuraidctl fail): refused where it would
  * cost data or redundancy the array cannot spare. */

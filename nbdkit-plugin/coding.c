@@ -505,16 +505,24 @@ int
 gr_coding_reconstruct (struct gr_coding *c, bool gpu, const int *erased,
                        int nerased, uint8_t *const *blocks, size_t len)
 {
+  return gr_coding_reconstruct_n (c, gpu, erased, nerased, blocks, 1, len);
+}
+
+int
+gr_coding_reconstruct_n (struct gr_coding *c, bool gpu, const int *erased,
+                         int nerased, uint8_t *const *blocks,
+                         size_t nstripes, size_t len)
+{
   int r;
 
   if (gpu && claim (c)) {
-    r = gr_reconstruct (c->gpu, erased, nerased, blocks, 1, len);
+    r = gr_reconstruct (c->gpu, erased, nerased, blocks, nstripes, len);
     release (c);
     if (r == 0)
       return 0;
     gpu_failed (c, "reconstruct", r);
   }
-  r = gr_reconstruct (c->cpu, erased, nerased, blocks, 1, len);
+  r = gr_reconstruct (c->cpu, erased, nerased, blocks, nstripes, len);
   return r == 0 ? 0 : coding_error ("reconstruct", r);
 }
 
@@ -579,5 +587,6 @@ gr_coding_host_alloc (struct gr_coding *c, size_t size)
 void
 gr_coding_host_free (struct gr_coding *c, void *p)
 {
-  c->host_free (p);
+  if (p)
+    c->host_free (p);
 }

@@ -80,6 +80,12 @@ int gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
                       size_t nstripes, size_t len);
 int gr_coding_reconstruct (struct gr_coding *c, bool gpu, const int *erased,
                            int nerased, uint8_t *const *blocks, size_t len);
+/* The same for nstripes stripes of one erasure pattern (blocks: nstripes
+ * * (k + m) pointers, stripe after stripe). */
+int gr_coding_reconstruct_n (struct gr_coding *c, bool gpu,
+                             const int *erased, int nerased,
+                             uint8_t *const *blocks, size_t nstripes,
+                             size_t len);
 /* parity[j] ^= G[j][index] * delta; pdelta: m blocks of scratch the GPU
  * computes into first, so that a failure half-way leaves parity whole. */
 int gr_coding_update (struct gr_coding *c, bool gpu, int index,

@@ -113,6 +113,43 @@ parse_member (struct gr_config *cfg, const char *value)
   return 0;
 }
 
+/* spare=PATH (member < 0) or replace=INDEX:PATH. */
+static int
+parse_spare (struct gr_config *cfg, const char *key, const char *value)
+{
+  const char *path = value;
+  int member = -1;
+
+  if (cfg->nspares >= GR_CONFIG_MAX_SPARES) {
+    nbdkit_error ("%s=%s: too many spares and replacements (at most %d)",
+                  key, value, GR_CONFIG_MAX_SPARES);
+    return -1;
+  }
+  if (strcmp (key, "replace") == 0) {
+    char *end;
+
+    errno = 0;
+    member = (int) strtol (value, &end, 10);
+    if (*value < '0' || *value > '9' || errno || *end != ':' ||
+        member >= GR_MAX_MEMBERS) {
+      nbdkit_error ("replace=%s: give INDEX:PATH, the index of a missing "
+                    "member and the file or device to rebuild it onto",
+                    value);
+      return -1;
+    }
+    path = end + 1;
+  }
+  if (path[0] == '\0') {
+    nbdkit_error ("%s=%s: empty path", key, value);
+    return -1;
+  }
+  cfg->spares[cfg->nspares].path = nbdkit_absolute_path (path);
+  if (cfg->spares[cfg->nspares].path == NULL)
+    return -1;
+  cfg->spares[cfg->nspares++].member = member;
+  return 0;
+}
+
 /* A size as nbdkit_parse_size reads it (digits, then b, k, M, G, T, P
  * or E), or -1 if it is above GR_MAX_CHUNK (without overflowing, and
  * without nbdkit_parse_size's error, which names no key). */
@@ -207,6 +244,8 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
 
   if (strcmp (key, "member") == 0)
     return parse_member (cfg, value);
+  if (strcmp (key, "spare") == 0 || strcmp (key, "replace") == 0)
+    return parse_spare (cfg, key, value);
   if (strcmp (key, "m") == 0) {
     if (once (cfg, key, SEEN_M) == -1 ||
         parse_nonneg_int (key, value, &cfg->m) == -1)
@@ -301,6 +340,40 @@ gr_config_check (const struct gr_config *cfg)
         nbdkit_error ("member=%s is given twice", cfg->paths[i]);
         return -1;
       }
+  for (i = 0; i < cfg->nspares; i++) {
+    const char *key = cfg->spares[i].member < 0 ? "spare" : "replace";
+
+    for (j = 0; j < cfg->npaths; j++)
+      if (strcmp (cfg->spares[i].path, cfg->paths[j]) == 0) {
+        nbdkit_error ("%s=%s is also given as member=", key,
+                      cfg->spares[i].path);
+        return -1;
+      }
+    for (j = 0; j < i; j++) {
+      if (strcmp (cfg->spares[i].path, cfg->spares[j].path) == 0) {
+        nbdkit_error ("%s=%s: the path is given twice", key,
+                      cfg->spares[i].path);
+        return -1;
+      }
+      if (cfg->spares[i].member >= 0 &&
+          cfg->spares[i].member == cfg->spares[j].member) {
+        nbdkit_error ("replace=%d: two replacements for one member",
+                      cfg->spares[i].member);
+        return -1;
+      }
+    }
+    if (cfg->spares[i].member >= 0 && cfg->create) {
+      nbdkit_error ("replace=%d:%s: create=true makes a new array: give "
+                    "the path as member=", cfg->spares[i].member,
+                    cfg->spares[i].path);
+      return -1;
+    }
+    if (cfg->salvage) {
+      nbdkit_error ("%s=%s: salvage=true brings the array up read-only: "
+                    "nothing can be rebuilt", key, cfg->spares[i].path);
+      return -1;
+    }
+  }
   if (cfg->create && cfg->salvage) {
     nbdkit_error ("salvage=true brings up an existing array; it cannot be "
                   "given with create=true");
@@ -339,4 +412,7 @@ gr_config_free (struct gr_config *cfg)
   cfg->backend = NULL;
   free (cfg->control);
   cfg->control = NULL;
+  for (i = 0; i < cfg->nspares; i++)
+    free (cfg->spares[i].path);
+  cfg->nspares = 0;
 }

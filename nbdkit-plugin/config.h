@@ -17,6 +17,7 @@
 #define GR_MAX_CHUNK (UINT32_C (64) << 20)    /* 64 MiB */
 
 enum gr_accel { GR_ACCEL_AUTO, GR_ACCEL_CPU, GR_ACCEL_GPU };
+#define GR_CONFIG_MAX_SPARES 16
 
 struct gr_config {
   char *paths[GR_MAX_MEMBERS];  /* absolute paths, command-line order */
@@ -33,6 +34,9 @@ struct gr_config {
   uint64_t resync_rate;         /* bytes a second, 0: no limit */
   uint64_t bitmap_chunk;        /* create: bytes a bitmap bit covers */
   char *control;                /* control socket path, or NULL */
+  /* spare= (member -1) and replace=INDEX:PATH, absolute paths */
+  struct { char *path; int member; } spares[GR_CONFIG_MAX_SPARES];
+  int nspares;
   unsigned seen;                /* keys given (each at most once) */
 };
 
@@ -61,6 +65,9 @@ void gr_config_free (struct gr_config *cfg);
   "bitmap-chunk=SIZE      With create=true: member bytes a write-intent bitmap\n" \
   "                       bit covers (default 64M).\n" \
   "resync-rate=SIZE       Resync at most SIZE bytes a second (default 0: no limit).\n" \
-  "control=PATH           Control socket for gpuraidctl (owner only)."
+  "control=PATH           Control socket for gpuraidctl (owner only).\n" \
+  "spare=PATH             (repeat) A hot spare: rebuilt onto when a member\n" \
+  "                       fails or is missing.\n" \
+  "replace=INDEX:PATH     (repeat) Rebuild missing member INDEX onto PATH."
 
 #endif /* GPURAID_CONFIG_H */

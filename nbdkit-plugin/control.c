@@ -16,6 +16,7 @@
 #include "control.h"
 #include "log.h"
 #include "members.h"
+#include "status.h"
 #include "superblock.h"
 
 struct gr_control {
@@ -94,250 +95,6 @@ gr_control_open (const char *path)
 
 /* --- answers ------------------------------------------------------------- */
 
-static const char *
-member_state_name (enum gr_member_state s)
-{
-  switch (s) {
-  case GR_MEMBER_ACTIVE: return "active";
-  case GR_MEMBER_FAILED: return "failed";
-  case GR_MEMBER_MISSING: return "missing";
-  case GR_MEMBER_REBUILDING: return "rebuilding";
-  }
-  return "?";
-}
-
-static const char *
-resync_state_name (enum gr_resync_state s)
-{
-  switch (s) {
-  case GR_RESYNC_RUNNING: return "running";
-  case GR_RESYNC_DONE: return "done";
-  case GR_RESYNC_STOPPED: return "stopped";
-  case GR_RESYNC_FAILED: return "failed";
-  }
-  return "?";
-}
-
-static const char *
-array_state (struct gr_control *c, struct gr_members *ms, int m)
-{
-  const int nf = gr_members_nfailed (ms);
-  struct gr_resync_progress p;
-
-  if (nf > m)
-    return "failed";
-  if (gr_array_rebuild_progress (c->a, &p) >= 0 &&
-      p.state == GR_RESYNC_RUNNING)
-    return "rebuilding";
-  return nf == 0 ? "healthy" : "degraded";
-}
-
-/* The operation gpuraidctl wait follows: a running rebuild, else a
- * running resync, else the last rebuild, else the resync; its name, or
- * NULL for none. */
-static const char *
-operation (struct gr_control *c, struct gr_resync_progress *p)
-{
-  struct gr_resync_progress q;
-  const bool rb = gr_array_rebuild_progress (c->a, p) >= 0;
-
-  if (rb && p->state == GR_RESYNC_RUNNING)
-    return "rebuild";
-  if (gr_array_resync_progress (c->a, &q) &&
-      (q.state == GR_RESYNC_RUNNING || !rb)) {
-    *p = q;
-    return "resync";
-  }
-  return rb ? "rebuild" : NULL;
-}
-
-/* A JSON string (or null). */
-static void
-json_str (FILE *f, const char *s)
-{
-  if (s == NULL) {
-    fputs ("null", f);
-    return;
-  }
-  fputc ('"', f);
-  for (; *s; s++) {
-    const unsigned char ch = (unsigned char) *s;
-
-    if (ch == '"' || ch == '\\')
-      fprintf (f, "\\%c", ch);
-    else if (ch < 0x20)
-      fprintf (f, "\\u%04x", ch);
-    else
-      fputc (ch, f);
-  }
-  fputc ('"', f);
-}
-
-static double
-rate_of (const struct gr_resync_progress *p)
-{
-  return p->seconds > 0 ? (double) p->done_bytes / p->seconds : 0;
-}
-
-static void
-status (struct gr_control *c, FILE *f, bool json)
-{
-  struct gr_members *ms = gr_array_members (c->a);
-  const uint64_t size = gr_map_size (gr_exec_geom (gr_array_exec (c->a)));
-  struct gr_member_counts t = { 0 }, mc;
-  struct gr_resync_progress p;
-  const bool rs = gr_array_resync_progress (c->a, &p);
-  struct gr_coding_info ci;
-  struct gr_sb sb;
-  char uuid[37];
-  const int n = gr_members_n (ms);
-  int i;
-
-  gr_members_sb (ms, &sb);
-  gr_sb_uuid_str (sb.uuid, uuid);
-  gr_coding_info (c->coding, &ci);
-  for (i = 0; i < n; i++) {
-    gr_members_counts (ms, i, &mc);
-    t.reads += mc.reads;
-    t.writes += mc.writes;
-    t.read_bytes += mc.read_bytes;
-    t.written_bytes += mc.written_bytes;
-    t.errors += mc.errors;
-  }
-  if (json) {
-    fprintf (f, "{\"uuid\": \"%s\", \"k\": %" PRIu32 ", \"m\": %" PRIu32
-             ", \"chunk\": %" PRIu32 ", \"code\": \"%s\", \"size\": %"
-             PRIu64 ", \"state\": \"%s\", \"read_only\": %s, \"event\": %"
-             PRIu64 ", \"dirty\": %s,\n", uuid, sb.k, sb.m, sb.chunk,
-             sb.code == GR_CODE_RS ? "rs" : "crs", size,
-             array_state (c, ms, (int) sb.m),
-             gr_members_read_only_p (ms) ? "true" : "false", sb.event,
-             sb.flags & GR_SB_FLAG_DIRTY ? "true" : "false");
-    fputs (" \"coder\": {\"cpu_backend\": ", f);
-    json_str (f, ci.cpu_backend);
-    fputs (", \"gpu\": ", f);
-    json_str (f, ci.gpu ? ci.gpu_name : NULL);
-    fprintf (f, ", \"gpu_device\": %d, \"gpu_all\": %s, \"gpu_fallen_back\": "
-             "%s, \"gpu_operations\": %" PRIu64 "},\n", ci.device,
-             ci.gpu_all ? "true" : "false",
-             ci.fallen_back ? "true" : "false", ci.ops_gpu);
-    fputs (" \"members\": [\n", f);
-    for (i = 0; i < n; i++) {
-      const enum gr_member_state s = gr_members_state (ms, i);
-
-      gr_members_counts (ms, i, &mc);
-      fprintf (f, "  {\"index\": %d, \"path\": ", i);
-      json_str (f, gr_members_path (ms, i));
-      fprintf (f, ", \"state\": \"%s\", \"errors\": %" PRIu64 ", \"reads\": %"
-               PRIu64 ", \"writes\": %" PRIu64 ", \"read_bytes\": %" PRIu64
-               ", \"written_bytes\": %" PRIu64 ", \"why\": ",
-               member_state_name (s), mc.errors, mc.reads, mc.writes,
-               mc.read_bytes, mc.written_bytes);
-      json_str (f, s == GR_MEMBER_ACTIVE ? NULL : gr_members_why (ms, i));
-      fprintf (f, "}%s\n", i + 1 < n ? "," : "");
-    }
-    fputs (" ],\n \"resync\": ", f);
-    if (rs)
-      fprintf (f, "{\"state\": \"%s\", \"done_bytes\": %" PRIu64
-               ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": %.0f"
-               ", \"rate_limit\": %" PRIu64 "}", resync_state_name (p.state),
-               p.done_bytes, p.total_bytes, rate_of (&p), p.rate_limit);
-    else
-      fputs ("null", f);
-    fputs (",\n \"rebuild\": ", f);
-    {
-      struct gr_resync_progress q;
-      const int mb = gr_array_rebuild_progress (c->a, &q);
-
-      if (mb >= 0)
-        fprintf (f, "{\"member\": %d, \"state\": \"%s\", \"done_bytes\": %"
-                 PRIu64 ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
-                 "%.0f, \"rate_limit\": %" PRIu64 "}", mb,
-                 resync_state_name (q.state), q.done_bytes, q.total_bytes,
-                 rate_of (&q), q.rate_limit);
-      else
-        fputs ("null", f);
-    }
-    fprintf (f, ",\n \"io\": {\"reads\": %" PRIu64 ", \"writes\": %" PRIu64
-             ", \"read_bytes\": %" PRIu64 ", \"written_bytes\": %" PRIu64
-             ", \"errors\": %" PRIu64 "}}\n", t.reads, t.writes,
-             t.read_bytes, t.written_bytes, t.errors);
-    return;
-  }
-
-  fprintf (f, "uuid       %s\n", uuid);
-  fprintf (f, "geometry   %" PRIu32 "+%" PRIu32 " %s, chunk %" PRIu32
-           " KiB, %d members\n", sb.k, sb.m,
-           sb.code == GR_CODE_RS ? "rs" : "crs", sb.chunk >> 10, n);
-  fprintf (f, "size       %" PRIu64 " bytes (%" PRIu64 " MiB)\n", size,
-           size >> 20);
-  {
-    const int nf = gr_members_nfailed (ms);
-
-    fprintf (f, "state      %s", array_state (c, ms, (int) sb.m));
-    if (nf > 0 && nf <= (int) sb.m)
-      fprintf (f, ": %d of %d members failed or missing, %d more failures "
-               "tolerated", nf, n, (int) sb.m - nf);
-    fprintf (f, "%s%s\n", gr_members_read_only_p (ms) ? ", read-only" : "",
-             sb.flags & GR_SB_FLAG_DIRTY ? ", dirty (writes since start)"
-             : "");
-  }
-  if (ci.gpu)
-    fprintf (f, "coder      GPU %s%s%s; CPU backend %s; %" PRIu64
-             " operations on the GPU\n", ci.gpu_name,
-             ci.gpu_all ? ", every operation" : ", large operations",
-             ci.fallen_back ? " (failed: everything on the CPU now)" : "",
-             ci.cpu_backend, ci.ops_gpu);
-  else
-    fprintf (f, "coder      CPU backend %s\n", ci.cpu_backend);
-  if (rs) {
-    const double rate = rate_of (&p);
-
-    fprintf (f, "resync     %s: %.1f%% (%" PRIu64 " of %" PRIu64 " MiB), "
-             "%.1f MiB/s", resync_state_name (p.state),
-             p.total_bytes ? 100.0 * p.done_bytes / p.total_bytes : 100.0,
-             p.done_bytes >> 20, p.total_bytes >> 20, rate / 1048576);
-    if (p.state == GR_RESYNC_RUNNING && rate > 0)
-      fprintf (f, ", %.0f s left",
-               (double) (p.total_bytes - p.done_bytes) / rate);
-    if (p.rate_limit)
-      fprintf (f, ", limit %" PRIu64 " bytes/s", p.rate_limit);
-    fputc ('\n', f);
-  }
-  else
-    fputs ("resync     none\n", f);
-  {
-    struct gr_resync_progress q;
-    const int mb = gr_array_rebuild_progress (c->a, &q);
-
-    if (mb >= 0)
-      fprintf (f, "rebuild    member %d %s: %.1f%% (%" PRIu64 " of %" PRIu64
-               " MiB), %.1f MiB/s\n", mb, resync_state_name (q.state),
-               q.total_bytes ? 100.0 * q.done_bytes / q.total_bytes : 100.0,
-               q.done_bytes >> 20, q.total_bytes >> 20,
-               rate_of (&q) / 1048576);
-  }
-  fprintf (f, "io         %" PRIu64 " reads (%" PRIu64 " MiB), %" PRIu64
-           " writes (%" PRIu64 " MiB), %" PRIu64 " errors\n", t.reads,
-           t.read_bytes >> 20, t.writes, t.written_bytes >> 20, t.errors);
-  fprintf (f, "members\n  %5s  %-8s %7s %10s %10s %10s %10s  %s\n", "index",
-           "state", "errors", "reads", "writes", "read MiB", "wrote MiB",
-           "path");
-  for (i = 0; i < n; i++) {
-    const enum gr_member_state s = gr_members_state (ms, i);
-    const char *path = gr_members_path (ms, i);
-
-    gr_members_counts (ms, i, &mc);
-    fprintf (f, "  %5d  %-8s %7" PRIu64 " %10" PRIu64 " %10" PRIu64
-             " %10" PRIu64 " %10" PRIu64 "  %s", i, member_state_name (s),
-             mc.errors, mc.reads, mc.writes, mc.read_bytes >> 20,
-             mc.written_bytes >> 20, path ? path : "-");
-    if (s != GR_MEMBER_ACTIVE)
-      fprintf (f, " (%s)", gr_members_why (ms, i));
-    fputc ('\n', f);
-  }
-}
-
 /* Parse a whole non-negative decimal number. */
 static bool
 parse_u64 (const char *s, uint64_t *out)
@@ -378,24 +135,26 @@ static void
 answer (struct gr_control *c, char *line, FILE *f)
 {
   struct gr_members *ms = gr_array_members (c->a);
+  struct gr_heal *h = gr_array_heal (c->a);
   char *arg = strchr (line, ' ');
   uint64_t v;
+  int v_err;
 
   if (arg)
     *arg++ = '\0';
   if (strcmp (line, "status") == 0 && (arg == NULL || strcmp (arg, "json")
                                        == 0)) {
     fputs ("ok\n", f);
-    status (c, f, arg != NULL);
+    gr_status_write (c->a, c->coding, f, arg != NULL);
   }
   else if (strcmp (line, "progress") == 0 && arg == NULL) {
     struct gr_resync_progress p;
-    const char *op = operation (c, &p);
+    const char *op = gr_status_operation (c->a, &p);
 
     fputs ("ok\n", f);
     if (op)
       fprintf (f, "%s %s %" PRIu64 " %" PRIu64 " %.3f %" PRIu64 "\n", op,
-               resync_state_name (p.state), p.done_bytes, p.total_bytes,
+               gr_status_state_name (p.state), p.done_bytes, p.total_bytes,
                p.seconds, p.rate_limit);
     else
       fputs ("none\n", f);
@@ -422,6 +181,8 @@ answer (struct gr_control *c, char *line, FILE *f)
   }
   else if (strcmp (line, "replace") == 0 && arg && strchr (arg, ' ')) {
     char *path = strchr (arg, ' ');
+    enum gr_heal_outcome o;
+    char why[256];
     int err;
 
     *path++ = '\0';
@@ -430,50 +191,55 @@ answer (struct gr_control *c, char *line, FILE *f)
                arg, gr_members_n (ms) - 1);
       return;
     }
-    switch (gr_array_replace (c->a, (int) v, path, &err)) {
-    case GR_ARRAY_REPLACE_STARTED:
+    o = gr_heal_replace (h, (int) v, path, &err);
+    if (o == GR_HEAL_STARTED) {
       fprintf (f, "ok\nrebuilding member %" PRIu64 " onto %s\n", v, path);
       return;
-    case GR_ARRAY_REPLACE_NO_SUCH_MEMBER:
-      fprintf (f, "error: replace %" PRIu64 ": no such member\n", v);
-      return;
-    case GR_ARRAY_REPLACE_ACTIVE:
-      fprintf (f, "error: replace %" PRIu64 ": the member is active (fail "
-               "it first)\n", v);
-      return;
-    case GR_ARRAY_REPLACE_BUSY:
-      fprintf (f, "error: replace %" PRIu64 ": a resync or rebuild is "
-               "running (gpuraidctl wait)\n", v);
-      return;
-    case GR_ARRAY_REPLACE_READ_ONLY:
-      fprintf (f, "error: replace %" PRIu64 ": the array is read-only "
-               "(salvage=true)\n", v);
-      return;
-    case GR_ARRAY_REPLACE_CANNOT_OPEN:
-      fprintf (f, "error: replace %" PRIu64 ": %s: %s\n", v, path,
-               strerror (err));
-      return;
-    case GR_ARRAY_REPLACE_NOT_FILE:
-      fprintf (f, "error: replace %" PRIu64 ": %s: not a regular file or "
-               "block device\n", v, path);
-      return;
-    case GR_ARRAY_REPLACE_IS_MEMBER:
-      fprintf (f, "error: replace %" PRIu64 ": %s is member %d of this "
-               "array\n", v, path, err);
-      return;
-    case GR_ARRAY_REPLACE_TOO_SMALL:
-      fprintf (f, "error: replace %" PRIu64 ": %s is smaller than a member "
-               "(data offset + data size)\n", v, path);
-      return;
-    case GR_ARRAY_REPLACE_OTHER_ARRAY:
-      fprintf (f, "error: replace %" PRIu64 ": %s holds a superblock of "
-               "another gpuraid array (not overwritten)\n", v, path);
-      return;
-    case GR_ARRAY_REPLACE_IO_ERROR:
-      fprintf (f, "error: replace %" PRIu64 ": %s: %s\n", v, path,
-               err ? strerror (err) : "the rebuild could not start");
+    }
+    gr_heal_explain (o, err, why, sizeof why);
+    fprintf (f, "error: replace %" PRIu64 ": %s: %s\n", v, path, why);
+  }
+  else if (strcmp (line, "spare") == 0 && arg &&
+           strncmp (arg, "add ", 4) == 0) {
+    enum gr_heal_outcome o = gr_heal_spare_add (h, arg + 4, -1, &v_err);
+    char why[256];
+
+    if (o == GR_HEAL_STARTED) {
+      fprintf (f, "ok\nspare %s added\n", arg + 4);
       return;
     }
+    gr_heal_explain (o, v_err, why, sizeof why);
+    fprintf (f, "error: spare add %s: %s\n", arg + 4, why);
+  }
+  else if (strcmp (line, "scrub") == 0 && arg && strcmp (arg, "stop") == 0) {
+    if (gr_heal_scrub_stop (h))
+      fputs ("ok\nscrub stopped: the next gpuraidctl scrub goes on from "
+             "there\n", f);
+    else
+      fputs ("error: scrub stop: no scrub is running\n", f);
+  }
+  else if (strcmp (line, "scrub") == 0 &&
+           (arg == NULL || strcmp (arg, "repair") == 0)) {
+    const bool repair = arg != NULL;
+    const uint64_t width = gr_map_stripe_width (gr_exec_geom
+                                                (gr_array_exec (c->a)));
+    const enum gr_heal_outcome o = gr_heal_scrub (h, repair, &v);
+    char why[256];
+
+    if (o == GR_HEAL_STARTED) {
+      fprintf (f, "ok\nscrub%s started", repair ? " --repair" : "");
+      if (v)
+        fprintf (f, ", going on from array byte %" PRIu64 " (stripe %"
+                 PRIu64 ") where the last one stopped", v * width, v);
+      fputc ('\n', f);
+      return;
+    }
+    gr_heal_explain (o, gr_members_nfailed (ms), why, sizeof why);
+    if (o == GR_HEAL_READ_ONLY)
+      fprintf (f, "error: scrub --repair: %s; scrub without --repair only "
+               "checks\n", why);
+    else
+      fprintf (f, "error: scrub: %s\n", why);
   }
   else if (strcmp (line, "rate") == 0 && arg) {
     if (!parse_u64 (arg, &v)) {
@@ -487,7 +253,8 @@ answer (struct gr_control *c, char *line, FILE *f)
   }
   else
     fprintf (f, "error: unknown command '%s%s%s' (status [json], progress, "
-             "fail INDEX, replace INDEX PATH, rate BYTES_PER_S)\n", line,
+             "fail INDEX, replace INDEX PATH, spare add PATH, scrub [repair|stop], "
+             "rate BYTES_PER_S)\n", line,
              arg ? " " : "",
              arg ? arg : "");
 }

@@ -221,6 +221,23 @@ unlock_stripes (struct gr_exec *x, const struct gr_plan *p)
     pthread_rwlock_unlock (&x->locks[i]);
 }
 
+void
+gr_exec_lock (struct gr_exec *x, uint64_t s0, uint64_t ns,
+              enum gr_lock_mode mode)
+{
+  const struct gr_plan lp = { .s0 = s0, .nstripes = ns, .lock = mode };
+
+  lock_stripes (x, &lp);
+}
+
+void
+gr_exec_unlock (struct gr_exec *x, uint64_t s0, uint64_t ns)
+{
+  const struct gr_plan lp = { .s0 = s0, .nstripes = ns };
+
+  unlock_stripes (x, &lp);
+}
+
 /* --- running a plan ------------------------------------------------------ */
 
 static enum gr_mio_kind
@@ -421,11 +438,13 @@ gr_exec_rebuild (struct gr_exec *x, int member, uint64_t s0, uint64_t ns,
   struct gr_mio *v = malloc ((ns * (size_t) k + ns) * sizeof *v);
   int (*er)[GR_MAX_MEMBERS] = malloc (ns * sizeof *er);
   int *ner = malloc (ns * sizeof *ner);
+  uint8_t **blk = malloc (ns * (size_t) n * sizeof *blk);
+  bool *done = calloc (ns, sizeof *done);
   bool failed[GR_MAX_MEMBERS];
   enum gr_exec_outcome r = GR_EXEC_DONE;
   size_t nv = 0, s;
 
-  if (v == NULL || er == NULL || ner == NULL) {
+  if (v == NULL || er == NULL || ner == NULL || blk == NULL || done == NULL) {
     nbdkit_error ("rebuild: %m");
     r = GR_EXEC_ERROR;
     goto out_free;
@@ -467,28 +486,44 @@ gr_exec_rebuild (struct gr_exec *x, int member, uint64_t s0, uint64_t ns,
       r = GR_EXEC_REPLAN;       /* a survivor failed: again without it */
       goto out;
     }
+  /* One coding operation per erasure pattern: the batch's stripes that
+   * lose the same chunks, side by side (parity rotates, so there are at
+   * most n patterns). */
   for (s = 0; s < ns; s++) {
-    uint8_t *blk[GR_MAX_MEMBERS];
-    const int idx = gr_map_index (g, s0 + s, member);
+    size_t grp = 0, t;
 
-    for (int c = 0; c < n; c++)
-      blk[c] = buf + (s * n + (size_t) c) * chunk;
-    if (gr_coding_reconstruct (x->coding,
-                               gr_coding_route (x->coding, GR_OP_RECONSTRUCT,
-                                                (size_t) k * chunk, ner[s]),
-                               er[s], ner[s], blk, chunk) == -1) {
+    if (done[s])
+      continue;
+    for (t = s; t < ns; t++)
+      if (!done[t] && ner[t] == ner[s] &&
+          memcmp (er[t], er[s], (size_t) ner[s] * sizeof er[s][0]) == 0) {
+        for (int c = 0; c < n; c++)
+          blk[grp * n + c] = buf + (t * n + (size_t) c) * chunk;
+        done[t] = true;
+        grp++;
+      }
+    if (gr_coding_reconstruct_n (x->coding,
+                                 gr_coding_route (x->coding,
+                                                  GR_OP_RECONSTRUCT,
+                                                  grp * k * chunk, ner[s]),
+                                 er[s], ner[s], blk, grp, chunk) == -1) {
       r = GR_EXEC_ERROR;
       goto out;
     }
+  }
+  for (s = 0; s < ns; s++) {
+    const int idx = gr_map_index (g, s0 + s, member);
+
     v[s] = (struct gr_mio) {
       .kind = GR_MIO_WRITE, .member = member,
       .off = gr_map_member_offset (g, s0 + s, 0), .len = chunk,
-      .buf = blk[idx] };
+      .buf = buf + (s * n + (size_t) idx) * chunk };
   }
-  /* Below the front now for these writes (and nothing else of theirs:
-   * the stripes are locked); a failed write ends the rebuild. */
+  /* The rebuild's writes first (a failed one ends the rebuild); the
+   * front moves only once they are there: healthy reads take no lock. */
   if (!gr_members_rebuild_advance (x->ms, member,
-                                   gr_map_member_offset (g, s0 + ns, 0))) {
+                                   gr_map_member_offset (g, s0 + ns, 0),
+                                   false)) {
     r = GR_EXEC_ERROR;
     errno = EIO;
     goto out;
@@ -498,13 +533,21 @@ gr_exec_rebuild (struct gr_exec *x, int member, uint64_t s0, uint64_t ns,
     if (v[s].result != GR_MIO_DONE) {
       errno = EIO;
       r = GR_EXEC_ERROR;
-      break;
+      goto out;
     }
+  if (!gr_members_rebuild_advance (x->ms, member,
+                                   gr_map_member_offset (g, s0 + ns, 0),
+                                   true)) {
+    r = GR_EXEC_ERROR;
+    errno = EIO;
+  }
  out:
   unlock_stripes (x, &lp);
  out_free:
   free (v);
   free (er);
   free (ner);
+  free (blk);
+  free (done);
   return r;
 }

@@ -81,8 +81,16 @@ enum gr_exec_outcome gr_exec_run (struct gr_exec *x, struct gr_plan *p,
                                   uint8_t *req, enum gr_mio_policy policy,
                                   struct gr_exec_result *res);
 
+/* Hold stripes [s0, s0 + ns) against plans, in mode GR_LOCK_SHARED
+ * (plans that write wait) or GR_LOCK_EXCL (all but healthy reads wait),
+ * as a background job that does its own I/O (scrub.h). */
+void gr_exec_lock (struct gr_exec *x, uint64_t s0, uint64_t ns,
+                   enum gr_lock_mode mode);
+void gr_exec_unlock (struct gr_exec *x, uint64_t s0, uint64_t ns);
+
 /* Rebuild member (being rebuilt, members.h) on stripes [s0, s0 + ns),
- * the stripes locked: read k survivors of each, reconstruct its chunk,
+ * the stripes locked: read k survivors of each, reconstruct its chunk
+ * (one coding operation for the stripes of each erasure pattern),
  * move the rebuild's front past them and write them.  buf: ns * (k + m)
  * chunks of scratch.  GR_EXEC_REPLAN if a survivor failed (do it again)
  * or more than m are lost; GR_EXEC_ERROR (errno) if the replacement

@@ -25,9 +25,10 @@ struct member {
   /* atomic: accesses done, bytes moved, errors met (gr_members_counts) */
   uint64_t reads, writes, read_bytes, written_bytes, errors;
   /* A replacement being rebuilt (failed stays set until it is done):
-   * atomic; I/O below front (a member byte offset) is allowed. */
+   * atomic; I/O below front (a member byte offset) is allowed, and the
+   * rebuild's own writes below wfront (>= front). */
   int rebuilding;
-  uint64_t front;
+  uint64_t front, wfront;
 };
 
 struct gr_members {
@@ -251,6 +252,21 @@ gr_members_write_sbs (struct gr_members *ms)
 }
 
 enum gr_members_outcome
+gr_members_set_scrub_at (struct gr_members *ms, uint64_t stripe, bool now)
+{
+  enum gr_members_outcome r = GR_MEMBERS_OK;
+
+  pthread_mutex_lock (&ms->lock);
+  if (ms->sb.scrub_at == stripe)
+    now = false;
+  ms->sb.scrub_at = stripe;
+  if (now && !ms->read_only)
+    r = write_sbs_locked (ms);
+  pthread_mutex_unlock (&ms->lock);
+  return r;
+}
+
+enum gr_members_outcome
 gr_members_mark_clean (struct gr_members *ms)
 {
   enum gr_members_outcome r;
@@ -357,18 +373,24 @@ gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
   mb->fd = fd;
   snprintf (mb->why, sizeof mb->why, "being rebuilt");
   __atomic_store_n (&mb->front, 0, __ATOMIC_RELEASE);
+  __atomic_store_n (&mb->wfront, 0, __ATOMIC_RELEASE);
   __atomic_store_n (&mb->rebuilding, 1, __ATOMIC_RELEASE);
   __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock (&ms->lock);
 }
 
 bool
-gr_members_rebuild_advance (struct gr_members *ms, int i, uint64_t front)
+gr_members_rebuild_advance (struct gr_members *ms, int i, uint64_t front,
+                            bool written)
 {
   struct member *mb = &ms->mem[i];
 
   if (!__atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE))
     return false;
+  if (!written) {
+    __atomic_store_n (&mb->wfront, front, __ATOMIC_RELEASE);
+    return true;
+  }
   __atomic_store_n (&mb->front, front, __ATOMIC_RELEASE);
   __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
   return true;
@@ -486,7 +508,9 @@ usable (const struct gr_members *ms, const struct gr_mio *v)
   /* Its data area only: its metadata area stays zero until it is live. */
   return __atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE) &&
     v->off >= ms->sb.data_offset &&
-    v->off + v->len <= __atomic_load_n (&mb->front, __ATOMIC_ACQUIRE);
+    v->off + v->len <= __atomic_load_n (v->kind == GR_MIO_WRITE
+                                        ? &mb->wfront : &mb->front,
+                                        __ATOMIC_ACQUIRE);
 }
 
 /* An error on member v->member (r = -errno): handled by policy. */

@@ -74,6 +74,10 @@ enum gr_members_outcome {
 /* Write the superblock, event + 1, to every live member and fdatasync
  * it.  A member that cannot take it fails, and the update is redone. */
 enum gr_members_outcome gr_members_write_sbs (struct gr_members *ms);
+/* Record where a stopped scrub goes on from (0: none) and, if now,
+ * write it (else with the next superblock update). */
+enum gr_members_outcome gr_members_set_scrub_at (struct gr_members *ms,
+                                                 uint64_t stripe, bool now);
 /* The array's data is consistent: clear the dirty flag on disk. */
 enum gr_members_outcome gr_members_mark_clean (struct gr_members *ms);
 /* Member i failed (the reason, printf-style): logged once with the
@@ -119,10 +123,12 @@ bool gr_members_same_file (const struct gr_members *ms, const struct stat *st,
  * ends the rebuild (the member stays failed). */
 void gr_members_rebuild_begin (struct gr_members *ms, int i,
                                const char *path, int fd);
-/* Member bytes below front are rebuilt.  false if the rebuild has ended
- * (the replacement failed). */
+/* !written: the rebuild may now write below front (member bytes);
+ * written: those bytes are rebuilt, and from now on plans read and write
+ * them (lock-free healthy reads included: so only once they are there).
+ * false if the rebuild has ended (the replacement failed). */
 bool gr_members_rebuild_advance (struct gr_members *ms, int i,
-                                 uint64_t front);
+                                 uint64_t front, bool written);
 /* The member being rebuilt and its front, or -1. */
 int gr_members_rebuilding (const struct gr_members *ms, uint64_t *front);
 /* done: every stripe rebuilt: the replacement is synced, then the

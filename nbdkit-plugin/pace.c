@@ -13,6 +13,7 @@ struct gr_pace {
   double rate_t0;               /* when the rate was set */
   uint64_t rate_done0;          /* and the bytes done then */
   double t0;
+  double t_end;                 /* under lock: 0, or when it finished */
 };
 
 static double
@@ -106,8 +107,21 @@ gr_pace_stop (struct gr_pace *p)
   pthread_mutex_unlock (&p->lock);
 }
 
-double
-gr_pace_seconds (const struct gr_pace *p)
+void
+gr_pace_finish (struct gr_pace *p)
 {
-  return now () - p->t0;
+  pthread_mutex_lock (&p->lock);
+  p->t_end = now ();
+  pthread_mutex_unlock (&p->lock);
+}
+
+double
+gr_pace_seconds (struct gr_pace *p)
+{
+  double t;
+
+  pthread_mutex_lock (&p->lock);
+  t = (p->t_end > 0 ? p->t_end : now ()) - p->t0;
+  pthread_mutex_unlock (&p->lock);
+  return t;
 }

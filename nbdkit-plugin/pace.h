@@ -24,7 +24,9 @@ void gr_pace_set_rate (struct gr_pace *p, uint64_t rate, uint64_t done);
 uint64_t gr_pace_rate (struct gr_pace *p);
 /* Ask the job to stop (wakes it); gr_pace_wait returns true from now. */
 void gr_pace_stop (struct gr_pace *p);
-/* Seconds since gr_pace_new. */
-double gr_pace_seconds (const struct gr_pace *p);
+/* The job has ended: its seconds stop counting. */
+void gr_pace_finish (struct gr_pace *p);
+/* Seconds since gr_pace_new (until gr_pace_finish). */
+double gr_pace_seconds (struct gr_pace *p);
 
 #endif /* GPURAID_PACE_H */

@@ -3,11 +3,12 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # The data path, top-down: gpuraid (callbacks) -> io (requests) -> plan
 # (what to do) -> exec (doing it) -> members (member I/O and state) and
 # coding (where coding runs); array opens and closes (assemble decides,
-# resync repairs); control serves gpuraidctl; config, calibrate, gpudev,
-# fakegpu, log, uring beside.
+# resync repairs; rebuild and scrub heal in the background); control
+# serves gpuraidctl; config, calibrate, gpudev, fakegpu, log, uring beside.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               assemble.o resync.o journal.o bitmap.o io.o plan.o exec.o \
-              members.o fullio.o control.o pace.o rebuild.o \
+              members.o fullio.o control.o status.o pace.o rebuild.o scrub.o \
+              heal.o \
               coding.o scratch.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o uring.o \
               superblock.o)

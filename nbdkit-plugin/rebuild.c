@@ -9,8 +9,10 @@
 #include "pace.h"
 #include "rebuild.h"
 
-/* Member bytes rebuilt per batch (the stripes held exclusively). */
-#define BATCH_BYTES (4u << 20)
+/* The batch buffer (all members' chunks of the stripes held exclusively
+ * at once): large, so that each erasure pattern's stripes make one
+ * large coding operation. */
+#define BUF_BYTES ((size_t) 128 << 20)
 
 struct gr_rebuild {
   struct gr_exec *x;
@@ -19,6 +21,7 @@ struct gr_rebuild {
   pthread_t thread;
   struct gr_pace *pace;
   uint8_t *buf;
+  bool pinned;                  /* buf from the coder (page-locked) */
   uint64_t batch;               /* stripes */
   /* Progress, atomic: array bytes done and to do, enum gr_resync_state. */
   uint64_t done, total;
@@ -39,9 +42,15 @@ rebuild_thread (void *arg)
   gr_debug ("rebuild of member %d (%s): %" PRIu64 " stripes", rb->member,
             gr_members_path (ms, rb->member), g->stripes);
   while (s < g->stripes) {
-    const uint64_t ns = g->stripes - s < rb->batch ? g->stripes - s
-      : rb->batch;
+    /* A tenth of a second's worth under a rate limit: the limit is kept
+     * smoothly and writers wait for short batches only. */
+    const uint64_t rate = gr_pace_rate (rb->pace);
+    uint64_t ns = rate && rate / 10 / width < rb->batch
+      ? (rate / 10 / width ? rate / 10 / width : 1) : rb->batch;
     uint64_t done;
+
+    if (ns > g->stripes - s)
+      ns = g->stripes - s;
 
     switch (gr_exec_rebuild (rb->x, rb->member, s, ns, rb->buf)) {
     case GR_EXEC_DONE:
@@ -94,8 +103,18 @@ rebuild_thread (void *arg)
                "failed", rb->member, gr_members_path (ms, rb->member), s,
                g->stripes);
   }
+  gr_pace_finish (rb->pace);
   __atomic_store_n (&rb->state, st, __ATOMIC_RELEASE);
   return NULL;
+}
+
+static void
+free_buf (struct gr_rebuild *rb)
+{
+  if (rb->pinned)
+    gr_coding_host_free (gr_exec_coding (rb->x), rb->buf);
+  else
+    free (rb->buf);
 }
 
 struct gr_rebuild *
@@ -111,11 +130,21 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, int member,
   rb->x = x;
   rb->b = b;
   rb->member = member;
-  rb->batch = BATCH_BYTES / g->chunk ? BATCH_BYTES / g->chunk : 1;
+  rb->batch = BUF_BYTES / ((size_t) (g->k + g->m) * g->chunk);
+  if (rb->batch < 1)
+    rb->batch = 1;
+  if (rb->batch > g->stripes)
+    rb->batch = g->stripes;
   rb->total = g->stripes * gr_map_stripe_width (g);
   rb->state = GR_RESYNC_RUNNING;
   rb->pace = gr_pace_new (rate);
-  rb->buf = malloc (rb->batch * (size_t) (g->k + g->m) * g->chunk);
+  /* Page-locked where a GPU codes, so that its copies run at full speed. */
+  rb->buf = gr_coding_host_alloc (gr_exec_coding (x),
+                                  rb->batch * (size_t) (g->k + g->m)
+                                  * g->chunk);
+  rb->pinned = rb->buf != NULL;
+  if (!rb->pinned)
+    rb->buf = malloc (rb->batch * (size_t) (g->k + g->m) * g->chunk);
   if (rb->pace == NULL || rb->buf == NULL)
     goto nomem;
   e = pthread_create (&rb->thread, NULL, rebuild_thread, rb);
@@ -132,7 +161,7 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, int member,
   gr_members_rebuild_end (gr_exec_members (x), member, false);
   if (rb) {
     gr_pace_free (rb->pace);
-    free (rb->buf);
+    free_buf (rb);
   }
   free (rb);
   return NULL;
@@ -169,6 +198,6 @@ gr_rebuild_stop (struct gr_rebuild *rb)
   gr_pace_stop (rb->pace);
   pthread_join (rb->thread, NULL);
   gr_pace_free (rb->pace);
-  free (rb->buf);
+  free_buf (rb);
   free (rb);
 }

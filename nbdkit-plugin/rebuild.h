@@ -2,9 +2,12 @@
  *
  * The replacement (members.h: gr_members_rebuild_begin) is filled stripe
  * by stripe from the first k survivors of each stripe, in batches of
- * stripes held exclusively (exec.h: gr_exec_rebuild), while the array
- * serves requests: below the rebuild's front the replacement is read and
- * written like a live member, above it the member is lost.  At most rate
+ * stripes held exclusively (exec.h: gr_exec_rebuild; one coding
+ * operation per erasure pattern of a batch, in a page-locked buffer
+ * where a GPU codes; a tenth of a second's worth under a rate limit),
+ * while the array serves requests: below the rebuild's front the
+ * replacement is read and written like a live member, above it the
+ * member is lost.  At most rate
  * bytes of array data a second; progress logged every 10 % (nbdkit -v).
  * At the end the replacement is synced and the member is live again,
  * recorded on every superblock.  A shutdown, the replacement failing, or

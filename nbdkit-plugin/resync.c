@@ -79,6 +79,7 @@ resync_thread (void *arg)
   if (p == NULL || gr_members_begin_write (ms) == -1) {
     nbdkit_error ("resync: cannot start; %" PRIu64 " regions stay pending",
                   todo);
+    gr_pace_finish (rs->pace);
     __atomic_store_n (&rs->state, GR_RESYNC_FAILED, __ATOMIC_RELEASE);
     return NULL;
   }
@@ -93,6 +94,7 @@ resync_thread (void *arg)
       gr_bitmap_checkpoint (rs->b);
       gr_debug ("resync: stopped at shutdown, %" PRIu64 " of %" PRIu64
                 " regions done; the rest at the next start", ndone, todo);
+      gr_pace_finish (rs->pace);
       __atomic_store_n (&rs->state, GR_RESYNC_STOPPED, __ATOMIC_RELEASE);
       return NULL;
     case REGION_FAILED:
@@ -101,6 +103,7 @@ resync_thread (void *arg)
                "rebuilding a lost chunk from their parity fails with EIO",
                gr_members_nfailed (ms), gr_members_n (ms), todo - ndone,
                todo);
+      gr_pace_finish (rs->pace);
       __atomic_store_n (&rs->state, GR_RESYNC_FAILED, __ATOMIC_RELEASE);
       return NULL;
     }
@@ -117,6 +120,7 @@ resync_thread (void *arg)
                 gr_pace_seconds (rs->pace), res.rewritten);
     }
   }
+  gr_pace_finish (rs->pace);
   __atomic_store_n (&rs->state, GR_RESYNC_DONE, __ATOMIC_RELEASE);
   gr_warn ("resync done: %" PRIu64 " stripes checked, %" PRIu64 " parity "
            "chunks were inconsistent and rewritten (%" PRIu64 " of %"

@@ -97,6 +97,8 @@ gr_sb_validate (const struct gr_sb *sb)
        (sb->data_size / sb->chunk + sb->bitmap_region - 1) /
        sb->bitmap_region > GR_SB_BITMAP_BITS))
     return -EINVAL;
+  if (sb->scrub_at >= sb->data_size / sb->chunk)
+    return -EINVAL;
   return 0;
 }
 
@@ -132,6 +134,7 @@ gr_sb_encode (const struct gr_sb *sb, uint8_t *buf)
   put64 (buf + 80, sb->ctime);
   memcpy (buf + 88, sb->failed, 32);
   put64 (buf + 120, sb->bitmap_region);
+  put64 (buf + 128, sb->scrub_at);
   put32 (buf + GR_SB_CRC_OFFSET, gr_crc32c (0, buf, GR_SB_CRC_OFFSET));
 }
 
@@ -163,6 +166,7 @@ gr_sb_decode (const uint8_t *buf, struct gr_sb *sb)
   sb->ctime = get64 (buf + 80);
   memcpy (sb->failed, buf + 88, 32);
   sb->bitmap_region = get64 (buf + 120);
+  sb->scrub_at = get64 (buf + 128);
   for (i = GR_SB_RESERVED_OFFSET; i < GR_SB_CRC_OFFSET; i++)
     if (buf[i] != 0)
       return -EINVAL;

@@ -21,7 +21,8 @@
  *    88    32  failed-member bitmap (bit i of byte i/8 = member index i)
  *   120     8  stripes per write-intent bitmap region (a power of two;
  *              0 in superblocks of writers before the bitmap)
- *   128  3964  reserved, zero
+ *   128     8  stripe a stopped scrub goes on from (0: none)
+ *   136  3956  reserved, zero
  *  4092     4  crc32c of bytes 0..4091
  *
  * Nothing here does I/O, prints or allocates.
@@ -48,7 +49,7 @@
                            GR_SB_FLAG_BITMAP)
 #define GR_SB_MAX_MEMBERS 256
 #define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
-#define GR_SB_RESERVED_OFFSET 128
+#define GR_SB_RESERVED_OFFSET 136
 /* The write-intent bitmap (bitmap.h) holds at most this many regions. */
 #define GR_SB_BITMAP_BITS (61440 * 8)
 
@@ -66,6 +67,7 @@ struct gr_sb {
   uint64_t ctime;
   uint8_t failed[GR_SB_MAX_MEMBERS / 8];
   uint64_t bitmap_region;       /* stripes per bitmap region, 0: unset */
+  uint64_t scrub_at;            /* a stopped scrub's next stripe, 0: none */
 };
 
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the iSCSI CRC.
@@ -78,7 +80,7 @@ uint32_t gr_crc32c (uint32_t crc, const void *buf, size_t len);
  * data offset below GR_SB_SIZE or not a multiple of 4096 and of chunk,
  * data size zero or not a multiple of chunk, failed bits set beyond
  * k+m, bitmap region not 0 or a power of two, or too small for the
- * bitmap to hold every region).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
+ * bitmap to hold every region, scrub stripe past the last stripe).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
 int gr_sb_validate (const struct gr_sb *sb);
 
 /* Stripes per write-intent bitmap region for chunk-byte chunks, stripes

@@ -122,6 +122,9 @@ main (void)
   CHECK (decode_with_patch (&sb, 88, 0x40) == -EINVAL);
   /* Bitmap region not a power of two (1024 + 3). */
   CHECK (decode_with_patch (&sb, 120, 3) == -EINVAL);
+  /* A scrub to go on from past the last stripe; one inside passes. */
+  CHECK (decode_with_patch (&sb, 135, 1) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 128, 1) == 0);
   /* Valid edits pass: clear the dirty flag; dirty and journaled; dirty,
    * journaled and bitmap; region 1 stripe, 0 (unset). */
   CHECK (decode_with_patch (&sb, 52, 0) == 0);

@@ -156,6 +156,51 @@ requires_py ()
   fi
 }
 
+# ---- the control socket (tests of gpuraidctl) -------------------------------
+
+CTL=$top/ctl/gpuraidctl
+ctl=$tmpdir/ctl
+
+# requires_ctl: skip unless gpuraidctl is built.
+requires_ctl ()
+{
+  [ -x "$CTL" ] || { echo "$0: SKIP: $CTL not built (make)"; exit 77; }
+}
+
+# ctl_serve [plugin options...]: start nbdkit (verbose, on $sock) with the
+# members in ${args[@]}, control=$ctl and the options; $nbdkit_opts (nbdkit's
+# own options) go before the plugin.  Waits for the control socket.
+ctl_serve ()
+{
+  local i
+  : >"$nbdkit_log"
+  # shellcheck disable=SC2086
+  start_nbdkit -P "$pid" -U "$sock" -v ${nbdkit_opts:-} "$PLUGIN" "${args[@]}" \
+    control="$ctl" "$@" || fail "start"
+  for (( i = 0; i < 50; i++ )); do [ -S "$ctl" ] && break; sleep 0.1; done
+  [ -S "$ctl" ] || fail "no control socket at $ctl"
+}
+
+# ctl_json EXPR: a python expression over the status JSON (as s), printed.
+ctl_json ()
+{
+  "$CTL" -c "$ctl" status --json |
+    python3 -c "import json, sys; s = json.load(sys.stdin); print($1)"
+}
+
+# ctl_refused WHY REGEX CMD...: CMD must exit non-zero with one line on
+# stderr matching REGEX.
+ctl_refused ()
+{
+  local why=$1 re=$2 rc
+  shift 2
+  "$@" >"$tmpdir/out" 2>"$tmpdir/err"; rc=$?
+  [ $rc -ne 0 ] || fail "$why: exit status 0"
+  [ "$(wc -l <"$tmpdir/err")" = 1 ] || fail "$why: not one line: $(cat "$tmpdir/err")"
+  grep -Eq -- "$re" "$tmpdir/err" || fail "$why: $(cat "$tmpdir/err")"
+  echo "  refused ($why): $(cat "$tmpdir/err")"
+}
+
 # ---- sanitizers ------------------------------------------------------------
 
 # shellcheck source=tests/sanitizer-env.sh

@@ -21,21 +21,9 @@ source "$(dirname "$0")/functions.sh"
 requires_plugin
 requires_check
 requires_cmd nbdcopy python3 cmp stat
-CTL=$top/ctl/gpuraidctl
-[ -x "$CTL" ] || { echo "$0: SKIP: $CTL not built (make)"; exit 77; }
+requires_ctl
 
 k=4 m=2 n=6
-ctl=$tmpdir/ctl
-serve ()        # serve [plugin options...]: the members in args, control=
-{
-  : >"$nbdkit_log"
-  start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" "${args[@]}" control="$ctl" \
-    "$@" || fail "start"
-  for (( i = 0; i < 50; i++ )); do [ -S "$ctl" ] && break; sleep 0.1; done
-  [ -S "$ctl" ] || fail "no control socket at $ctl"
-}
-# json EXPR: evaluate a python expression over the status JSON (as s).
-json () { "$CTL" -c "$ctl" status --json | python3 -c "import json, sys; s = json.load(sys.stdin); print($1)"; }
 # refused WHY REGEX CMD...: CMD must exit non-zero with one stderr line
 # matching REGEX, and leave every superblock as it was.
 refused ()
@@ -57,7 +45,7 @@ args=()
 for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
 
 echo "=== 1. status of a healthy array"
-serve m=$m create=true
+ctl_serve m=$m create=true
 [ "$(stat -c %a "$ctl")" = 600 ] || fail "socket mode $(stat -c %a "$ctl"), want 600"
 "$CTL" -c "$ctl" status | tee "$tmpdir/status"
 grep -q '^state *healthy' "$tmpdir/status" || fail "text status: not healthy"
@@ -76,7 +64,7 @@ for i, mb in enumerate(s["members"]):
 assert s["resync"] is None
 assert s["coder"]["cpu_backend"], s["coder"]
 ' || fail "status --json"
-uuid=$(json 's["uuid"]')
+uuid=$(ctl_json 's["uuid"]')
 od -An -tx1 -j 16 -N 16 "${members[0]}" | tr -d ' \n' | grep -q "^$(echo "$uuid" | tr -d -)$" ||
   fail "status uuid $uuid is not the superblock's"
 echo "status: OK"
@@ -96,11 +84,11 @@ wait $copy || fail "the write failed"
 rm -f "$tmpdir/back"
 nbdcopy "$uri" "$tmpdir/back" || fail "read back"
 cmp -n 100663296 "$tmpdir/data" "$tmpdir/back" || fail "data differs after fail"
-[ "$(json 's["state"]')" = degraded ] || fail "state $(json 's["state"]')"
-[ "$(json 's["members"][1]["state"]')" = failed ] || fail "member 1 not failed"
-json 's["members"][1]["why"]' | grep -q 'operator' || fail "why: $(json 's["members"][1]["why"]')"
-[ "$(json 's["members"][0]["writes"] > 0 and s["io"]["written_bytes"] >= 96 << 20')" = True ] ||
-  fail "I/O counters: $(json 's["io"]')"
+[ "$(ctl_json 's["state"]')" = degraded ] || fail "state $(ctl_json 's["state"]')"
+[ "$(ctl_json 's["members"][1]["state"]')" = failed ] || fail "member 1 not failed"
+ctl_json 's["members"][1]["why"]' | grep -q 'operator' || fail "why: $(ctl_json 's["members"][1]["why"]')"
+[ "$(ctl_json 's["members"][0]["writes"] > 0 and s["io"]["written_bytes"] >= 96 << 20')" = True ] ||
+  fail "I/O counters: $(ctl_json 's["io"]')"
 grep -q 'member 1 .* failed: failed by the operator' "$nbdkit_log" || fail "not logged"
 [ "$(sb_failed_bits "${members[0]}")" = "1 " ] || fail "failure not on disk: $(sb_failed_bits "${members[0]}")"
 echo "fail: OK"
@@ -116,7 +104,7 @@ refused "unknown command" 'unknown command' "$CTL" -c "$ctl" frobnicate
 refused "no -c" 'needs -c' "$CTL" status
 refused "no server" "cannot reach .*$tmpdir/nosuch" "$CTL" -c "$tmpdir/nosuch" status
 refused "examine with -c" 'no -c' "$CTL" -c "$ctl" examine "${members[0]}"
-[ "$(json 's["state"]')" = degraded ] || fail "state after the refusals"
+[ "$(ctl_json 's["state"]')" = degraded ] || fail "state after the refusals"
 cmp <(nbdcopy "$uri" - | head -c 100663296) "$tmpdir/data" || fail "data after the refusals"
 stop_nbdkit "$pid"
 [ ! -e "$ctl" ] || fail "the control socket was left behind"
@@ -157,23 +145,26 @@ echo "=== 5. resync progress, rate, wait"
 make_members 3 8M r
 args=()
 for (( i = 0; i < 3; i++ )); do args+=("member=${members[$i]}"); done
-serve m=1 chunk=4096 create=true bitmap-chunk=64K
+ctl_serve m=1 chunk=4096 create=true bitmap-chunk=64K
 head -c 8M /dev/urandom >"$tmpdir/data"
 nbdcopy "$tmpdir/data" "$uri" || fail "write"
 kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid"
-serve resync-rate=1M
+ctl_serve resync-rate=1M
 sleep 0.5
-json 's["resync"]' | tee "$tmpdir/rs"
-[ "$(json 's["resync"]["state"]')" = running ] || fail "no resync running"
-[ "$(json '0 < s["resync"]["done_bytes"] < s["resync"]["total_bytes"]')" = True ] ||
+ctl_json 's["resync"]' | tee "$tmpdir/rs"
+[ "$(ctl_json 's["resync"]["state"]')" = running ] || fail "no resync running"
+[ "$(ctl_json '0 < s["resync"]["done_bytes"] < s["resync"]["total_bytes"]')" = True ] ||
   fail "progress: $(cat "$tmpdir/rs")"
 "$CTL" -c "$ctl" status | grep -q '^resync *running: ' || fail "text status: resync"
 refused "fail during a resync" 'a resync is running' "$CTL" -c "$ctl" fail 0
 "$CTL" -c "$ctl" rate 0 || fail "rate 0"
 timeout 60 "$CTL" -c "$ctl" wait | tee "$tmpdir/wait" || fail "wait: exit status"
 grep -q '^resync done: 100.0%' "$tmpdir/wait" || fail "wait: $(cat "$tmpdir/wait")"
-[ "$(json 's["resync"]["done_bytes"] == s["resync"]["total_bytes"] > 0')" = True ] ||
+[ "$(ctl_json 's["resync"]["done_bytes"] == s["resync"]["total_bytes"] > 0')" = True ] ||
   fail "done bytes"
+r1=$(ctl_json 's["resync"]["rate_bytes_per_s"]'); sleep 0.5
+[ "$(ctl_json 's["resync"]["rate_bytes_per_s"]')" = "$r1" ] ||
+  fail "the rate of a finished resync still changes (its clock runs on)"
 grep -q 'control: rate 0' "$nbdkit_log" || fail "commands are not logged"
 stop_nbdkit "$pid"
 check_parity 2 1 4096 rs "${members[@]}"
@@ -188,7 +179,7 @@ sha256sum "${members[@]}" "$tmpdir/notsock" >"$tmpdir/sums"
 expect_refusal "$tmpdir/r.log" 'control=.*notsock: exists and is not a socket' \
   nbdkit "$PLUGIN" "${args[@]}" m=$m create=true control="$tmpdir/notsock"
 sha256sum -c --quiet "$tmpdir/sums" || fail "a member or the file was changed"
-serve m=$m create=true
+ctl_serve m=$m create=true
 make_members $n 32M c
 expect_refusal "$tmpdir/r.log" 'another server answers' \
   nbdkit "$PLUGIN" $(member_args "${members[@]}") m=$m create=true control="$ctl"

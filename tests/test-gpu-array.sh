@@ -7,7 +7,9 @@
 # codes, 10+4, chunk 64K (stripe width 640K).  Writes go through nbdcopy
 # (several connections): 4 MiB requests (whole stripes plus partial
 # ones) and 4 KiB requests (read-modify-write: GPU parity updates).
-# Then member 3 is rebuilt onto a blank file with accel=gpu (gpuraidctl
+# A data and a parity chunk corrupted on the members are found and
+# repaired by a scrub with accel=gpu, checked offline and read back with
+# accel=cpu.  Then member 3 is rebuilt onto a blank file with accel=gpu (gpuraidctl
 # replace) and read back degraded with accel=cpu, parity checked offline.
 # Every session with accel=gpu must have coded on the GPU and never fallen
 # back to the CPU (gpu_worked: counted from the plugin's own log), else a
@@ -101,8 +103,34 @@ for code in rs crs; do
   args=()
   for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
 
+  echo "=== code=$code: scrub --repair on the GPU"
+  # A data chunk (index 2 of stripe 5) and a parity chunk (index k+1 of
+  # stripe 17) overwritten on their members; the scrub's batches are
+  # coded on the GPU; the CPU then reads every byte and the offline
+  # checker finds every stripe consistent.
+  head -c 4096 /dev/urandom | dd of="${members[$(( (2 - 5 + n) % n ))]}" \
+    bs=4096 seek=$(( (1048576 + 5 * 65536 + 8192) / 4096 )) conv=notrunc status=none
+  head -c 65536 /dev/zero | dd of="${members[$(( (k + 1 - 17 + n) % n ))]}" \
+    bs=65536 seek=$(( (1048576 + 17 * 65536) / 65536 )) conv=notrunc status=none
+  expect_check_fails "$code: the corruption is not seen offline" -k $k -m $m -c 65536 -t $code \
+    -o 1048576 -b isal -q "${members[@]}"
+  : >"$nbdkit_log"
+  rm -f "$tmpdir/ctl"
+  start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" "${args[@]}" accel=gpu \
+    control="$tmpdir/ctl" || exit 1
+  for (( i = 0; i < 50; i++ )); do [ -S "$tmpdir/ctl" ] && break; sleep 0.1; done
+  "$top/ctl/gpuraidctl" -c "$tmpdir/ctl" scrub --repair || fail "$code: scrub --repair"
+  timeout 300 "$top/ctl/gpuraidctl" -c "$tmpdir/ctl" wait || fail "$code: the GPU scrub"
+  "$top/ctl/gpuraidctl" -c "$tmpdir/ctl" status | sed -n '/^scrub/,/^io/p' | tee "$tmpdir/scrub.st"
+  grep -q "2 did not match, 2 located, 2 repaired" "$tmpdir/scrub.st" || fail "$code: scrub counts"
+  grep -q "stripe 5, .*member $(( (2 - 5 + n) % n )) (data chunk) corrupt, repaired" "$tmpdir/scrub.st" ||
+    fail "$code: stripe 5 not named"
+  stop_nbdkit "$pid"
+  gpu_worked "$nbdkit_log" || fail "$code: accel=gpu scrub session"
+  check_parity $k $m 65536 $code "${members[@]}"
+
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" accel=cpu || exit 1
-  verify "written by gpu, read by cpu"
+  verify "written by gpu, scrubbed by gpu, read by cpu"
   stop_nbdkit "$pid"
 
   for i in 0 3 7 12; do mv "${members[$i]}" "$tmpdir/gone$i"; done

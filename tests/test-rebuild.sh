@@ -26,20 +26,9 @@ source "$(dirname "$0")/functions.sh"
 requires_plugin
 requires_check
 requires_cmd nbdcopy python3 cmp
-CTL=$top/ctl/gpuraidctl
-[ -x "$CTL" ] || { echo "$0: SKIP: $CTL not built (make)"; exit 77; }
+requires_ctl
 
 k=4 m=2 n=6 chunk=16384
-ctl=$tmpdir/ctl
-serve ()        # serve [plugin options...]: the members in $args
-{
-  : >"$nbdkit_log"
-  start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" "${args[@]}" control="$ctl" \
-    "$@" || fail "start"
-  for (( i = 0; i < 50; i++ )); do [ -S "$ctl" ] && break; sleep 0.1; done
-  [ -S "$ctl" ] || fail "no control socket"
-}
-json () { "$CTL" -c "$ctl" status --json | python3 -c "import json, sys; s = json.load(sys.stdin); print($1)"; }
 verify ()       # verify WHAT: the whole export equals $tmpdir/expect
 {
   rm -f "$tmpdir/back"
@@ -53,20 +42,10 @@ put ()          # put FILE REQSIZE: write FILE at offset 0, and expect it
   dd if="$1" of="$tmpdir/expect" conv=notrunc status=none
 }
 set_args () { args=(); for f in "${members[@]}"; do args+=("member=$f"); done; }
-refused ()      # refused WHY REGEX CMD...
-{
-  local why=$1 re=$2 rc
-  shift 2
-  "$@" >"$tmpdir/out" 2>"$tmpdir/err"; rc=$?
-  [ $rc -ne 0 ] || fail "$why: exit status 0"
-  [ "$(wc -l <"$tmpdir/err")" = 1 ] || fail "$why: not one line: $(cat "$tmpdir/err")"
-  grep -Eq -- "$re" "$tmpdir/err" || fail "$why: $(cat "$tmpdir/err")"
-  echo "  refused ($why): $(cat "$tmpdir/err")"
-}
 
 make_members $n 24M
 set_args
-serve m=$m chunk=$chunk create=true
+ctl_serve m=$m chunk=$chunk create=true
 size=$(nbdinfo --size "$uri")
 head -c "$size" /dev/urandom >"$tmpdir/expect"
 nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
@@ -79,17 +58,17 @@ truncate -s 24M "$tmpdir/new2.img"
 "$CTL" -c "$ctl" rate 30000000 || fail "rate"
 "$CTL" -c "$ctl" replace 2 "$tmpdir/new2.img" | tee "$tmpdir/out" || fail "replace"
 grep -q 'rebuilding member 2 onto' "$tmpdir/out" || fail "replace's answer"
-[ "$(json 's["state"]')" = rebuilding ] || fail "state $(json 's["state"]')"
-[ "$(json 's["members"][2]["state"]')" = rebuilding ] || fail "member 2 not rebuilding"
+[ "$(ctl_json 's["state"]')" = rebuilding ] || fail "state $(ctl_json 's["state"]')"
+[ "$(ctl_json 's["members"][2]["state"]')" = rebuilding ] || fail "member 2 not rebuilding"
 verify "while rebuilding"
 head -c 16M /dev/urandom >"$tmpdir/w2"
 put "$tmpdir/w2" 4096                   # RMW writes across the front
-[ "$(json 's["rebuild"]["state"]')" = running ] ||
+[ "$(ctl_json 's["rebuild"]["state"]')" = running ] ||
   fail "the rebuild ended before the writes did (not concurrent)"
 timeout 120 "$CTL" -c "$ctl" wait | tee "$tmpdir/wait" || fail "wait: exit status"
 grep -q '^rebuild done: 100.0%' "$tmpdir/wait" || fail "wait: $(cat "$tmpdir/wait")"
-[ "$(json 's["state"]')" = healthy ] || fail "not healthy after the rebuild"
-[ "$(json 's["members"][2]["path"]')" = "$tmpdir/new2.img" ] || fail "member 2's path"
+[ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy after the rebuild"
+[ "$(ctl_json 's["members"][2]["path"]')" = "$tmpdir/new2.img" ] || fail "member 2's path"
 grep -q 'rebuild of member 2: 50%' "$nbdkit_log" || fail "no progress logged"
 verify "after the rebuild"
 stop_nbdkit "$pid"
@@ -100,19 +79,19 @@ check_parity $k $m $chunk rs "${members[@]}"
 echo "rebuild: OK"
 
 echo "=== 2. the rebuilt member carries the data"
-serve
+ctl_serve
 grep -qi 'degraded\|missing' "$nbdkit_log" && fail "restart not healthy: $(grep -i 'degraded\|missing' "$nbdkit_log")"
 verify "restarted"
 stop_nbdkit "$pid"
 mv "${members[0]}" "$tmpdir/gone0"; mv "${members[3]}" "$tmpdir/gone3"
-serve
+ctl_serve
 verify "members 0 and 3 gone: rebuilt through member 2"
 stop_nbdkit "$pid"
 mv "$tmpdir/gone0" "${members[0]}"; mv "$tmpdir/gone3" "${members[3]}"
 echo "rebuilt member: OK"
 
 echo "=== 3. another member fails during a rebuild"
-serve
+ctl_serve
 "$CTL" -c "$ctl" fail 1 || fail "fail 1"
 truncate -s 24M "$tmpdir/new1.img"
 "$CTL" -c "$ctl" rate 20000000 || fail "rate"
@@ -123,9 +102,9 @@ head -c 4M /dev/urandom >"$tmpdir/w3"
 put "$tmpdir/w3" 65536
 "$CTL" -c "$ctl" rate 0
 timeout 120 "$CTL" -c "$ctl" wait || fail "wait"
-[ "$(json 's["state"]')" = degraded ] || fail "state $(json 's["state"]')"
-[ "$(json '[mb["state"] for mb in s["members"]]')" = "['active', 'active', 'active', 'active', 'failed', 'active']" ] ||
-  fail "member states $(json '[mb["state"] for mb in s["members"]]')"
+[ "$(ctl_json 's["state"]')" = degraded ] || fail "state $(ctl_json 's["state"]')"
+[ "$(ctl_json '[mb["state"] for mb in s["members"]]')" = "['active', 'active', 'active', 'active', 'failed', 'active']" ] ||
+  fail "member states $(ctl_json '[mb["state"] for mb in s["members"]]')"
 verify "member 1 rebuilt with member 4 failed"
 stop_nbdkit "$pid"
 members[1]=$tmpdir/new1.img
@@ -133,7 +112,7 @@ set_args
 echo "failure during the rebuild: OK"
 
 echo "=== 3b. the replacement fails during its rebuild"
-serve
+ctl_serve
 truncate -s 24M "$tmpdir/bad4.img"
 if chattr +i "$tmpdir/bad4.img" 2>/dev/null && chattr -i "$tmpdir/bad4.img"; then
   cleanup_fn chattr -i "$tmpdir/bad4.img"
@@ -145,8 +124,8 @@ if chattr +i "$tmpdir/bad4.img" 2>/dev/null && chattr -i "$tmpdir/bad4.img"; the
   grep -q '^rebuild failed' "$tmpdir/wait" || fail "wait: $(cat "$tmpdir/wait")"
   chattr -i "$tmpdir/bad4.img"
   grep -q 'replacement member 4 .* failed: write' "$nbdkit_log" || fail "not logged: $(grep -i rebuild "$nbdkit_log")"
-  [ "$(json 's["members"][4]["state"]')" = failed ] || fail "member 4: $(json 's["members"][4]')"
-  [ "$(json 's["state"]')" = degraded ] || fail "state $(json 's["state"]')"
+  [ "$(ctl_json 's["members"][4]["state"]')" = failed ] || fail "member 4: $(ctl_json 's["members"][4]')"
+  [ "$(ctl_json 's["state"]')" = degraded ] || fail "state $(ctl_json 's["state"]')"
   verify "after the replacement failed"
   echo "replacement failing: OK"
 else
@@ -155,7 +134,7 @@ fi
 stop_nbdkit "$pid"
 
 echo "=== 4. shutdown and kill -9 during a rebuild"
-serve
+ctl_serve
 truncate -s 24M "$tmpdir/new4.img"
 "$CTL" -c "$ctl" rate 4000000 || fail "rate"
 "$CTL" -c "$ctl" replace 4 "$tmpdir/new4.img" || fail "replace 4"
@@ -164,18 +143,18 @@ stop_nbdkit "$pid"
 grep -q 'rebuild of member 4 stopped at shutdown' "$nbdkit_log" || fail "$(grep -i rebuild "$nbdkit_log")"
 "$CTL" examine "$tmpdir/new4.img" >/dev/null 2>&1 && fail "a half-rebuilt replacement holds a superblock"
 [ "$(sb_failed_bits "${members[0]}")" = "4 " ] || fail "failed set $(sb_failed_bits "${members[0]}")"
-serve
+ctl_serve
 verify "after a rebuild stopped at shutdown"
 "$CTL" -c "$ctl" replace 4 "$tmpdir/new4.img" || fail "replace 4 again"
 sleep 1
 kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid"
-serve
+ctl_serve
 grep -q 'member 4' "$nbdkit_log" || fail "member 4 not named missing after the crash"
 verify "after a crash during the rebuild"
 "$CTL" -c "$ctl" rate 0
 "$CTL" -c "$ctl" replace 4 "$tmpdir/new4.img" || fail "replace 4 a third time"
 timeout 120 "$CTL" -c "$ctl" wait || fail "wait"
-[ "$(json 's["state"]')" = healthy ] || fail "not healthy"
+[ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy"
 verify "rebuilt after the crash"
 stop_nbdkit "$pid"
 members[4]=$tmpdir/new4.img
@@ -190,24 +169,24 @@ start_nbdkit -P "$tmpdir/o.pid" -U "$tmpdir/o.sock" "$PLUGIN" \
 stop_nbdkit "$tmpdir/o.pid"
 other=${members[0]}
 members=("${args[@]#member=}")
-serve
+ctl_serve
 truncate -s 8M "$tmpdir/small.img"
 truncate -s 24M "$tmpdir/blank.img"
-refused "active member" 'member is active' "$CTL" -c "$ctl" replace 3 "$tmpdir/blank.img"
+ctl_refused "active member" 'member is active' "$CTL" -c "$ctl" replace 3 "$tmpdir/blank.img"
 "$CTL" -c "$ctl" fail 3 || fail "fail 3"
 sha256sum "$other" "$tmpdir/blank.img" "${members[@]}" >"$tmpdir/sums"
-refused "a member's file" 'is member 5 of this array' "$CTL" -c "$ctl" replace 3 "${members[5]}"
-refused "too small" 'smaller than a member' "$CTL" -c "$ctl" replace 3 "$tmpdir/small.img"
-refused "no such file" 'No such file' "$CTL" -c "$ctl" replace 3 "$tmpdir/nosuch.img"
-refused "another array" 'another gpuraid array' "$CTL" -c "$ctl" replace 3 "$other"
-refused "no such member" 'no such member' "$CTL" -c "$ctl" replace 9 "$tmpdir/blank.img"
+ctl_refused "a member's file" 'is member 5 of this array' "$CTL" -c "$ctl" replace 3 "${members[5]}"
+ctl_refused "too small" 'smaller than a member' "$CTL" -c "$ctl" replace 3 "$tmpdir/small.img"
+ctl_refused "no such file" 'No such file' "$CTL" -c "$ctl" replace 3 "$tmpdir/nosuch.img"
+ctl_refused "another array" 'another gpuraid array' "$CTL" -c "$ctl" replace 3 "$other"
+ctl_refused "no such member" 'no such member' "$CTL" -c "$ctl" replace 9 "$tmpdir/blank.img"
 sha256sum -c --quiet "$tmpdir/sums" 2>/dev/null ||
   { sha256sum -c "$tmpdir/sums" | grep -v ': OK'; fail "a refusal changed a file"; }
 "$CTL" -c "$ctl" rate 1000000
 "$CTL" -c "$ctl" replace 3 "$tmpdir/blank.img" || fail "replace 3"
 "$CTL" -c "$ctl" fail 0 || fail "fail 0"
 truncate -s 24M "$tmpdir/blank0.img"
-refused "rebuild running" 'rebuild is running' "$CTL" -c "$ctl" replace 0 "$tmpdir/blank0.img"
+ctl_refused "rebuild running" 'a resync, rebuild or scrub is running' "$CTL" -c "$ctl" replace 0 "$tmpdir/blank0.img"
 "$CTL" -c "$ctl" rate 0
 timeout 120 "$CTL" -c "$ctl" wait || fail "wait"
 verify "after the refusals"
@@ -223,7 +202,7 @@ echo "=== 6. a crash at each step of the rebuild's last superblock update"
 if command -v strace >/dev/null; then
   make_members $n 8M c
   set_args
-  serve m=$m chunk=$chunk create=true
+  ctl_serve m=$m chunk=$chunk create=true
   size=$(nbdinfo --size "$uri")
   head -c "$size" /dev/urandom >"$tmpdir/expect"
   nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
@@ -236,7 +215,7 @@ if command -v strace >/dev/null; then
     rm -f "$tmpdir/r2.img" "$tmpdir/strace.log"
     truncate -s 8M "$tmpdir/r2.img"
     NBDKIT_WRAPPER="strace -f -qq -o $tmpdir/strace.log -e trace=fdatasync
-      -e inject=fdatasync:signal=SIGKILL:when=$at" serve
+      -e inject=fdatasync:signal=SIGKILL:when=$at" ctl_serve
     "$CTL" -c "$ctl" replace 2 "$tmpdir/r2.img" >/dev/null 2>&1 ||
       [ $at = 1 ] || fail "replace ($at)"
     for (( i = 0; i < 100; i++ )); do
@@ -258,9 +237,9 @@ if command -v strace >/dev/null; then
       grep -q 'create=true' "$tmpdir/r.log" && fail "the refusal hints at create=true"
       unset 'args[2]'
     fi
-    serve
+    ctl_serve
     verify "crash at the rebuild thread's fdatasync $at"
-    state=$(json 's["members"][2]["state"]')
+    state=$(ctl_json 's["members"][2]["state"]')
     stop_nbdkit "$pid"
     if [ "$state" = active ]; then
       check_parity $k $m $chunk rs "${members[@]}" >/dev/null

@@ -37,6 +37,10 @@ TESTS_SCRIPTS = \
 	tests/test-bitmap.sh \
 	tests/test-control.sh \
 	tests/test-rebuild.sh \
+	tests/test-scrub.sh \
+	tests/test-spare.sh \
+	tests/test-fault.sh \
+	tests/test-drill.sh \
 	tests/test-group-commit.sh \
 	tests/test-accel-auto.sh \
 	tests/test-gpu-array.sh
@@ -55,7 +59,8 @@ LONG_ENV = CRASHES=40 \
 # captive `nbdkit --run` crashes, so those cannot run there).
 TSAN_TESTS += tests/test-concurrent.sh tests/test-group-commit.sh \
               tests/test-member-eio.sh tests/test-accel-auto.sh \
-              tests/test-bitmap.sh tests/test-control.sh tests/test-rebuild.sh
+              tests/test-bitmap.sh tests/test-control.sh tests/test-rebuild.sh \
+              tests/test-scrub.sh tests/test-spare.sh
 # On the GPU machine: GPU parity inside the array (skips without a GPU).
 GPU_TESTS += tests/test-gpu-array.sh
 CLEAN_FILES += $(TESTS_PROGS) tests/logs/*.log

@@ -1,0 +1,527 @@
+/* gpuraid - healing online.  See heal.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include "fullio.h"
+#include "heal.h"
+#include "log.h"
+#include "members.h"
+#include "rebuild.h"
+#include "superblock.h"
+
+#define MAX_SPARES 32
+
+struct spare {
+  char *path;
+  int member;                   /* replace=: for this member; -1: any */
+};
+
+struct gr_heal {
+  struct gr_exec *x;
+  struct gr_members *ms;
+  struct gr_bitmap *b;
+  struct gr_resync *rs;
+  uint64_t rate;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;          /* wakes the thread: a spare, a stop */
+  pthread_t thread;
+  bool started, stopping;
+  struct gr_rebuild *rebuild;   /* the last one started, running or ended */
+  struct gr_scrub *scrub;       /* the same */
+  enum gr_heal_job last_job;
+  struct spare spares[MAX_SPARES];
+  int nspares;
+  int auto_member;              /* the member of a rebuild onto a spare */
+  bool no_auto[GR_MAX_MEMBERS]; /* its rebuild onto a spare failed */
+};
+
+/* Under h->lock. */
+static bool
+running_locked (struct gr_heal *h)
+{
+  struct gr_resync_progress p;
+
+  if (h->rs) {
+    gr_resync_progress (h->rs, &p);
+    if (p.state == GR_RESYNC_RUNNING)
+      return true;
+  }
+  if (h->rebuild) {
+    gr_rebuild_progress (h->rebuild, &p);
+    if (p.state == GR_RESYNC_RUNNING)
+      return true;
+  }
+  if (h->scrub) {
+    gr_scrub_progress (h->scrub, &p);
+    if (p.state == GR_RESYNC_RUNNING)
+      return true;
+  }
+  return false;
+}
+
+/* Zero [0, len) of fd and sync it.  0 or -errno. */
+static int
+zero_metadata (int fd, uint64_t len)
+{
+  static const uint8_t z[65536];
+
+  for (uint64_t off = 0; off < len; off += sizeof z) {
+    const size_t n = len - off < sizeof z ? len - off : sizeof z;
+    int r = gr_pwrite_full (fd, z, n, off);
+
+    if (r < 0)
+      return r;
+  }
+  return fdatasync (fd) == -1 ? -errno : 0;
+}
+
+/* Can path take a member's place (not member i: -1 for any)?  STARTED
+ * with *fd open (read-write) if so; nothing is written. */
+static enum gr_heal_outcome
+check_path (struct gr_heal *h, int i, const char *path, int *fd, int *err)
+{
+  struct gr_sb sb, old;
+  struct stat st, ss;
+  uint8_t buf[GR_SB_SIZE];
+  uint64_t size = 0;
+  int which, s;
+
+  *err = 0;
+  gr_members_sb (h->ms, &sb);
+  *fd = open (path, O_RDWR | O_CLOEXEC);
+  if (*fd == -1 || fstat (*fd, &st) == -1) {
+    *err = errno;
+    goto cannot_open;
+  }
+  if (S_ISBLK (st.st_mode)) {
+    if (ioctl (*fd, BLKGETSIZE64, &size) == -1)
+      size = 0;
+  }
+  else if (S_ISREG (st.st_mode))
+    size = (uint64_t) st.st_size;
+  else {
+    close (*fd);
+    return GR_HEAL_NOT_FILE;
+  }
+  if (gr_members_same_file (h->ms, &st, &which) && which != i) {
+    *err = which;
+    close (*fd);
+    return GR_HEAL_IS_MEMBER;
+  }
+  for (s = 0; s < h->nspares; s++)
+    if (stat (h->spares[s].path, &ss) == 0 && ss.st_dev == st.st_dev &&
+        ss.st_ino == st.st_ino) {
+      close (*fd);
+      return GR_HEAL_IS_SPARE;
+    }
+  if (size < sb.data_offset + sb.data_size) {
+    close (*fd);
+    return GR_HEAL_TOO_SMALL;
+  }
+  if (gr_pread_full (*fd, buf, GR_SB_SIZE, 0) == 0 &&
+      gr_sb_decode (buf, &old) == 0 &&
+      memcmp (old.uuid, sb.uuid, sizeof sb.uuid) != 0) {
+    close (*fd);
+    return GR_HEAL_OTHER_ARRAY;
+  }
+  return GR_HEAL_STARTED;
+
+ cannot_open:
+  if (*fd >= 0)
+    close (*fd);
+  return GR_HEAL_CANNOT_OPEN;
+}
+
+/* Under h->lock. */
+static enum gr_heal_outcome
+replace_locked (struct gr_heal *h, int i, const char *path, int *err)
+{
+  struct gr_sb sb;
+  enum gr_heal_outcome o;
+  int fd, r;
+
+  *err = 0;
+  gr_members_sb (h->ms, &sb);
+  if (i < 0 || i >= gr_members_n (h->ms))
+    return GR_HEAL_NO_SUCH_MEMBER;
+  if (gr_members_read_only_p (h->ms))
+    return GR_HEAL_READ_ONLY;
+  if (running_locked (h))
+    return GR_HEAL_BUSY;
+  if (gr_members_state (h->ms, i) == GR_MEMBER_ACTIVE)
+    return GR_HEAL_ACTIVE;
+  o = check_path (h, i, path, &fd, err);
+  if (o != GR_HEAL_STARTED)
+    return o;
+  /* Its old superblock, bitmap and journal go: until the rebuild ends it
+   * is no member (a restart finds no superblock there). */
+  r = zero_metadata (fd, sb.data_offset);
+  if (r < 0) {
+    *err = -r;
+    close (fd);
+    return GR_HEAL_IO_ERROR;
+  }
+  gr_rebuild_stop (h->rebuild);
+  gr_members_rebuild_begin (h->ms, i, path, fd);
+  h->rebuild = gr_rebuild_start (h->x, h->b, i, h->rate);
+  h->last_job = GR_HEAL_JOB_REBUILD;
+  h->auto_member = -1;
+  return h->rebuild ? GR_HEAL_STARTED : GR_HEAL_IO_ERROR;
+}
+
+/* The thread's step, under h->lock: a spare put in for a member that
+ * needs one, if nothing stops it. */
+static void
+use_spare_locked (struct gr_heal *h)
+{
+  struct gr_resync_progress p;
+  int i, s, err;
+
+  if (h->auto_member >= 0 && h->rebuild) {
+    gr_rebuild_progress (h->rebuild, &p);
+    if (p.state == GR_RESYNC_FAILED || p.state == GR_RESYNC_STOPPED) {
+      h->no_auto[h->auto_member] = true;
+      gr_warn ("the rebuild of member %d onto a spare ended without "
+               "finishing: spares are not used for it again (gpuraidctl "
+               "replace)", h->auto_member);
+      h->auto_member = -1;
+    }
+  }
+  if (h->nspares == 0 || gr_members_read_only_p (h->ms) ||
+      gr_members_too_degraded (h->ms))
+    return;
+  for (i = 0; i < gr_members_n (h->ms); i++) {
+    const enum gr_member_state st = gr_members_state (h->ms, i);
+
+    if ((st != GR_MEMBER_FAILED && st != GR_MEMBER_MISSING) || h->no_auto[i])
+      continue;
+    for (s = 0; s < h->nspares; s++)
+      if (h->spares[s].member == i)
+        break;
+    if (s == h->nspares)
+      for (s = 0; s < h->nspares; s++)
+        if (h->spares[s].member < 0)
+          break;
+    if (s == h->nspares)
+      continue;
+    if (h->scrub) {             /* a rebuild comes first */
+      gr_scrub_progress (h->scrub, &p);
+      if (p.state == GR_RESYNC_RUNNING) {
+        gr_warn ("scrub stopped to rebuild member %d onto a spare; the "
+                 "next gpuraidctl scrub goes on from there", i);
+        gr_scrub_stop (h->scrub);
+      }
+    }
+    if (running_locked (h))
+      return;
+    {
+      struct spare sp = h->spares[s];
+
+      memmove (&h->spares[s], &h->spares[s + 1],
+               (size_t) (h->nspares - s - 1) * sizeof *h->spares);
+      h->nspares--;
+      if (replace_locked (h, i, sp.path, &err) == GR_HEAL_STARTED) {
+        gr_warn ("member %d is %s: rebuilding it onto %s %s", i,
+                 st == GR_MEMBER_FAILED ? "failed" : "missing",
+                 sp.member < 0 ? "spare" : "its replacement (replace=)",
+                 sp.path);
+        h->auto_member = i;
+      }
+      else
+        gr_warn ("%s %s cannot take member %d's place (%s): dropped",
+                 sp.member < 0 ? "spare" : "replacement", sp.path, i,
+                 err > 0 ? strerror (err) : "it changed since it was "
+                 "added");
+      free (sp.path);
+    }
+    return;
+  }
+}
+
+static void *
+heal_thread (void *arg)
+{
+  struct gr_heal *h = arg;
+
+  pthread_mutex_lock (&h->lock);
+  while (!h->stopping) {
+    struct timespec t;
+
+    use_spare_locked (h);
+    clock_gettime (CLOCK_REALTIME, &t);
+    t.tv_nsec += 200 * 1000 * 1000;
+    if (t.tv_nsec >= 1000000000) {
+      t.tv_sec++;
+      t.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait (&h->cond, &h->lock, &t);
+  }
+  pthread_mutex_unlock (&h->lock);
+  return NULL;
+}
+
+struct gr_heal *
+gr_heal_new (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
+{
+  struct gr_heal *h = calloc (1, sizeof *h);
+
+  if (h == NULL) {
+    nbdkit_error ("heal: %m");
+    return NULL;
+  }
+  h->x = x;
+  h->ms = gr_exec_members (x);
+  h->b = b;
+  h->rate = rate;
+  h->auto_member = -1;
+  pthread_mutex_init (&h->lock, NULL);
+  pthread_cond_init (&h->cond, NULL);
+  return h;
+}
+
+int
+gr_heal_start (struct gr_heal *h, struct gr_resync *rs)
+{
+  int e;
+
+  h->rs = rs;
+  e = pthread_create (&h->thread, NULL, heal_thread, h);
+  if (e != 0) {
+    errno = e;
+    nbdkit_error ("heal: pthread_create: %m");
+    return -1;
+  }
+  h->started = true;
+  return 0;
+}
+
+void
+gr_heal_free (struct gr_heal *h)
+{
+  if (h == NULL)
+    return;
+  if (h->started) {
+    pthread_mutex_lock (&h->lock);
+    h->stopping = true;
+    pthread_cond_broadcast (&h->cond);
+    pthread_mutex_unlock (&h->lock);
+    pthread_join (h->thread, NULL);
+  }
+  gr_rebuild_stop (h->rebuild);
+  gr_scrub_free (h->scrub);     /* records where the next one goes on */
+  for (int s = 0; s < h->nspares; s++)
+    free (h->spares[s].path);
+  pthread_cond_destroy (&h->cond);
+  pthread_mutex_destroy (&h->lock);
+  free (h);
+}
+
+void
+gr_heal_set_rate (struct gr_heal *h, uint64_t rate)
+{
+  pthread_mutex_lock (&h->lock);
+  h->rate = rate;
+  if (h->rebuild)
+    gr_rebuild_set_rate (h->rebuild, rate);
+  if (h->scrub)
+    gr_scrub_set_rate (h->scrub, rate);
+  pthread_mutex_unlock (&h->lock);
+}
+
+enum gr_heal_outcome
+gr_heal_replace (struct gr_heal *h, int i, const char *path, int *err)
+{
+  enum gr_heal_outcome o;
+
+  pthread_mutex_lock (&h->lock);
+  o = replace_locked (h, i, path, err);
+  if (o == GR_HEAL_STARTED)
+    h->no_auto[i] = false;
+  pthread_mutex_unlock (&h->lock);
+  return o;
+}
+
+enum gr_heal_outcome
+gr_heal_spare_add (struct gr_heal *h, const char *path, int member,
+                   int *err)
+{
+  enum gr_heal_outcome o = GR_HEAL_STARTED;
+  char *copy;
+  int fd;
+
+  *err = 0;
+  pthread_mutex_lock (&h->lock);
+  if (member >= gr_members_n (h->ms))
+    o = GR_HEAL_NO_SUCH_MEMBER;
+  else if (member >= 0 && gr_members_state (h->ms, member)
+           == GR_MEMBER_ACTIVE)
+    o = GR_HEAL_ACTIVE;
+  else if (gr_members_read_only_p (h->ms))
+    o = GR_HEAL_READ_ONLY;
+  else if (h->nspares == MAX_SPARES) {
+    o = GR_HEAL_IO_ERROR;
+    *err = ENOSPC;
+  }
+  else if ((o = check_path (h, member, path, &fd, err)) == GR_HEAL_STARTED) {
+    close (fd);
+    copy = strdup (path);
+    if (copy == NULL) {
+      o = GR_HEAL_IO_ERROR;
+      *err = ENOMEM;
+    }
+    else {
+      h->spares[h->nspares++] = (struct spare) { .path = copy,
+                                                 .member = member };
+      pthread_cond_broadcast (&h->cond);
+    }
+  }
+  pthread_mutex_unlock (&h->lock);
+  return o;
+}
+
+bool
+gr_heal_spare (struct gr_heal *h, int i, char *path, size_t len)
+{
+  bool r;
+
+  pthread_mutex_lock (&h->lock);
+  r = i < h->nspares;
+  if (r)
+    snprintf (path, len, "%s", h->spares[i].path);
+  pthread_mutex_unlock (&h->lock);
+  return r;
+}
+
+void
+gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
+{
+  switch (o) {
+  case GR_HEAL_STARTED: snprintf (buf, len, "started"); return;
+  case GR_HEAL_NO_SUCH_MEMBER: snprintf (buf, len, "no such member"); return;
+  case GR_HEAL_ACTIVE:
+    snprintf (buf, len, "the member is active (fail it first)");
+    return;
+  case GR_HEAL_BUSY:
+    snprintf (buf, len, "a resync, rebuild or scrub is running "
+              "(gpuraidctl wait)");
+    return;
+  case GR_HEAL_READ_ONLY:
+    snprintf (buf, len, "the array is read-only (salvage=true)");
+    return;
+  case GR_HEAL_CANNOT_OPEN: snprintf (buf, len, "%s", strerror (err)); return;
+  case GR_HEAL_NOT_FILE:
+    snprintf (buf, len, "not a regular file or block device");
+    return;
+  case GR_HEAL_IS_MEMBER:
+    snprintf (buf, len, "it is member %d of this array", err);
+    return;
+  case GR_HEAL_IS_SPARE: snprintf (buf, len, "it is a spare already"); return;
+  case GR_HEAL_TOO_SMALL:
+    snprintf (buf, len, "smaller than a member (data offset + data size)");
+    return;
+  case GR_HEAL_OTHER_ARRAY:
+    snprintf (buf, len, "it holds a superblock of another gpuraid array "
+              "(not overwritten)");
+    return;
+  case GR_HEAL_IO_ERROR:
+    snprintf (buf, len, "%s", err ? strerror (err) : "could not start (see "
+              "the server's log)");
+    return;
+  case GR_HEAL_NO_REDUNDANCY:
+    snprintf (buf, len, "%d members have failed: no parity is left to "
+              "check against (replace members first)", err);
+    return;
+  }
+  snprintf (buf, len, "?");
+}
+
+int
+gr_heal_rebuild_progress (struct gr_heal *h, struct gr_resync_progress *p)
+{
+  int member = -1;
+
+  pthread_mutex_lock (&h->lock);
+  if (h->rebuild) {
+    gr_rebuild_progress (h->rebuild, p);
+    member = gr_rebuild_member (h->rebuild);
+  }
+  pthread_mutex_unlock (&h->lock);
+  return member;
+}
+
+enum gr_heal_outcome
+gr_heal_scrub (struct gr_heal *h, bool repair, uint64_t *from)
+{
+  enum gr_heal_outcome o = GR_HEAL_STARTED;
+  struct gr_sb sb;
+
+  pthread_mutex_lock (&h->lock);
+  gr_members_sb (h->ms, &sb);
+  *from = sb.scrub_at;
+  if (running_locked (h))
+    o = GR_HEAL_BUSY;
+  else if (repair && gr_members_read_only_p (h->ms))
+    o = GR_HEAL_READ_ONLY;
+  else if (gr_members_nfailed (h->ms) >= (int) sb.m)
+    o = GR_HEAL_NO_REDUNDANCY;
+  else {
+    gr_scrub_free (h->scrub);
+    h->scrub = gr_scrub_start (h->x, h->b, repair, h->rate, sb.scrub_at);
+    h->last_job = GR_HEAL_JOB_SCRUB;
+    if (h->scrub == NULL)
+      o = GR_HEAL_IO_ERROR;
+  }
+  pthread_mutex_unlock (&h->lock);
+  return o;
+}
+
+bool
+gr_heal_scrub_stop (struct gr_heal *h)
+{
+  struct gr_resync_progress p;
+  bool stopped = false;
+
+  pthread_mutex_lock (&h->lock);
+  if (h->scrub) {
+    gr_scrub_progress (h->scrub, &p);
+    if (p.state == GR_RESYNC_RUNNING) {
+      gr_scrub_stop (h->scrub);
+      stopped = true;
+    }
+  }
+  pthread_mutex_unlock (&h->lock);
+  return stopped;
+}
+
+struct gr_scrub *
+gr_heal_scrub_last (struct gr_heal *h)
+{
+  return h->scrub;
+}
+
+enum gr_heal_job
+gr_heal_last_job (struct gr_heal *h)
+{
+  return h->last_job;
+}
+
+bool
+gr_heal_busy (struct gr_heal *h)
+{
+  bool r;
+
+  pthread_mutex_lock (&h->lock);
+  r = running_locked (h);
+  pthread_mutex_unlock (&h->lock);
+  return r;
+}

@@ -1,0 +1,99 @@
+/* gpuraid - healing online: replacing members (gpuraidctl replace, hot
+ * spares, replace= at start) and scrubbing.
+ *
+ * A replacement path is checked the same way wherever it comes from (a
+ * regular file or block device, as large as a member, not another
+ * member's file, not holding another array's superblock); then its
+ * metadata area is zeroed and the member is rebuilt onto it online
+ * (rebuild.h).  Spares (spare=, gpuraidctl spare add) and the
+ * replacements named at start (replace=INDEX:PATH) wait in a list; a
+ * thread puts one in for a failed or missing member as soon as no
+ * resync, rebuild or scrub stops it (a running scrub is stopped, to go
+ * on later: a rebuild comes first).  A spare whose rebuild fails is
+ * dropped, and that member is not rebuilt automatically again (replace
+ * it by hand).  Spares live as long as the server: they are not
+ * recorded on the members.  Scrubs: scrub.h.  One of rebuild and scrub
+ * runs at a time, never during the resync.
+ *
+ * One owner: struct gr_heal holds the rebuild and the scrub started last,
+ * the spares and the thread.  Its calls are serialised by its lock. */
+#ifndef GPURAID_HEAL_H
+#define GPURAID_HEAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bitmap.h"
+#include "exec.h"
+#include "resync.h"
+#include "scrub.h"
+
+struct gr_heal;
+
+/* No thread yet.  NULL after nbdkit_error. */
+struct gr_heal *gr_heal_new (struct gr_exec *x, struct gr_bitmap *b,
+                             uint64_t rate);
+/* In the server process: the spare thread; rs (may be NULL) is the
+ * resync, waited for.  0, or -1 after nbdkit_error. */
+int gr_heal_start (struct gr_heal *h, struct gr_resync *rs);
+/* Stop the thread, the rebuild (the member stays failed) and the scrub
+ * (it records where the next goes on). */
+void gr_heal_free (struct gr_heal *h);
+
+void gr_heal_set_rate (struct gr_heal *h, uint64_t rate);
+
+enum gr_heal_outcome {
+  GR_HEAL_STARTED,
+  GR_HEAL_NO_SUCH_MEMBER,
+  GR_HEAL_ACTIVE,               /* the member works: fail it first */
+  GR_HEAL_BUSY,                 /* a resync, rebuild or scrub runs */
+  GR_HEAL_READ_ONLY,
+  GR_HEAL_CANNOT_OPEN,
+  GR_HEAL_NOT_FILE,             /* not a regular file or block device */
+  GR_HEAL_IS_MEMBER,            /* the file of a member */
+  GR_HEAL_IS_SPARE,             /* a spare already */
+  GR_HEAL_TOO_SMALL,
+  GR_HEAL_OTHER_ARRAY,          /* holds another array's superblock */
+  GR_HEAL_IO_ERROR,
+  GR_HEAL_NO_REDUNDANCY,        /* scrub: m members lost */
+};
+/* gpuraidctl replace: rebuild failed member i onto path.  *err: errno
+ * for CANNOT_OPEN and IO_ERROR, the member for IS_MEMBER. */
+enum gr_heal_outcome gr_heal_replace (struct gr_heal *h, int i,
+                                      const char *path, int *err);
+/* A spare (member < 0) or the replacement for member (replace=): checked
+ * now, STARTED when taken into the list. */
+enum gr_heal_outcome gr_heal_spare_add (struct gr_heal *h, const char *path,
+                                        int member, int *err);
+/* The i-th spare waiting: its path into path[len]; false past the end. */
+bool gr_heal_spare (struct gr_heal *h, int i, char *path, size_t len);
+/* A refusal in words (err as the call returned it; for NO_REDUNDANCY the
+ * number of failed members), into buf[len]. */
+void gr_heal_explain (enum gr_heal_outcome o, int err, char *buf,
+                      size_t len);
+
+/* The rebuild started last (running or ended): its progress and the
+ * member, or -1 if none was started. */
+int gr_heal_rebuild_progress (struct gr_heal *h,
+                              struct gr_resync_progress *p);
+
+/* gpuraidctl scrub [--repair]: going on from where the last one stopped
+ * (*from, a stripe).  STARTED, BUSY, READ_ONLY (repair), NO_REDUNDANCY
+ * or IO_ERROR (could not start, logged). */
+enum gr_heal_outcome gr_heal_scrub (struct gr_heal *h, bool repair,
+                                    uint64_t *from);
+/* Stop a running scrub; false if none runs. */
+bool gr_heal_scrub_stop (struct gr_heal *h);
+/* The scrub started last (running or ended), or NULL.  Valid until the
+ * next gr_heal_scrub. */
+struct gr_scrub *gr_heal_scrub_last (struct gr_heal *h);
+
+/* Which of the rebuild and the scrub was started last. */
+enum gr_heal_job { GR_HEAL_JOB_NONE, GR_HEAL_JOB_REBUILD,
+                   GR_HEAL_JOB_SCRUB };
+enum gr_heal_job gr_heal_last_job (struct gr_heal *h);
+/* A rebuild or a scrub is running. */
+bool gr_heal_busy (struct gr_heal *h);
+
+#endif /* GPURAID_HEAL_H */

@@ -1,0 +1,354 @@
+/* gpuraid - the array's status.  See status.h. */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "members.h"
+#include "scrub.h"
+#include "status.h"
+#include "superblock.h"
+
+static const char *
+member_state_name (enum gr_member_state s)
+{
+  switch (s) {
+  case GR_MEMBER_ACTIVE: return "active";
+  case GR_MEMBER_FAILED: return "failed";
+  case GR_MEMBER_MISSING: return "missing";
+  case GR_MEMBER_REBUILDING: return "rebuilding";
+  }
+  return "?";
+}
+
+const char *
+gr_status_state_name (enum gr_resync_state s)
+{
+  switch (s) {
+  case GR_RESYNC_RUNNING: return "running";
+  case GR_RESYNC_DONE: return "done";
+  case GR_RESYNC_STOPPED: return "stopped";
+  case GR_RESYNC_FAILED: return "failed";
+  }
+  return "?";
+}
+
+static const char *
+array_state (struct gr_array *a, struct gr_members *ms, int m)
+{
+  const int nf = gr_members_nfailed (ms);
+  struct gr_resync_progress p;
+
+  if (nf > m)
+    return "failed";
+  if (gr_heal_rebuild_progress (gr_array_heal (a), &p) >= 0 &&
+      p.state == GR_RESYNC_RUNNING)
+    return "rebuilding";
+  return nf == 0 ? "healthy" : "degraded";
+}
+
+const char *
+gr_status_operation (struct gr_array *a, struct gr_resync_progress *p)
+{
+  struct gr_scrub *sc = gr_heal_scrub_last (gr_array_heal (a));
+  struct gr_resync_progress rb, scp = { .state = GR_RESYNC_DONE };
+  const bool have_rb = gr_heal_rebuild_progress (gr_array_heal (a), &rb) >= 0;
+
+  if (sc)
+    gr_scrub_progress (sc, &scp);
+  if (have_rb && rb.state == GR_RESYNC_RUNNING) {
+    *p = rb;
+    return "rebuild";
+  }
+  if (sc && scp.state == GR_RESYNC_RUNNING) {
+    *p = scp;
+    return "scrub";
+  }
+  if (gr_array_resync_progress (a, p) &&
+      (p->state == GR_RESYNC_RUNNING || (!have_rb && !sc)))
+    return "resync";
+  if (gr_heal_last_job (gr_array_heal (a)) == GR_HEAL_JOB_SCRUB && sc) {
+    *p = scp;
+    return "scrub";
+  }
+  if (have_rb) {
+    *p = rb;
+    return "rebuild";
+  }
+  return NULL;
+}
+
+/* A JSON string (or null). */
+static void
+json_str (FILE *f, const char *s)
+{
+  if (s == NULL) {
+    fputs ("null", f);
+    return;
+  }
+  fputc ('"', f);
+  for (; *s; s++) {
+    const unsigned char ch = (unsigned char) *s;
+
+    if (ch == '"' || ch == '\\')
+      fprintf (f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf (f, "\\u%04x", ch);
+    else
+      fputc (ch, f);
+  }
+  fputc ('"', f);
+}
+
+static double
+rate_of (const struct gr_resync_progress *p)
+{
+  return p->seconds > 0 ? (double) p->done_bytes / p->seconds : 0;
+}
+
+/* The scrub's object (JSON) or lines (text). */
+static void
+scrub_status (struct gr_array *a, FILE *f, bool json, uint64_t resume_at,
+              uint64_t width)
+{
+  struct gr_scrub *sc = gr_heal_scrub_last (gr_array_heal (a));
+  struct gr_scrub_report rep[GR_SCRUB_REPORTS];
+  struct gr_resync_progress p;
+  struct gr_scrub_counts ct;
+  size_t nrep, i;
+  double rate;
+
+  if (sc == NULL) {
+    if (json)
+      fprintf (f, "null");
+    else if (resume_at)
+      fprintf (f, "scrub      stopped at array byte %" PRIu64 ": "
+               "gpuraidctl scrub goes on from there\n", resume_at * width);
+    else
+      fputs ("scrub      none\n", f);
+    return;
+  }
+  gr_scrub_progress (sc, &p);
+  gr_scrub_counts (sc, &ct);
+  nrep = gr_scrub_reports (sc, rep, GR_SCRUB_REPORTS);
+  rate = p.seconds > 0 ? (double) ct.bytes / p.seconds : 0;
+  if (json) {
+    fprintf (f, "{\"state\": \"%s\", \"repair\": %s, \"done_bytes\": %"
+             PRIu64 ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
+             "%.0f, \"rate_limit\": %" PRIu64 ", \"checked_stripes\": %"
+             PRIu64 ", \"mismatched_stripes\": %" PRIu64 ", \"located\": %"
+             PRIu64 ", \"repaired\": %" PRIu64 ", \"skipped_stripes\": %"
+             PRIu64 ", \"reports\": [", gr_status_state_name (p.state),
+             gr_scrub_repairing (sc) ? "true" : "false", p.done_bytes,
+             p.total_bytes, rate, p.rate_limit, ct.checked, ct.mismatched,
+             ct.located, ct.repaired, ct.skipped);
+    for (i = 0; i < nrep; i++)
+      fprintf (f, "%s\n   {\"stripe\": %" PRIu64 ", \"offset\": %" PRIu64
+               ", \"length\": %" PRIu64 ", \"member\": %d, \"index\": %d"
+               ", \"member_offset\": %" PRIu64 ", \"repaired\": %s}",
+               i ? "," : "", rep[i].stripe, rep[i].offset, rep[i].length,
+               rep[i].member, rep[i].index, rep[i].member_offset,
+               rep[i].repaired ? "true" : "false");
+    fputs ("]}", f);
+    return;
+  }
+  fprintf (f, "scrub      %s%s: %.1f%% (%" PRIu64 " of %" PRIu64 " MiB), "
+           "%.1f MiB/s", gr_status_state_name (p.state),
+           gr_scrub_repairing (sc) ? " --repair" : "",
+           p.total_bytes ? 100.0 * p.done_bytes / p.total_bytes : 100.0,
+           p.done_bytes >> 20, p.total_bytes >> 20, rate / 1048576);
+  if (p.state == GR_RESYNC_RUNNING && rate > 0)
+    fprintf (f, ", %.0f s left",
+             (double) (p.total_bytes - p.done_bytes) / rate);
+  fprintf (f, "; %" PRIu64 " stripes checked, %" PRIu64 " did not match, %"
+           PRIu64 " located, %" PRIu64 " repaired", ct.checked,
+           ct.mismatched, ct.located, ct.repaired);
+  if (ct.skipped)
+    fprintf (f, ", %" PRIu64 " skipped (parity waiting for a resync)",
+             ct.skipped);
+  fputc ('\n', f);
+  for (i = 0; i < nrep; i++) {
+    fprintf (f, "  stripe %" PRIu64 ", array bytes %" PRIu64 "-%" PRIu64
+             ": ", rep[i].stripe, rep[i].offset,
+             rep[i].offset + rep[i].length - 1);
+    if (rep[i].member >= 0)
+      fprintf (f, "member %d (%s chunk) corrupt, %s\n", rep[i].member,
+               rep[i].index < gr_exec_geom (gr_array_exec (a))->k ? "data"
+               : "parity", rep[i].repaired ? "repaired" : "not repaired");
+    else
+      fputs ("parity does not match, corrupt chunk not known\n", f);
+  }
+}
+
+void
+gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
+                 bool json)
+{
+  struct gr_members *ms = gr_array_members (a);
+  const struct gr_geom *g = gr_exec_geom (gr_array_exec (a));
+  const uint64_t size = gr_map_size (g);
+  struct gr_member_counts t = { 0 }, mc;
+  struct gr_resync_progress p;
+  const bool rs = gr_array_resync_progress (a, &p);
+  struct gr_coding_info ci;
+  struct gr_sb sb;
+  char uuid[37];
+  const int n = gr_members_n (ms);
+  char spare[4096];
+  int i;
+
+  gr_members_sb (ms, &sb);
+  gr_sb_uuid_str (sb.uuid, uuid);
+  gr_coding_info (coding, &ci);
+  for (i = 0; i < n; i++) {
+    gr_members_counts (ms, i, &mc);
+    t.reads += mc.reads;
+    t.writes += mc.writes;
+    t.read_bytes += mc.read_bytes;
+    t.written_bytes += mc.written_bytes;
+    t.errors += mc.errors;
+  }
+  if (json) {
+    fprintf (f, "{\"uuid\": \"%s\", \"k\": %" PRIu32 ", \"m\": %" PRIu32
+             ", \"chunk\": %" PRIu32 ", \"code\": \"%s\", \"size\": %"
+             PRIu64 ", \"state\": \"%s\", \"read_only\": %s, \"event\": %"
+             PRIu64 ", \"dirty\": %s,\n", uuid, sb.k, sb.m, sb.chunk,
+             sb.code == GR_CODE_RS ? "rs" : "crs", size,
+             array_state (a, ms, (int) sb.m),
+             gr_members_read_only_p (ms) ? "true" : "false", sb.event,
+             sb.flags & GR_SB_FLAG_DIRTY ? "true" : "false");
+    fputs (" \"coder\": {\"cpu_backend\": ", f);
+    json_str (f, ci.cpu_backend);
+    fputs (", \"gpu\": ", f);
+    json_str (f, ci.gpu ? ci.gpu_name : NULL);
+    fprintf (f, ", \"gpu_device\": %d, \"gpu_all\": %s, \"gpu_fallen_back\": "
+             "%s, \"gpu_operations\": %" PRIu64 "},\n", ci.device,
+             ci.gpu_all ? "true" : "false",
+             ci.fallen_back ? "true" : "false", ci.ops_gpu);
+    fputs (" \"members\": [", f);
+    for (i = 0; i < n; i++) {
+      const enum gr_member_state s = gr_members_state (ms, i);
+
+      gr_members_counts (ms, i, &mc);
+      fprintf (f, "%s\n  {\"index\": %d, \"path\": ", i ? "," : "", i);
+      json_str (f, gr_members_path (ms, i));
+      fprintf (f, ", \"state\": \"%s\", \"errors\": %" PRIu64 ", \"reads\": %"
+               PRIu64 ", \"writes\": %" PRIu64 ", \"read_bytes\": %" PRIu64
+               ", \"written_bytes\": %" PRIu64 ", \"why\": ",
+               member_state_name (s), mc.errors, mc.reads, mc.writes,
+               mc.read_bytes, mc.written_bytes);
+      json_str (f, s == GR_MEMBER_ACTIVE ? NULL : gr_members_why (ms, i));
+      fputc ('}', f);
+    }
+    for (i = 0; gr_heal_spare (gr_array_heal (a), i, spare, sizeof spare);
+         i++) {
+      fputs (",\n  {\"index\": null, \"path\": ", f);
+      json_str (f, spare);
+      fputs (", \"state\": \"spare\"}", f);
+    }
+    fputs ("\n ],\n \"resync\": ", f);
+    if (rs)
+      fprintf (f, "{\"state\": \"%s\", \"done_bytes\": %" PRIu64
+               ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": %.0f"
+               ", \"rate_limit\": %" PRIu64 "}", gr_status_state_name (p.state),
+               p.done_bytes, p.total_bytes, rate_of (&p), p.rate_limit);
+    else
+      fputs ("null", f);
+    fputs (",\n \"rebuild\": ", f);
+    {
+      struct gr_resync_progress q;
+      const int mb = gr_heal_rebuild_progress (gr_array_heal (a), &q);
+
+      if (mb >= 0)
+        fprintf (f, "{\"member\": %d, \"state\": \"%s\", \"done_bytes\": %"
+                 PRIu64 ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
+                 "%.0f, \"rate_limit\": %" PRIu64 "}", mb,
+                 gr_status_state_name (q.state), q.done_bytes, q.total_bytes,
+                 rate_of (&q), q.rate_limit);
+      else
+        fputs ("null", f);
+    }
+    fputs (",\n \"scrub\": ", f);
+    scrub_status (a, f, true, sb.scrub_at, gr_map_stripe_width (g));
+    fprintf (f, ",\n \"io\": {\"reads\": %" PRIu64 ", \"writes\": %" PRIu64
+             ", \"read_bytes\": %" PRIu64 ", \"written_bytes\": %" PRIu64
+             ", \"errors\": %" PRIu64 "}}\n", t.reads, t.writes,
+             t.read_bytes, t.written_bytes, t.errors);
+    return;
+  }
+
+  fprintf (f, "uuid       %s\n", uuid);
+  fprintf (f, "geometry   %" PRIu32 "+%" PRIu32 " %s, chunk %" PRIu32
+           " KiB, %d members\n", sb.k, sb.m,
+           sb.code == GR_CODE_RS ? "rs" : "crs", sb.chunk >> 10, n);
+  fprintf (f, "size       %" PRIu64 " bytes (%" PRIu64 " MiB)\n", size,
+           size >> 20);
+  {
+    const int nf = gr_members_nfailed (ms);
+
+    fprintf (f, "state      %s", array_state (a, ms, (int) sb.m));
+    if (nf > 0 && nf <= (int) sb.m)
+      fprintf (f, ": %d of %d members failed or missing, %d more failures "
+               "tolerated", nf, n, (int) sb.m - nf);
+    fprintf (f, "%s%s\n", gr_members_read_only_p (ms) ? ", read-only" : "",
+             sb.flags & GR_SB_FLAG_DIRTY ? ", dirty (writes since start)"
+             : "");
+  }
+  if (ci.gpu)
+    fprintf (f, "coder      GPU %s%s%s; CPU backend %s; %" PRIu64
+             " operations on the GPU\n", ci.gpu_name,
+             ci.gpu_all ? ", every operation" : ", large operations",
+             ci.fallen_back ? " (failed: everything on the CPU now)" : "",
+             ci.cpu_backend, ci.ops_gpu);
+  else
+    fprintf (f, "coder      CPU backend %s\n", ci.cpu_backend);
+  if (rs) {
+    const double rate = rate_of (&p);
+
+    fprintf (f, "resync     %s: %.1f%% (%" PRIu64 " of %" PRIu64 " MiB), "
+             "%.1f MiB/s", gr_status_state_name (p.state),
+             p.total_bytes ? 100.0 * p.done_bytes / p.total_bytes : 100.0,
+             p.done_bytes >> 20, p.total_bytes >> 20, rate / 1048576);
+    if (p.state == GR_RESYNC_RUNNING && rate > 0)
+      fprintf (f, ", %.0f s left",
+               (double) (p.total_bytes - p.done_bytes) / rate);
+    if (p.rate_limit)
+      fprintf (f, ", limit %" PRIu64 " bytes/s", p.rate_limit);
+    fputc ('\n', f);
+  }
+  else
+    fputs ("resync     none\n", f);
+  {
+    struct gr_resync_progress q;
+    const int mb = gr_heal_rebuild_progress (gr_array_heal (a), &q);
+
+    if (mb >= 0)
+      fprintf (f, "rebuild    member %d %s: %.1f%% (%" PRIu64 " of %" PRIu64
+               " MiB), %.1f MiB/s\n", mb, gr_status_state_name (q.state),
+               q.total_bytes ? 100.0 * q.done_bytes / q.total_bytes : 100.0,
+               q.done_bytes >> 20, q.total_bytes >> 20,
+               rate_of (&q) / 1048576);
+  }
+  scrub_status (a, f, false, sb.scrub_at, gr_map_stripe_width (g));
+  fprintf (f, "io         %" PRIu64 " reads (%" PRIu64 " MiB), %" PRIu64
+           " writes (%" PRIu64 " MiB), %" PRIu64 " errors\n", t.reads,
+           t.read_bytes >> 20, t.writes, t.written_bytes >> 20, t.errors);
+  fprintf (f, "members\n  %5s  %-8s %7s %10s %10s %10s %10s  %s\n", "index",
+           "state", "errors", "reads", "writes", "read MiB", "wrote MiB",
+           "path");
+  for (i = 0; i < n; i++) {
+    const enum gr_member_state s = gr_members_state (ms, i);
+    const char *path = gr_members_path (ms, i);
+
+    gr_members_counts (ms, i, &mc);
+    fprintf (f, "  %5d  %-8s %7" PRIu64 " %10" PRIu64 " %10" PRIu64
+             " %10" PRIu64 " %10" PRIu64 "  %s", i, member_state_name (s),
+             mc.errors, mc.reads, mc.writes, mc.read_bytes >> 20,
+             mc.written_bytes >> 20, path ? path : "-");
+    if (s != GR_MEMBER_ACTIVE)
+      fprintf (f, " (%s)", gr_members_why (ms, i));
+    fputc ('\n', f);
+  }
+  for (i = 0; gr_heal_spare (gr_array_heal (a), i, spare, sizeof spare); i++)
+    fprintf (f, "  %5s  %-8s %7s %10s %10s %10s %10s  %s\n", "-", "spare",
+             "-", "-", "-", "-", "-", spare);
+}
+
