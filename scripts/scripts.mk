@@ -32,4 +32,8 @@ bench-array-gpu: all scripts/nbdbench
 bench-connections: all scripts/nbdbench
 	scripts/bench-connections
 
-.PHONY: bench-array-gpu bench-connections
+# Rebuild of one member onto a blank file, accel=cpu and gpu.
+bench-rebuild: all scripts/nbdbench
+	scripts/bench-rebuild
+
+.PHONY: bench-array-gpu bench-connections bench-rebuild
