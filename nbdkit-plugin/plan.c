@@ -372,9 +372,12 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
     add_coding (p, GR_STEP_ENCODE, 1, L, 0,
                 c->gpu (c->gpu_arg, GR_OP_ENCODE, (size_t) k * L, 0));
   }
-  else if (rmw < rcw) {
+  else if (rmw < rcw && !c->rb_live) {
     /* delta = old ^ new over the touched bytes (zero elsewhere in
-     * [lo, hi)); parity ^= G * delta for each touched chunk. */
+     * [lo, hi)); parity ^= G * delta for each touched chunk.  Not below
+     * a rebuild's front: the journal holds the replacement's chunks as
+     * lost (a crash leaves it out), so the plan must hold them whole,
+     * as a reconstruct-write does, not as deltas or not at all. */
     bool gpu = c->gpu (c->gpu_arg, GR_OP_UPDATE, L, 0);
 
     start (p, GR_PLAN_WRITE_RMW, GR_LOCK_EXCL, sp);
