@@ -145,6 +145,14 @@ print_sb (const struct gr_probe *p)
       any = true;
     }
   printf ("%s\n", any ? "" : " none");
+  if (sb->flags & GR_SB_FLAG_REBUILDING)
+    printf ("  rebuilding     this member is a replacement being rebuilt "
+            "(rebuild %" PRIu64 ")\n", sb->rebuild_id);
+  else if (sb->rebuild_id && sb->rebuild_at < sb->data_size / sb->chunk)
+    printf ("  rebuild        of member %" PRIu32 " (rebuild %" PRIu64
+            "), checkpoint at stripe %" PRIu64 " of %" PRIu64 "\n",
+            sb->rebuild_member, sb->rebuild_id, sb->rebuild_at,
+            sb->data_size / sb->chunk);
   printf ("  data           %" PRIu64 " bytes per member from offset %"
           PRIu64 "\n", sb->data_size, sb->data_offset);
   if (sb->bitmap_region)
@@ -161,6 +169,7 @@ slot_state_name (enum gr_slot_state s)
   case GR_SLOT_STALE: return "stale";
   case GR_SLOT_FAILED: return "failed";
   case GR_SLOT_SALVAGED: return "salvaged";
+  case GR_SLOT_REBUILDING: return "rebuilding";
   }
   return "?";
 }

@@ -21,6 +21,7 @@
 #include "members.h"
 #include "resync.h"
 #include "scratch.h"
+#include "replacing.h"
 
 struct gr_array {
   struct gr_members *ms;
@@ -210,6 +211,14 @@ assemble (struct probes *ps, const struct gr_assembly *a)
 
     if (a->state[i] == GR_SLOT_ACTIVE || a->state[i] == GR_SLOT_SALVAGED) {
       gr_members_attach (ms, i, ps->p[q].path, ps->fd[q]);
+      ps->fd[q] = -1;
+    }
+    else if (a->state[i] == GR_SLOT_REBUILDING && !a->read_only) {
+      /* Failed, but in use below its checkpoint (the journal's replay
+       * writes it there too); heal.h resumes the rebuild. */
+      gr_members_set_failed (ms, i, a->path[i], a->why[i]);
+      gr_members_rebuild_resume (ms, i, ps->p[q].path, ps->fd[q],
+                                 a->sb.rebuild_at);
       ps->fd[q] = -1;
     }
     else

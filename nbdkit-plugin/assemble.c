@@ -281,11 +281,43 @@ place (const struct gr_probe *p, int np, int n, struct gr_assembly *a)
     a->path[idx] = p[i].path;
     if (idx != i)
       a->reordered = true;
-    if (auth == -1 || p[i].sb.event > p[auth].sb.event)
+    /* A replacement's superblock is never the array's. */
+    if (!(p[i].sb.flags & GR_SB_FLAG_REBUILDING) &&
+        (auth == -1 || p[i].sb.event > p[auth].sb.event))
       auth = i;
   }
   (void) n;
+  if (auth == -1)
+    refuse (a, "only replacements being rebuilt were found, no member of "
+            "the array: give its members");
   return auth;
+}
+
+/* Slot i holds a replacement being rebuilt (its own superblock says
+ * REBUILDING): the one the array records resumes from the checkpoint;
+ * one whose rebuild the array records as done was cut off in the update
+ * that made it live; any other is what an abandoned rebuild left. */
+static void
+judge_replacement (const struct gr_probe *q, int i, struct gr_assembly *a)
+{
+  const uint64_t stripes = a->sb.data_size / a->sb.chunk;
+  const bool recorded = a->sb.rebuild_id == q->sb.rebuild_id &&
+    a->sb.rebuild_member == (uint32_t) i;
+
+  if (recorded && gr_sb_failed_test (&a->sb, i) &&
+      a->sb.rebuild_at < stripes) {
+    a->state[i] = GR_SLOT_REBUILDING;
+    snprintf (a->why[i], sizeof a->why[i], "being rebuilt: resumes at "
+              "stripe %" PRIu64 " of %" PRIu64, a->sb.rebuild_at, stripes);
+  }
+  else if (recorded && !gr_sb_failed_test (&a->sb, i) &&
+           a->sb.rebuild_at == stripes)
+    a->state[i] = GR_SLOT_ACTIVE;
+  else {
+    a->state[i] = GR_SLOT_STALE;
+    snprintf (a->why[i], sizeof a->why[i], "the replacement of a rebuild "
+              "that was abandoned (not the one the array records)");
+  }
 }
 
 /* The state of every slot against the authoritative superblock. */
@@ -314,6 +346,8 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
       else
         snprintf (a->why[i], sizeof a->why[i], "missing");
     }
+    else if (p[q].sb.flags & GR_SB_FLAG_REBUILDING)
+      judge_replacement (&p[q], i, a);
     else if (gr_sb_failed_test (&a->sb, i)) {
       a->state[i] = GR_SLOT_FAILED;
       snprintf (a->why[i], sizeof a->why[i], "marked failed in the array "
@@ -334,8 +368,9 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
         append (a->warning, sizeof a->warning, "%smember %d is %s",
                 a->nfailed > 1 ? "; " : "", i, a->why[i]);
       else
-        append (a->warning, sizeof a->warning, "%smember %d (%s) is %s: not "
-                "used", a->nfailed > 1 ? "; " : "", i, p[q].path, a->why[i]);
+        append (a->warning, sizeof a->warning, "%smember %d (%s) is %s%s",
+                a->nfailed > 1 ? "; " : "", i, p[q].path, a->why[i],
+                a->state[i] == GR_SLOT_REBUILDING ? "" : ": not used");
     }
   }
   for (i = 0; i < np; i++)
@@ -347,13 +382,23 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
 
 /* Would bringing back the members marked failed or stale that are
  * present leave at most m missing? */
+/* Could slot i be brought back: present, not active, and no replacement
+ * (whose chunks above its checkpoint were never written)? */
 static bool
-salvageable (const struct gr_assembly *a)
+bringable (const struct gr_probe *p, const struct gr_assembly *a, int i)
+{
+  return a->slot[i] >= 0 && a->state[i] != GR_SLOT_ACTIVE &&
+    a->state[i] != GR_SLOT_SALVAGED &&
+    !(p[a->slot[i]].sb.flags & GR_SB_FLAG_REBUILDING);
+}
+
+static bool
+salvageable (const struct gr_probe *p, const struct gr_assembly *a)
 {
   int i, missing = 0;
 
   for (i = 0; i < a->n; i++)
-    missing += a->slot[i] < 0;
+    missing += a->state[i] != GR_SLOT_ACTIVE && !bringable (p, a, i);
   return missing <= a->geom.m;
 }
 
@@ -367,14 +412,13 @@ salvage (const struct gr_probe *p, struct gr_assembly *a)
   char list[sizeof a->warning] = "";
   int i;
 
-  if (!salvageable (a))
+  if (!salvageable (p, a))
     return;
   while (a->nfailed > a->geom.m) {
     int best = -1;
 
     for (i = 0; i < a->n; i++)
-      if (a->slot[i] >= 0 && a->state[i] != GR_SLOT_ACTIVE &&
-          a->state[i] != GR_SLOT_SALVAGED &&
+      if (bringable (p, a, i) &&
           (best < 0 || p[a->slot[i]].sb.event > p[a->slot[best]].sb.event))
         best = i;
     a->state[best] = GR_SLOT_SALVAGED;
@@ -409,7 +453,8 @@ dirty_flags (const struct gr_probe *p, const struct gr_assembly *a)
     return a->sb.flags;
   for (i = 0; i < a->n; i++)
     if (a->state[i] == GR_SLOT_ACTIVE && (p[a->slot[i]].sb.flags &
-                                          GR_SB_FLAG_DIRTY))
+                                          GR_SB_FLAG_DIRTY) &&
+        !(p[a->slot[i]].sb.flags & GR_SB_FLAG_REBUILDING))
       return p[a->slot[i]].sb.flags;
   return 0;
 }
@@ -450,7 +495,7 @@ gr_assemble (const struct gr_probe *p, int np,
   if (a->nfailed > a->geom.m) {
     refuse (a, "the array has failed: too many members missing or failed: "
             "%d of %d, the array tolerates %d: %s%s", a->nfailed, a->n,
-            a->geom.m, a->warning, args->salvage || !salvageable (a) ? ""
+            a->geom.m, a->warning, args->salvage || !salvageable (p, a) ? ""
             : "; salvage=true brings it up read-only with the members "
             "marked failed that are present, to copy the data off");
     return;

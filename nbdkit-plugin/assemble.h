@@ -49,6 +49,9 @@ enum gr_slot_state {
   GR_SLOT_FAILED,               /* marked failed in the array */
   GR_SLOT_SALVAGED,             /* marked failed or stale, but present and
                                  * used, read-only (salvage) */
+  GR_SLOT_REBUILDING,           /* the replacement of the rebuild the
+                                 * array records: its rebuild resumes from
+                                 * the checkpoint (sb.rebuild_at) */
 };
 
 enum gr_resync_need {

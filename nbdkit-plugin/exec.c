@@ -11,6 +11,7 @@
 #include "bitmap.h"
 #include "log.h"
 #include "steps.h"
+#include "replacing.h"
 
 #define NLOCKS 1024                     /* stripe lock table size */
 

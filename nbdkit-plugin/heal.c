@@ -18,6 +18,7 @@
 #include "members.h"
 #include "rebuild.h"
 #include "superblock.h"
+#include "replacing.h"
 
 #define MAX_SPARES 32
 
@@ -42,6 +43,8 @@ struct gr_heal {
   struct spare spares[MAX_SPARES];
   int nspares;
   int auto_member;              /* the member of a rebuild onto a spare */
+  int resume;                   /* a rebuild to resume, or -1 */
+  uint64_t resume_at;           /* from this stripe */
   bool no_auto[GR_MAX_MEMBERS]; /* its rebuild onto a spare failed */
 };
 
@@ -172,8 +175,18 @@ replace_locked (struct gr_heal *h, int i, const char *path, int *err)
     return GR_HEAL_IO_ERROR;
   }
   gr_rebuild_stop (h->rebuild);
-  gr_members_rebuild_begin (h->ms, i, path, fd);
-  h->rebuild = gr_rebuild_start (h->x, h->b, i, h->rate);
+  h->rebuild = NULL;
+  switch (gr_members_rebuild_begin (h->ms, i, path, fd)) {
+  case GR_MEMBERS_OK:
+    break;
+  case GR_MEMBERS_IO_ERROR:
+    *err = errno;
+    return GR_HEAL_IO_ERROR;
+  case GR_MEMBERS_ARRAY_FAILED:
+    gr_members_rebuild_end (h->ms, i, GR_REBUILD_ABANDONED);
+    return GR_HEAL_IO_ERROR;
+  }
+  h->rebuild = gr_rebuild_start (h->x, h->b, i, 0, h->rate);
   h->last_job = GR_HEAL_JOB_REBUILD;
   h->auto_member = -1;
   return h->rebuild ? GR_HEAL_STARTED : GR_HEAL_IO_ERROR;
@@ -196,6 +209,16 @@ use_spare_locked (struct gr_heal *h)
                "replace)", h->auto_member);
       h->auto_member = -1;
     }
+  }
+  if (h->resume >= 0 && !running_locked (h)) {
+    gr_warn ("resuming the rebuild of member %d (%s) at stripe %" PRIu64
+             " (its checkpoint)", h->resume,
+             gr_members_path (h->ms, h->resume), h->resume_at);
+    h->rebuild = gr_rebuild_start (h->x, h->b, h->resume, h->resume_at,
+                                   h->rate);
+    h->last_job = GR_HEAL_JOB_REBUILD;
+    h->resume = -1;
+    return;
   }
   if (h->nspares == 0 || gr_members_read_only_p (h->ms) ||
       gr_members_too_degraded (h->ms))
@@ -284,6 +307,7 @@ gr_heal_new (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
   h->b = b;
   h->rate = rate;
   h->auto_member = -1;
+  h->resume = -1;
   pthread_mutex_init (&h->lock, NULL);
   pthread_cond_init (&h->cond, NULL);
   return h;
@@ -292,9 +316,15 @@ gr_heal_new (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
 int
 gr_heal_start (struct gr_heal *h, struct gr_resync *rs)
 {
+  const struct gr_geom *g = gr_exec_geom (h->x);
+  uint64_t front;
   int e;
 
   h->rs = rs;
+  /* A rebuild resumed at assembly (members.h) goes on once the resync
+   * is done. */
+  h->resume = gr_members_rebuilding (h->ms, &front);
+  h->resume_at = h->resume >= 0 ? (front - g->data_offset) / g->chunk : 0;
   e = pthread_create (&h->thread, NULL, heal_thread, h);
   if (e != 0) {
     errno = e;

@@ -23,6 +23,7 @@
 #include "journal.h"
 #include "log.h"
 #include "superblock.h"
+#include "replacing.h"
 
 #define HDR 4096
 #define MAGIC "GRJOURNL"
@@ -249,9 +250,10 @@ replay_entry (struct gr_journal *j, struct gr_coding *coding,
   uint64_t s = get64 (e + 32);
   uint32_t lo = get32 (e + 40), hi = get32 (e + 44), nlost = get32 (e + 48);
   size_t L = hi - lo, x;
+  const uint64_t moff = gr_map_member_offset (g, s, lo);
   uint8_t *buf, *blk[GR_MAX_MEMBERS];
-  struct gr_mio v[GR_MAX_MEMBERS];
-  int i, nv = 0, r = 0;
+  struct gr_mio v[GR_MAX_MEMBERS], w[GR_MAX_MEMBERS];
+  int i, nv = 0, nw = 0, r = 0;
 
   buf = malloc ((size_t) j->n * L);
   if (buf == NULL)
@@ -267,15 +269,20 @@ replay_entry (struct gr_journal *j, struct gr_coding *coding,
         memcpy (blk[i], e + HDR + x * L, L);
         have = true;
       }
+    /* A lost chunk on the rebuilt part of a replacement (a rebuild
+     * resumed from its checkpoint) is written there as journaled. */
+    if (have && gr_members_failed (j->ms, mem) &&
+        gr_members_in_use (j->ms, mem, moff, L))
+      w[nw++] = (struct gr_mio) { .kind = GR_MIO_WRITE, .member = mem,
+                                  .off = moff, .len = L, .buf = blk[i] };
     if (have)
       continue;
-    if (gr_members_failed (j->ms, mem)) {
+    if (!gr_members_in_use (j->ms, mem, moff, L)) {
       r = 1;
       goto out;
     }
     v[nv++] = (struct gr_mio) { .kind = GR_MIO_READ, .member = mem,
-                                .off = gr_map_member_offset (g, s, lo),
-                                .len = L, .buf = blk[i] };
+                                .off = moff, .len = L, .buf = blk[i] };
   }
   gr_members_io (j->ms, v, nv, GR_MIO_REPORT);
   for (i = 0; i < nv; i++)
@@ -291,11 +298,12 @@ replay_entry (struct gr_journal *j, struct gr_coding *coding,
   for (i = g->k; i < j->n; i++) {
     int mem = gr_map_member (g, s, i);
 
-    if (!gr_members_failed (j->ms, mem))
+    if (gr_members_in_use (j->ms, mem, moff, L))
       v[nv++] = (struct gr_mio) { .kind = GR_MIO_WRITE, .member = mem,
-                                  .off = gr_map_member_offset (g, s, lo),
-                                  .len = L, .buf = blk[i] };
+                                  .off = moff, .len = L, .buf = blk[i] };
   }
+  for (x = 0; x < (size_t) nw; x++)
+    v[nv++] = w[x];
   gr_members_io (j->ms, v, nv, GR_MIO_REPORT);
   for (i = 0; i < nv; i++)
     if (v[i].result != GR_MIO_DONE)

@@ -15,36 +15,8 @@
 #include "log.h"
 
 #include "members.h"
+#include "members-state.h"
 #include "uring.h"
-
-struct member {
-  char *path;                   /* NULL if no path filled this slot */
-  int fd;                       /* -1 if missing */
-  int failed;                   /* atomic; never cleared */
-  char why[256];                /* why it failed */
-  /* atomic: accesses done, bytes moved, errors met (gr_members_counts) */
-  uint64_t reads, writes, read_bytes, written_bytes, errors;
-  /* A replacement being rebuilt (failed stays set until it is done):
-   * atomic; I/O below front (a member byte offset) is allowed, and the
-   * rebuild's own writes below wfront (>= front). */
-  int rebuilding;
-  uint64_t front, wfront;
-};
-
-struct gr_members {
-  int n, m;
-  struct member *mem;
-  int nfailed;                  /* atomic */
-  uint64_t gen;                 /* atomic: + 1 on every failure */
-  pthread_mutex_t lock;         /* sb and failure transitions; leaf */
-  struct gr_sb sb;
-  int dirty_on_disk;            /* atomic: DIRTY flag persisted */
-  bool keep_dirty;
-  bool read_only;               /* salvage: nothing is written */
-  unsigned (*on_dirty) (void *arg);
-  void *on_dirty_arg;
-  int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
-};
 
 struct gr_members *
 gr_members_new (const struct gr_sb *sb)
@@ -204,8 +176,8 @@ gr_members_set_failed (struct gr_members *ms, int i, const char *path,
 /* Write the in-memory superblock, event + 1, to every live member and
  * fdatasync it.  A member that cannot be written fails, and the write is
  * redone with a new event so that it is stale.  Lock held. */
-static enum gr_members_outcome
-write_sbs_locked (struct gr_members *ms)
+enum gr_members_outcome
+gr_members_write_sbs_locked (struct gr_members *ms)
 {
   uint8_t buf[GR_SB_SIZE];
   bool redo;
@@ -246,7 +218,7 @@ gr_members_write_sbs (struct gr_members *ms)
   enum gr_members_outcome r;
 
   pthread_mutex_lock (&ms->lock);
-  r = write_sbs_locked (ms);
+  r = gr_members_write_sbs_locked (ms);
   pthread_mutex_unlock (&ms->lock);
   return r;
 }
@@ -261,7 +233,7 @@ gr_members_set_scrub_at (struct gr_members *ms, uint64_t stripe, bool now)
     now = false;
   ms->sb.scrub_at = stripe;
   if (now && !ms->read_only)
-    r = write_sbs_locked (ms);
+    r = gr_members_write_sbs_locked (ms);
   pthread_mutex_unlock (&ms->lock);
   return r;
 }
@@ -274,7 +246,7 @@ gr_members_mark_clean (struct gr_members *ms)
   pthread_mutex_lock (&ms->lock);
   ms->sb.flags &= ~(GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED |
                     GR_SB_FLAG_BITMAP);
-  r = write_sbs_locked (ms);
+  r = gr_members_write_sbs_locked (ms);
   pthread_mutex_unlock (&ms->lock);
   return r;
 }
@@ -295,7 +267,7 @@ gr_members_fail (struct gr_members *ms, int i, const char *fmt, ...)
     /* Recorded even past m: an array that has failed must not come back
      * trusting this member (its chunks miss the write that failed). */
     fail_locked (ms, i, why, true);
-    r = write_sbs_locked (ms);
+    r = gr_members_write_sbs_locked (ms);
   }
   if (ms->nfailed > ms->m)
     r = GR_MEMBERS_ARRAY_FAILED;
@@ -317,7 +289,7 @@ gr_members_fail_keeping (struct gr_members *ms, int i, const char *why)
     r = GR_FAIL_NO_REDUNDANCY;
   else {
     fail_locked (ms, i, why, true);
-    r = write_sbs_locked (ms) == GR_MEMBERS_OK ? GR_FAIL_DONE
+    r = gr_members_write_sbs_locked (ms) == GR_MEMBERS_OK ? GR_FAIL_DONE
       : GR_FAIL_ARRAY_FAILED;
   }
   pthread_mutex_unlock (&ms->lock);
@@ -356,88 +328,6 @@ gr_members_same_file (const struct gr_members *ms, const struct stat *st,
   return false;
 }
 
-void
-gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
-                          int fd)
-{
-  struct member *mb = &ms->mem[i];
-  char *p = strdup (path);
-
-  pthread_mutex_lock (&ms->lock);
-  if (mb->fd >= 0)
-    close (mb->fd);
-  if (p) {
-    free (mb->path);
-    mb->path = p;
-  }
-  mb->fd = fd;
-  snprintf (mb->why, sizeof mb->why, "being rebuilt");
-  __atomic_store_n (&mb->front, 0, __ATOMIC_RELEASE);
-  __atomic_store_n (&mb->wfront, 0, __ATOMIC_RELEASE);
-  __atomic_store_n (&mb->rebuilding, 1, __ATOMIC_RELEASE);
-  __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
-  pthread_mutex_unlock (&ms->lock);
-}
-
-bool
-gr_members_rebuild_advance (struct gr_members *ms, int i, uint64_t front,
-                            bool written)
-{
-  struct member *mb = &ms->mem[i];
-
-  if (!__atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE))
-    return false;
-  if (!written) {
-    __atomic_store_n (&mb->wfront, front, __ATOMIC_RELEASE);
-    return true;
-  }
-  __atomic_store_n (&mb->front, front, __ATOMIC_RELEASE);
-  __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
-  return true;
-}
-
-int
-gr_members_rebuilding (const struct gr_members *ms, uint64_t *front)
-{
-  for (int i = 0; i < ms->n; i++)
-    if (__atomic_load_n (&ms->mem[i].rebuilding, __ATOMIC_ACQUIRE)) {
-      *front = __atomic_load_n (&ms->mem[i].front, __ATOMIC_ACQUIRE);
-      return i;
-    }
-  return -1;
-}
-
-bool
-gr_members_rebuild_end (struct gr_members *ms, int i, bool done)
-{
-  struct member *mb = &ms->mem[i];
-  bool live = false;
-
-  pthread_mutex_lock (&ms->lock);
-  if (done && __atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE) &&
-      fdatasync (mb->fd) == -1) {
-    __atomic_add_fetch (&mb->errors, 1, __ATOMIC_RELAXED);
-    nbdkit_error ("replacement member %d (%s) failed: fdatasync: %m; the "
-                  "member stays failed", i, mb->path);
-    done = false;
-  }
-  if (done && __atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE)) {
-    /* Trusted from the superblock update on: its bit cleared on every
-     * live member and its own superblock written (docs/format.md). */
-    mb->why[0] = '\0';
-    ms->sb.failed[i / 8] &= (uint8_t) ~(1u << (i % 8));
-    __atomic_store_n (&mb->failed, 0, __ATOMIC_RELEASE);
-    __atomic_sub_fetch (&ms->nfailed, 1, __ATOMIC_ACQ_REL);
-    live = write_sbs_locked (ms) == GR_MEMBERS_OK && !mb->failed;
-  }
-  else if (mb->why[0] == '\0' || strcmp (mb->why, "being rebuilt") == 0)
-    snprintf (mb->why, sizeof mb->why, "rebuild not finished");
-  __atomic_store_n (&mb->rebuilding, 0, __ATOMIC_RELEASE);
-  __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
-  pthread_mutex_unlock (&ms->lock);
-  return live;
-}
-
 int
 gr_members_begin_write (struct gr_members *ms)
 {
@@ -457,7 +347,7 @@ gr_members_begin_write (struct gr_members *ms)
       ms->sb.flags |= GR_SB_FLAG_JOURNALED;
     if (keeps & GR_KEEPS_BITMAP)
       ms->sb.flags |= GR_SB_FLAG_BITMAP;
-    r = write_sbs_locked (ms);
+    r = gr_members_write_sbs_locked (ms);
     if (r == GR_MEMBERS_OK)
       __atomic_store_n (&ms->dirty_on_disk, 1, __ATOMIC_RELEASE);
   }
@@ -497,9 +387,8 @@ gr_members_falloc_ok (const struct gr_members *ms, enum gr_mio_kind mode)
            & (1 << mode));
 }
 
-/* May v be done: a live member, or the part of a replacement rebuilt. */
-static bool
-usable (const struct gr_members *ms, const struct gr_mio *v)
+bool
+gr_members_usable (const struct gr_members *ms, const struct gr_mio *v)
 {
   const struct member *mb = &ms->mem[v->member];
 
@@ -549,7 +438,7 @@ mio_one (struct gr_members *ms, struct gr_mio *v, enum gr_mio_policy policy)
 {
   int fd = ms->mem[v->member].fd, r;
 
-  if (!usable (ms, v)) {
+  if (!gr_members_usable (ms, v)) {
     v->result = GR_MIO_SKIPPED;
     return;
   }
@@ -607,7 +496,7 @@ gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
   if (rv) {
     for (i = 0; i < n; i++) {
       v[i].result = GR_MIO_SKIPPED;
-      if (v[i].kind == GR_MIO_READ && usable (ms, &v[i]))
+      if (v[i].kind == GR_MIO_READ && gr_members_usable (ms, &v[i]))
         rv[nr++] = (struct gr_rio) { .fd = ms->mem[v[i].member].fd,
                                      .buf = v[i].buf, .len = v[i].len,
                                      .off = v[i].off, .tag = i };
@@ -672,7 +561,7 @@ gr_members_close (struct gr_members *ms)
     if (ms->nfailed <= ms->m && !ms->keep_dirty) {
       ms->sb.flags &= ~(GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED |
                         GR_SB_FLAG_BITMAP);
-      if (write_sbs_locked (ms) == GR_MEMBERS_OK)
+      if (gr_members_write_sbs_locked (ms) == GR_MEMBERS_OK)
         ms->dirty_on_disk = 0;
     }
   }

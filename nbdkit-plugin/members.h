@@ -69,6 +69,8 @@ void gr_members_sb (struct gr_members *ms, struct gr_sb *out);
 enum gr_members_outcome {
   GR_MEMBERS_OK,                /* done; at most m members failed */
   GR_MEMBERS_ARRAY_FAILED,      /* more than m members have failed */
+  GR_MEMBERS_IO_ERROR,          /* a replacement's superblock could not
+                                 * be written (errno set) */
 };
 
 /* Write the superblock, event + 1, to every live member and fdatasync
@@ -114,27 +116,6 @@ struct stat;
 bool gr_members_same_file (const struct gr_members *ms, const struct stat *st,
                            int *which);
 
-/* Rebuilding member i onto a replacement (rebuild.h drives it).  The
- * member stays failed: plans treat it as lost, except the stripes below
- * the front (plan.h: gr_plan_ctx.rb_member), where it is read and written
- * like a live member; member I/O allows exactly that part.  Every change
- * of the front changes the failure generation, so that a plan made
- * before it is made again (exec.h).  An I/O error on the replacement
- * ends the rebuild (the member stays failed). */
-void gr_members_rebuild_begin (struct gr_members *ms, int i,
-                               const char *path, int fd);
-/* !written: the rebuild may now write below front (member bytes);
- * written: those bytes are rebuilt, and from now on plans read and write
- * them (lock-free healthy reads included: so only once they are there).
- * false if the rebuild has ended (the replacement failed). */
-bool gr_members_rebuild_advance (struct gr_members *ms, int i,
-                                 uint64_t front, bool written);
-/* The member being rebuilt and its front, or -1. */
-int gr_members_rebuilding (const struct gr_members *ms, uint64_t *front);
-/* done: every stripe rebuilt: the replacement is synced, then the
- * member is live again, recorded on every live member's superblock (its
- * own included).  Otherwise it stays failed.  true if it is live. */
-bool gr_members_rebuild_end (struct gr_members *ms, int i, bool done);
 bool gr_members_read_only_p (const struct gr_members *ms);
 /* Before the first write: persist the dirty flag and the failed set.
  * 0, or -1 with errno EIO. */

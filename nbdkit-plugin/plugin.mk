@@ -7,7 +7,7 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # serves gpuraidctl; config, calibrate, gpudev, fakegpu, log, uring beside.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               assemble.o resync.o journal.o bitmap.o io.o plan.o exec.o \
-              members.o fullio.o control.o status.o pace.o rebuild.o scrub.o \
+              members.o replacing.o fullio.o control.o status.o pace.o rebuild.o scrub.o \
               heal.o \
               coding.o scratch.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o uring.o \

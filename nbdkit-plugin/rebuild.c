@@ -8,11 +8,14 @@
 #include "log.h"
 #include "pace.h"
 #include "rebuild.h"
+#include "replacing.h"
 
 /* The batch buffer (all members' chunks of the stripes held exclusively
  * at once): large, so that each erasure pattern's stripes make one
  * large coding operation. */
 #define BUF_BYTES ((size_t) 128 << 20)
+/* Seconds between checkpoints (each is a superblock update). */
+#define CHECKPOINT_S 1.0
 
 struct gr_rebuild {
   struct gr_exec *x;
@@ -23,8 +26,10 @@ struct gr_rebuild {
   uint8_t *buf;
   bool pinned;                  /* buf from the coder (page-locked) */
   uint64_t batch;               /* stripes */
+  uint64_t from;                /* the stripe it started from (resumed) */
   /* Progress, atomic: array bytes done and to do, enum gr_resync_state. */
   uint64_t done, total;
+  uint64_t checkpoint;          /* the last recorded (a stripe) */
   int state;
 };
 
@@ -36,11 +41,13 @@ rebuild_thread (void *arg)
   const struct gr_geom *g = gr_exec_geom (rb->x);
   const uint64_t width = gr_map_stripe_width (g);
   enum gr_resync_state st = GR_RESYNC_DONE;
-  uint64_t s = 0;
-  int last_pct = 0;
+  uint64_t s = rb->from;
+  int last_pct = (int) (s * 10 / g->stripes);
+  double checkpointed = gr_pace_seconds (rb->pace);
 
-  gr_debug ("rebuild of member %d (%s): %" PRIu64 " stripes", rb->member,
-            gr_members_path (ms, rb->member), g->stripes);
+  gr_debug ("rebuild of member %d (%s): %" PRIu64 " stripes from stripe %"
+            PRIu64, rb->member, gr_members_path (ms, rb->member), g->stripes,
+            s);
   while (s < g->stripes) {
     /* A tenth of a second's worth under a rate limit: the limit is kept
      * smoothly and writers wait for short batches only. */
@@ -70,7 +77,18 @@ rebuild_thread (void *arg)
       gr_debug ("rebuild of member %d: %d0%% (%" PRIu64 " MiB in %.1f s)",
                 rb->member, last_pct, done >> 20, gr_pace_seconds (rb->pace));
     }
-    if (s < g->stripes && gr_pace_wait (rb->pace, done)) {
+    /* A checkpoint every CHECKPOINT_S: a restart resumes from there. */
+    if (s < g->stripes &&
+        gr_pace_seconds (rb->pace) - checkpointed >= CHECKPOINT_S) {
+      if (!gr_members_rebuild_checkpoint (ms, rb->member, s)) {
+        st = GR_RESYNC_FAILED;
+        goto end;
+      }
+      checkpointed = gr_pace_seconds (rb->pace);
+      __atomic_store_n (&rb->checkpoint, s, __ATOMIC_RELAXED);
+    }
+    if (s < g->stripes && gr_pace_wait (rb->pace,
+                                        done - rb->from * width)) {
       st = GR_RESYNC_STOPPED;
       goto end;
     }
@@ -80,7 +98,7 @@ rebuild_thread (void *arg)
  end:
   if (st == GR_RESYNC_DONE) {
     /* Synced there before the superblocks say that it is live. */
-    if (!gr_members_rebuild_end (ms, rb->member, true))
+    if (!gr_members_rebuild_end (ms, rb->member, GR_REBUILD_DONE))
       st = GR_RESYNC_FAILED;
     else {
       gr_bitmap_checkpoint (rb->b);
@@ -91,12 +109,22 @@ rebuild_thread (void *arg)
                gr_members_n (ms));
     }
   }
+  else if (st == GR_RESYNC_STOPPED &&
+           gr_members_rebuild_checkpoint (ms, rb->member, s)) {
+    __atomic_store_n (&rb->checkpoint, s, __ATOMIC_RELAXED);
+    gr_members_rebuild_end (ms, rb->member, GR_REBUILD_PAUSED);
+    gr_warn ("rebuild of member %d paused at shutdown after %" PRIu64
+             " of %" PRIu64 " stripes: it resumes from there when the array "
+             "starts with member=%s", rb->member, s, g->stripes,
+             gr_members_path (ms, rb->member));
+  }
   else {
-    gr_members_rebuild_end (ms, rb->member, false);
+    gr_members_rebuild_end (ms, rb->member, GR_REBUILD_ABANDONED);
     if (st == GR_RESYNC_STOPPED)
       gr_warn ("rebuild of member %d stopped at shutdown after %" PRIu64
-               " of %" PRIu64 " stripes: the member stays failed; replace "
-               "it again", rb->member, s, g->stripes);
+               " of %" PRIu64 " stripes, its checkpoint not recorded: the "
+               "member stays failed; replace it again", rb->member, s,
+               g->stripes);
     else
       gr_warn ("rebuild of member %d (%s) failed after %" PRIu64 " of %"
                PRIu64 " stripes (see the error before): the member stays "
@@ -119,7 +147,7 @@ free_buf (struct gr_rebuild *rb)
 
 struct gr_rebuild *
 gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, int member,
-                  uint64_t rate)
+                  uint64_t from, uint64_t rate)
 {
   const struct gr_geom *g = gr_exec_geom (x);
   struct gr_rebuild *rb = calloc (1, sizeof *rb);
@@ -135,6 +163,8 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, int member,
     rb->batch = 1;
   if (rb->batch > g->stripes)
     rb->batch = g->stripes;
+  rb->from = rb->checkpoint = from;
+  rb->done = from * gr_map_stripe_width (g);
   rb->total = g->stripes * gr_map_stripe_width (g);
   rb->state = GR_RESYNC_RUNNING;
   rb->pace = gr_pace_new (rate);
@@ -158,7 +188,7 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, int member,
  nomem:
   nbdkit_error ("rebuild: %m");
  fail:
-  gr_members_rebuild_end (gr_exec_members (x), member, false);
+  gr_members_rebuild_end (gr_exec_members (x), member, GR_REBUILD_PAUSED);
   if (rb) {
     gr_pace_free (rb->pace);
     free_buf (rb);
@@ -173,8 +203,15 @@ gr_rebuild_progress (struct gr_rebuild *rb, struct gr_resync_progress *out)
   out->state = __atomic_load_n (&rb->state, __ATOMIC_ACQUIRE);
   out->done_bytes = __atomic_load_n (&rb->done, __ATOMIC_RELAXED);
   out->total_bytes = rb->total;
+  out->from_bytes = rb->from * gr_map_stripe_width (gr_exec_geom (rb->x));
   out->seconds = gr_pace_seconds (rb->pace);
   out->rate_limit = gr_pace_rate (rb->pace);
+}
+
+uint64_t
+gr_rebuild_checkpoint (const struct gr_rebuild *rb)
+{
+  return __atomic_load_n (&rb->checkpoint, __ATOMIC_RELAXED);
 }
 
 int
@@ -187,7 +224,8 @@ void
 gr_rebuild_set_rate (struct gr_rebuild *rb, uint64_t rate)
 {
   gr_pace_set_rate (rb->pace, rate,
-                    __atomic_load_n (&rb->done, __ATOMIC_RELAXED));
+                    __atomic_load_n (&rb->done, __ATOMIC_RELAXED)
+                    - rb->from * gr_map_stripe_width (gr_exec_geom (rb->x)));
 }
 
 void

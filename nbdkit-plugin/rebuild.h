@@ -10,9 +10,12 @@
  * member is lost.  At most rate
  * bytes of array data a second; progress logged every 10 % (nbdkit -v).
  * At the end the replacement is synced and the member is live again,
- * recorded on every superblock.  A shutdown, the replacement failing, or
- * more than m members lost stops it: the member stays failed (a restart
- * does not resume it: replace again).
+ * recorded on every superblock.  Every second, and at a shutdown, the
+ * stripes done are synced on the replacement and recorded as its
+ * checkpoint in the members' superblocks (members.h): a start with the
+ * replacement in place, after a shutdown or a crash, resumes from there.
+ * The replacement failing, or more than m members lost, stops it: the
+ * member stays failed, the rebuild forgotten (replace again).
  *
  * One owner: struct gr_rebuild holds the thread, its buffers and its
  * progress. */
@@ -27,11 +30,14 @@
 
 struct gr_rebuild;
 
-/* Rebuild member (already begun in members.h).  NULL after
- * nbdkit_error (the member's rebuild is then ended, still failed). */
+/* Rebuild member (already begun or resumed in members.h) from stripe
+ * from.  NULL after nbdkit_error (the member's rebuild is then paused:
+ * still failed, resumed at the next start). */
 struct gr_rebuild *gr_rebuild_start (struct gr_exec *x,
                                      struct gr_bitmap *b, int member,
-                                     uint64_t rate);
+                                     uint64_t from, uint64_t rate);
+/* The last checkpoint recorded (a stripe; from until the first). */
+uint64_t gr_rebuild_checkpoint (const struct gr_rebuild *rb);
 /* Its progress, in the resync's terms (state, bytes of array data). */
 void gr_rebuild_progress (struct gr_rebuild *rb,
                           struct gr_resync_progress *out);

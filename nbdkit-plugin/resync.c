@@ -180,6 +180,7 @@ gr_resync_progress (struct gr_resync *rs, struct gr_resync_progress *out)
   out->state = __atomic_load_n (&rs->state, __ATOMIC_ACQUIRE);
   out->done_bytes = __atomic_load_n (&rs->done, __ATOMIC_RELAXED);
   out->total_bytes = __atomic_load_n (&rs->total, __ATOMIC_RELAXED);
+  out->from_bytes = 0;
   out->seconds = gr_pace_seconds (rs->pace);
   out->rate_limit = gr_pace_rate (rs->pace);
 }

@@ -43,6 +43,8 @@ enum gr_resync_state {
 struct gr_resync_progress {
   enum gr_resync_state state;
   uint64_t done_bytes, total_bytes;     /* of array data */
+  uint64_t from_bytes;                  /* done before it started (one
+                                         * that went on from there) */
   double seconds;                       /* since it started */
   uint64_t rate_limit;                  /* 0: none */
 };

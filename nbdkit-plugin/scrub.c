@@ -408,6 +408,7 @@ gr_scrub_progress (struct gr_scrub *sc, struct gr_resync_progress *out)
   out->state = __atomic_load_n (&sc->state, __ATOMIC_ACQUIRE);
   out->done_bytes = __atomic_load_n (&sc->done, __ATOMIC_RELAXED);
   out->total_bytes = sc->total;
+  out->from_bytes = sc->from * gr_map_stripe_width (gr_exec_geom (sc->x));
   out->seconds = gr_pace_seconds (sc->pace);
   out->rate_limit = gr_pace_rate (sc->pace);
 }

@@ -101,7 +101,8 @@ json_str (FILE *f, const char *s)
 static double
 rate_of (const struct gr_resync_progress *p)
 {
-  return p->seconds > 0 ? (double) p->done_bytes / p->seconds : 0;
+  return p->seconds > 0 ? (double) (p->done_bytes - p->from_bytes)
+    / p->seconds : 0;
 }
 
 /* The scrub's object (JSON) or lines (text). */

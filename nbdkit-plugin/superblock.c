@@ -99,6 +99,13 @@ gr_sb_validate (const struct gr_sb *sb)
     return -EINVAL;
   if (sb->scrub_at >= sb->data_size / sb->chunk)
     return -EINVAL;
+  if (sb->rebuild_id == 0
+      ? sb->rebuild_member != 0 || sb->rebuild_at != 0
+      : sb->rebuild_member >= n || sb->rebuild_at > sb->data_size / sb->chunk)
+    return -EINVAL;
+  if ((sb->flags & GR_SB_FLAG_REBUILDING) &&
+      (sb->rebuild_id == 0 || sb->rebuild_member != sb->index))
+    return -EINVAL;
   return 0;
 }
 
@@ -135,6 +142,9 @@ gr_sb_encode (const struct gr_sb *sb, uint8_t *buf)
   memcpy (buf + 88, sb->failed, 32);
   put64 (buf + 120, sb->bitmap_region);
   put64 (buf + 128, sb->scrub_at);
+  put64 (buf + 136, sb->rebuild_id);
+  put32 (buf + 144, sb->rebuild_member);
+  put64 (buf + 152, sb->rebuild_at);
   put32 (buf + GR_SB_CRC_OFFSET, gr_crc32c (0, buf, GR_SB_CRC_OFFSET));
 }
 
@@ -167,6 +177,11 @@ gr_sb_decode (const uint8_t *buf, struct gr_sb *sb)
   memcpy (sb->failed, buf + 88, 32);
   sb->bitmap_region = get64 (buf + 120);
   sb->scrub_at = get64 (buf + 128);
+  sb->rebuild_id = get64 (buf + 136);
+  sb->rebuild_member = get32 (buf + 144);
+  sb->rebuild_at = get64 (buf + 152);
+  if (get32 (buf + 148) != 0)
+    return -EINVAL;
   for (i = GR_SB_RESERVED_OFFSET; i < GR_SB_CRC_OFFSET; i++)
     if (buf[i] != 0)
       return -EINVAL;

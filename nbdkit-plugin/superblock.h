@@ -22,7 +22,12 @@
  *   120     8  stripes per write-intent bitmap region (a power of two;
  *              0 in superblocks of writers before the bitmap)
  *   128     8  stripe a stopped scrub goes on from (0: none)
- *   136  3956  reserved, zero
+ *   136     8  rebuild id: a replacement is being rebuilt (0: none)
+ *   144     4  the member it replaces
+ *   148     4  reserved, zero
+ *   152     8  rebuild checkpoint: every stripe below it is rebuilt and
+ *              synced on the replacement
+ *   160  3932  reserved, zero
  *  4092     4  crc32c of bytes 0..4091
  *
  * Nothing here does I/O, prints or allocates.
@@ -45,11 +50,15 @@
  * member since before the first write: after a crash only the regions
  * whose bit is set need a resync. */
 #define GR_SB_FLAG_BITMAP 0x4u
+/* On a replacement's own superblock only: it is being rebuilt (the
+ * rebuild named by rebuild_id, recorded on the array's members with its
+ * checkpoint) and is no member until that rebuild ends. */
+#define GR_SB_FLAG_REBUILDING 0x8u
 #define GR_SB_FLAGS_KNOWN (GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED | \
-                           GR_SB_FLAG_BITMAP)
+                           GR_SB_FLAG_BITMAP | GR_SB_FLAG_REBUILDING)
 #define GR_SB_MAX_MEMBERS 256
 #define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
-#define GR_SB_RESERVED_OFFSET 136
+#define GR_SB_RESERVED_OFFSET 160
 /* The write-intent bitmap (bitmap.h) holds at most this many regions. */
 #define GR_SB_BITMAP_BITS (61440 * 8)
 
@@ -68,6 +77,10 @@ struct gr_sb {
   uint8_t failed[GR_SB_MAX_MEMBERS / 8];
   uint64_t bitmap_region;       /* stripes per bitmap region, 0: unset */
   uint64_t scrub_at;            /* a stopped scrub's next stripe, 0: none */
+  uint64_t rebuild_id;          /* a rebuild in progress, 0: none (the
+                                 * event of the update that began it) */
+  uint32_t rebuild_member;      /* the member it rebuilds */
+  uint64_t rebuild_at;          /* its checkpoint (a stripe) */
 };
 
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the iSCSI CRC.
@@ -80,7 +93,9 @@ uint32_t gr_crc32c (uint32_t crc, const void *buf, size_t len);
  * data offset below GR_SB_SIZE or not a multiple of 4096 and of chunk,
  * data size zero or not a multiple of chunk, failed bits set beyond
  * k+m, bitmap region not 0 or a power of two, or too small for the
- * bitmap to hold every region, scrub stripe past the last stripe).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
+ * bitmap to hold every region, scrub stripe past the last stripe, a
+ * rebuild of no member or past the last stripe, the rebuilding flag
+ * without a rebuild of this member).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
 int gr_sb_validate (const struct gr_sb *sb);
 
 /* Stripes per write-intent bitmap region for chunk-byte chunks, stripes

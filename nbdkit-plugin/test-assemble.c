@@ -392,6 +392,88 @@ test_refusals (void)
                   "such file or directory; member 1");
 }
 
+/* A rebuild of member 2 recorded (id 9, checkpoint 40) on members
+ * 0,1,3,4,5 at event ev; member 2's probe is the replacement (its own
+ * superblock REBUILDING, id rid, event 8). */
+static void
+rebuilding_array (struct gr_probe *p, uint64_t ev, uint64_t rid)
+{
+  int i;
+
+  array (p, 6, 2, ev);
+  for (i = 0; i < 6; i++) {
+    gr_sb_failed_set (&p[i].sb, 2);
+    p[i].sb.rebuild_id = 9;
+    p[i].sb.rebuild_member = 2;
+    p[i].sb.rebuild_at = 40;
+  }
+  p[2].sb.flags |= GR_SB_FLAG_REBUILDING;
+  p[2].sb.event = 8;
+  p[2].sb.rebuild_id = rid;
+  p[2].sb.rebuild_at = 0;
+}
+
+static void
+test_rebuilding (void)
+{
+  struct gr_probe p[6];
+  struct gr_assembly *a;
+
+  /* The recorded rebuild's replacement: resumed at the checkpoint. */
+  rebuilding_array (p, 12, 9);
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK, "%s", a->error);
+  CHECK (a->state[2] == GR_SLOT_REBUILDING, "state %d", a->state[2]);
+  CHECK (a->nfailed == 1 && a->sb.rebuild_at == 40 && a->slot[2] == 2,
+         "nfailed %d", a->nfailed);
+  CHECK (strstr (a->warning, "member 2 (/m2) is being rebuilt: resumes at "
+                 "stripe 40 of") != NULL, "warning '%s'", a->warning);
+  free (a);
+  /* Never the array's superblock, even when it is the newest. */
+  rebuilding_array (p, 12, 9);
+  p[2].sb.event = 50;
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->sb.event == 12 &&
+         !(a->sb.flags & GR_SB_FLAG_REBUILDING), "event %" PRIu64,
+         a->sb.event);
+  free (a);
+  /* Another rebuild's replacement (abandoned): stale, not used. */
+  rebuilding_array (p, 12, 7);
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->state[2] == GR_SLOT_STALE &&
+         strstr (a->why[2], "abandoned"), "state %d", a->state[2]);
+  free (a);
+  /* The update that ended the rebuild reached the others, not it: the
+   * array records the rebuild as done and the member live: active. */
+  rebuilding_array (p, 12, 9);
+  for (int i = 0; i < 6; i++) {
+    p[i].sb.failed[0] = 0;
+    p[i].sb.rebuild_at = p[i].sb.data_size / p[i].sb.chunk;
+  }
+  p[2].sb.rebuild_at = 0;
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->state[2] == GR_SLOT_ACTIVE &&
+         a->nfailed == 0, "state %d nfailed %d", a->state[2], a->nfailed);
+  free (a);
+  /* Salvage never brings a replacement back: 4 lost of 6 with m = 2,
+   * the replacement among them, stays refused. */
+  rebuilding_array (p, 12, 9);
+  gr_sb_failed_set (&p[0].sb, 0); gr_sb_failed_set (&p[0].sb, 1);
+  gr_sb_failed_set (&p[0].sb, 3);
+  p[0].sb.event = 13;
+  {
+    struct gr_assemble_args args = { .m = -1, .salvage = true };
+
+    a = assemble_args (p, 6, &args);
+    CHECK (a->outcome == GR_ASSEMBLY_OK && a->state[2] != GR_SLOT_SALVAGED,
+           "%s", a->error);
+    free (a);
+  }
+  /* Only replacements: refused. */
+  rebuilding_array (p, 12, 9);
+  expect_refusal (p + 2, 1, -1, "only replacements being rebuilt");
+}
+
 int
 main (void)
 {
@@ -400,5 +482,6 @@ main (void)
   test_assemble ();
   test_refusals ();
   test_salvage ();
+  test_rebuilding ();
   return test_done ("test-assemble");
 }

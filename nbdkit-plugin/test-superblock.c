@@ -125,6 +125,30 @@ main (void)
   /* A scrub to go on from past the last stripe; one inside passes. */
   CHECK (decode_with_patch (&sb, 135, 1) == -EINVAL);
   CHECK (decode_with_patch (&sb, 128, 1) == 0);
+  /* A rebuild: of member 1 at stripe 40 round-trips; of no member (n),
+   * past the last stripe, fields without an id, the rebuilding flag on
+   * a member that is not the one rebuilt (sb is index 5) or without a
+   * rebuild are refused; on member 5 itself it passes. */
+  bad = sb; bad.rebuild_id = 77; bad.rebuild_member = 1; bad.rebuild_at = 40;
+  gr_sb_encode (&bad, buf2);
+  CHECK (gr_sb_decode (buf2, &out) == 0);
+  CHECK (out.rebuild_id == 77 && out.rebuild_member == 1 &&
+         out.rebuild_at == 40);
+  bad.rebuild_at = 100;                         /* the end: done */
+  CHECK (gr_sb_validate (&bad) == 0);
+  bad.rebuild_at = 101;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.rebuild_at = 0; bad.rebuild_member = 6;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.rebuild_member = 1; bad.flags = GR_SB_FLAG_REBUILDING;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.rebuild_member = 5;
+  CHECK (gr_sb_validate (&bad) == 0);
+  bad.rebuild_id = 0;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad = sb; bad.rebuild_at = 3;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 148, 1) == -EINVAL);
   /* Valid edits pass: clear the dirty flag; dirty and journaled; dirty,
    * journaled and bitmap; region 1 stripe, 0 (unset). */
   CHECK (decode_with_patch (&sb, 52, 0) == 0);

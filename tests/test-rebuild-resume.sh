@@ -90,3 +90,104 @@ ctl_serve
 verify "the replacement left out after a crash"
 stop_nbdkit "$pid"
 echo "journal below the front: OK"
+
+echo "=== 2. a shutdown during a rebuild; the restart with the replacement resumes it"
+restore_members "$tmpdir/snap"
+cp "$tmpdir/expect0" "$tmpdir/expect"
+ctl_serve
+rm -f "$tmpdir/new1.img"; truncate -s 8M "$tmpdir/new1.img"
+"$CTL" -c "$ctl" rate 2000000 >/dev/null || fail "rate"
+"$CTL" -c "$ctl" replace 1 "$tmpdir/new1.img" >/dev/null || fail "replace 1"
+wait_front 20
+stop_nbdkit "$pid"
+at=$(sed -n 's/.*rebuild of member 1 paused at shutdown after \([0-9]*\) of.*/\1/p' "$nbdkit_log")
+[ -n "$at" ] && [ "$at" -gt 20 ] || fail "not paused: $(grep -i rebuild "$nbdkit_log")"
+"$CTL" examine "${members[0]}" | grep -q "rebuild .*of member 1 .*checkpoint at stripe $at of $stripes" ||
+  fail "checkpoint not recorded: $("$CTL" examine "${members[0]}" | grep -i rebuild)"
+saved=("${members[@]}")
+members[1]=$tmpdir/new1.img
+set_args
+ctl_serve resync-rate=2000000
+grep -q "member 1 (.*new1.img) is being rebuilt: resumes at stripe $at of $stripes" "$nbdkit_log" ||
+  fail "start: $(grep -i 'rebuil\|degraded' "$nbdkit_log")"
+grep -q "resuming the rebuild of member 1 (.*new1.img) at stripe $at" "$nbdkit_log" ||
+  fail "not resumed: $(grep -i rebuil "$nbdkit_log")"
+[ "$(ctl_json 's["members"][1]["state"]')" = rebuilding ] || fail "member 1 not rebuilding"
+verify "resumed, while rebuilding"
+"$CTL" -c "$ctl" rate 0 >/dev/null
+timeout 60 "$CTL" -c "$ctl" wait | grep -q '^rebuild done: 100.0%' || fail "wait"
+grep -q "rebuild of member 1 (.*) done" "$nbdkit_log" || fail "not done"
+[ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy: $(ctl_json 's["state"]')"
+verify "rebuild resumed after a shutdown"
+stop_nbdkit "$pid"
+check_parity $k $m $chunk rs "${members[@]}"
+"$CTL" examine "${members[1]}" | grep -q 'rebuilding' && fail "still a replacement"
+echo "resumed after a shutdown: OK"
+
+echo "=== 3. kill -9 during a rebuild with writes below and above its front"
+members=("${saved[@]}")
+set_args
+restore_members "$tmpdir/snap"
+cp "$tmpdir/expect0" "$tmpdir/expect"
+ctl_serve
+rm -f "$tmpdir/new1.img"; truncate -s 8M "$tmpdir/new1.img"
+"$CTL" -c "$ctl" rate 2000000 >/dev/null || fail "rate"
+"$CTL" -c "$ctl" replace 1 "$tmpdir/new1.img" >/dev/null || fail "replace 1"
+wait_front 30
+sleep 1.2                               # a checkpoint past stripe 0
+small_writes 0 60                       # below and above the front
+front0=$(front)
+kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+members[1]=$tmpdir/new1.img
+set_args
+ctl_serve
+at=$(sed -n 's/.*resuming the rebuild of member 1 (.*) at stripe \([0-9]*\).*/\1/p' "$nbdkit_log")
+[ -n "$at" ] || fail "not resumed: $(grep -i 'rebuil\|journal\|degraded' "$nbdkit_log")"
+[ "$at" -gt 0 ] && [ "$at" -le "$front0" ] || fail "resumed at stripe $at (front was $front0)"
+verify "resumed after kill -9, while rebuilding"
+"$CTL" -c "$ctl" rate 0 >/dev/null
+timeout 60 "$CTL" -c "$ctl" wait | grep -q '^rebuild done: 100.0%' || fail "wait"
+[ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy"
+verify "rebuild resumed after kill -9"
+stop_nbdkit "$pid"
+check_parity $k $m $chunk rs "${members[@]}"
+echo "  resumed at stripe $at of $stripes (the front was at $front0)"
+echo "resumed after kill -9: OK"
+
+echo "=== 4. the replacement of an abandoned rebuild is not used"
+members=("${saved[@]}")
+set_args
+restore_members "$tmpdir/snap"
+cp "$tmpdir/expect0" "$tmpdir/expect"
+ctl_serve
+rm -f "$tmpdir/new1.img" "$tmpdir/other1.img"
+truncate -s 8M "$tmpdir/new1.img" "$tmpdir/other1.img"
+"$CTL" -c "$ctl" rate 2000000 >/dev/null || fail "rate"
+"$CTL" -c "$ctl" replace 1 "$tmpdir/new1.img" >/dev/null || fail "replace 1"
+wait_front 5
+stop_nbdkit "$pid"
+ctl_serve                               # without it: member 1 failed
+"$CTL" -c "$ctl" rate 2000000 >/dev/null || fail "rate"
+"$CTL" -c "$ctl" replace 1 "$tmpdir/other1.img" >/dev/null || fail "replace 1 again"
+wait_front 5
+stop_nbdkit "$pid"
+members[1]=$tmpdir/new1.img             # the first one, abandoned
+set_args
+ctl_serve
+grep -q "member 1 (.*new1.img) is the replacement of a rebuild that was abandoned" "$nbdkit_log" ||
+  fail "$(grep -i 'member 1' "$nbdkit_log")"
+grep -q 'resuming the rebuild' "$nbdkit_log" && fail "an abandoned rebuild resumed"
+[ "$(ctl_json 's["members"][1]["state"]')" != active ] || fail "member 1 active"
+verify "the abandoned replacement not used"
+stop_nbdkit "$pid"
+members[1]=$tmpdir/other1.img
+set_args
+ctl_serve
+grep -q "resuming the rebuild of member 1 (.*other1.img)" "$nbdkit_log" || fail "the recorded rebuild did not resume"
+"$CTL" -c "$ctl" rate 0 >/dev/null
+timeout 60 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
+verify "the recorded rebuild finished"
+stop_nbdkit "$pid"
+check_parity $k $m $chunk rs "${members[@]}"
+echo "abandoned replacement: OK"
+echo "$0: PASS"

@@ -1,0 +1,47 @@
+/* gpuraid - the members' state, shared by the two files of the members
+ * module (members.c: state, superblocks, member I/O; replacing.c: a
+ * replacement being rebuilt).  Nothing else includes it; include
+ * members.h first. */
+#ifndef GPURAID_MEMBERS_STATE_H
+#define GPURAID_MEMBERS_STATE_H
+
+#include <pthread.h>
+
+#include "superblock.h"
+
+struct member {
+  char *path;                   /* NULL if no path filled this slot */
+  int fd;                       /* -1 if missing */
+  int failed;                   /* atomic; never cleared */
+  char why[256];                /* why it failed */
+  /* atomic: accesses done, bytes moved, errors met (gr_members_counts) */
+  uint64_t reads, writes, read_bytes, written_bytes, errors;
+  /* A replacement being rebuilt (failed stays set until it is done):
+   * atomic; I/O below front (a member byte offset) is allowed, and the
+   * rebuild's own writes below wfront (>= front). */
+  int rebuilding;
+  uint64_t front, wfront;
+};
+
+struct gr_members {
+  int n, m;
+  struct member *mem;
+  int nfailed;                  /* atomic */
+  uint64_t gen;                 /* atomic: + 1 on every failure */
+  pthread_mutex_t lock;         /* sb and failure transitions; leaf */
+  struct gr_sb sb;
+  int dirty_on_disk;            /* atomic: DIRTY flag persisted */
+  bool keep_dirty;
+  bool read_only;               /* salvage: nothing is written */
+  unsigned (*on_dirty) (void *arg);
+  void *on_dirty_arg;
+  int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
+};
+
+/* Under ms->lock: write the superblock, event + 1, to every live
+ * member (members.h: gr_members_write_sbs). */
+enum gr_members_outcome gr_members_write_sbs_locked (struct gr_members *ms);
+/* May v be done: a live member, or the part of a replacement rebuilt. */
+bool gr_members_usable (const struct gr_members *ms, const struct gr_mio *v);
+
+#endif /* GPURAID_MEMBERS_STATE_H */
