@@ -450,6 +450,15 @@ expect_check_fails ()
   fi
 }
 
+# verify WHAT: the whole export at $uri equals $tmpdir/expect (nbdcopy).
+verify ()
+{
+  rm -f "$tmpdir/back"
+  nbdcopy "$uri" "$tmpdir/back" || fail "read back ($1)"
+  cmp "$tmpdir/back" "$tmpdir/expect" || fail "data differs ($1)"
+  echo "  data verified: $1"
+}
+
 # expect_verify URI REF [what]: the export must equal REF.
 expect_verify ()
 {

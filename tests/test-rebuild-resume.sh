@@ -25,13 +25,6 @@ requires_ctl
 
 k=6 m=2 n=8 chunk=16384
 width=$(( k * chunk ))
-verify ()       # verify WHAT: the whole export equals $tmpdir/expect
-{
-  rm -f "$tmpdir/back"
-  nbdcopy "$uri" "$tmpdir/back" || fail "read back ($1)"
-  cmp "$tmpdir/back" "$tmpdir/expect" || fail "data differs ($1)"
-  echo "  data verified: $1"
-}
 set_args () { args=(); for f in "${members[@]}"; do args+=("member=$f"); done; }
 # small_writes S0 S1: 4K of new data at byte 8192 of data chunk (s mod k)
 # of each stripe s in [S0, S1), through one NBD connection.

@@ -32,13 +32,6 @@ requires_cmd nbdcopy python3 cmp
 requires_ctl
 
 k=4 m=2 n=6 chunk=16384
-verify ()       # verify WHAT: the whole export equals $tmpdir/expect
-{
-  rm -f "$tmpdir/back"
-  nbdcopy "$uri" "$tmpdir/back" || fail "read back ($1)"
-  cmp "$tmpdir/back" "$tmpdir/expect" || fail "data differs ($1)"
-  echo "  data verified: $1"
-}
 put ()          # put FILE REQSIZE: write FILE at offset 0, and expect it
 {
   nbdcopy --request-size="$2" "$1" "$uri" || fail "write $1"

@@ -36,13 +36,6 @@ requires_cmd nbdcopy python3 cmp
 requires_ctl
 
 k=4 m=2 n=6 chunk=16384 doff=1048576
-verify ()       # verify WHAT: the whole export equals $tmpdir/expect
-{
-  rm -f "$tmpdir/back"
-  nbdcopy "$uri" "$tmpdir/back" || fail "read back ($1)"
-  cmp "$tmpdir/back" "$tmpdir/expect" || fail "data differs ($1)"
-  echo "  data verified: $1"
-}
 scrub ()        # scrub [--repair]: run one to its end
 {
   "$CTL" -c "$ctl" scrub "$@" >"$tmpdir/scrub.out" || fail "scrub $*: $(cat "$tmpdir/scrub.out")"

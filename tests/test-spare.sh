@@ -24,13 +24,6 @@ requires_ctl
 requires_cmd nbdcopy python3 cmp
 
 k=4 m=2 n=6 chunk=16384
-verify ()       # verify WHAT: the whole export equals $tmpdir/expect
-{
-  rm -f "$tmpdir/back"
-  nbdcopy "$uri" "$tmpdir/back" || fail "read back ($1)"
-  cmp "$tmpdir/back" "$tmpdir/expect" || fail "data differs ($1)"
-  echo "  data verified: $1"
-}
 set_args () { args=(); for f in "${members[@]}"; do args+=("member=$f"); done; }
 # healed INDEX PATH: wait until member INDEX is active on PATH, healthy.
 healed ()
