@@ -13,6 +13,9 @@ requires_ctl
 requires_cmd nbdcopy nbdinfo python3 cmp
 
 drill=$top/scripts/gpuraid-drill
+# nbdkit as the tests run it (the sanitizer runtimes preloaded for a
+# sanitizer build).
+export DRILL_NBDKIT="${NBDKIT_CMD[*]}"
 out=$tmpdir/drill.out
 TMPDIR=$tmpdir "$drill" --geometry 4+2 --size 16M --duration 1 >"$out" 2>&1
 rc=$?
