@@ -8,6 +8,6 @@ all: $(CTL)
 ctl/gpuraidctl.o: CFLAGS_ALL += -I.
 $(CTL): ctl/gpuraidctl.o nbdkit-plugin/assemble.o nbdkit-plugin/superblock.o \
         raidmap/libgrmap.a
-	$(CC) $(LDFLAGS_ALL) -o $@ $^
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lisal
 
 CLEAN_FILES += $(CTL)

@@ -37,7 +37,7 @@ $(PLUGIN_SO): $(PLUGIN_OBJS) raidmap/libgrmap.a $(LIBGF) \
 # Unit tests without nbdkit.
 nbdkit-plugin/test-superblock: nbdkit-plugin/test-superblock.o \
                                nbdkit-plugin/superblock.o
-	$(CC) $(LDFLAGS_ALL) -o $@ $^
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lisal
 
 nbdkit-plugin/test-plan: nbdkit-plugin/test-plan.o nbdkit-plugin/plan.o \
                          nbdkit-plugin/steps.o \
@@ -47,7 +47,7 @@ nbdkit-plugin/test-plan: nbdkit-plugin/test-plan.o nbdkit-plugin/plan.o \
 nbdkit-plugin/test-assemble: nbdkit-plugin/test-assemble.o \
                              nbdkit-plugin/assemble.o \
                              nbdkit-plugin/superblock.o raidmap/libgrmap.a
-	$(CC) $(LDFLAGS_ALL) -o $@ $^
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lisal
 
 nbdkit-plugin/test-scratch: nbdkit-plugin/test-scratch.o \
                             nbdkit-plugin/scratch.o

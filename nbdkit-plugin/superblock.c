@@ -3,36 +3,26 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <isa-l/crc.h>
+
 #include "superblock.h"
-
-static uint32_t crc_table[256];
-static int crc_table_ready;
-
-static void
-crc_init (void)
-{
-  uint32_t i, j, c;
-
-  for (i = 0; i < 256; i++) {
-    c = i;
-    for (j = 0; j < 8; j++)
-      c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-    crc_table[i] = c;
-  }
-  __atomic_store_n (&crc_table_ready, 1, __ATOMIC_RELEASE);
-}
 
 uint32_t
 gr_crc32c (uint32_t crc, const void *buf, size_t len)
 {
-  const uint8_t *p = buf;
+  const unsigned char *p = buf;
 
-  /* Racing initialisations compute the same table, so this is benign. */
-  if (!__atomic_load_n (&crc_table_ready, __ATOMIC_ACQUIRE))
-    crc_init ();
+  /* ISA-L's crc32_iscsi neither inverts its start value nor its result:
+   * the iSCSI CRC is ~crc32_iscsi (buf, len, ~crc).  Its length is an
+   * int: longer buffers go in pieces. */
   crc = ~crc;
-  while (len--)
-    crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+  while (len > 0) {
+    const int n = len > (size_t) 1 << 30 ? 1 << 30 : (int) len;
+
+    crc = crc32_iscsi ((unsigned char *) p, n, crc);
+    p += n;
+    len -= (size_t) n;
+  }
   return ~crc;
 }
 

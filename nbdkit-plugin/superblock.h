@@ -83,7 +83,8 @@ struct gr_sb {
   uint64_t rebuild_at;          /* its checkpoint (a stripe) */
 };
 
-/* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the iSCSI CRC.
+/* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the iSCSI CRC,
+ * computed by ISA-L (crc32_iscsi).
  * Start with crc = 0; chain by passing the previous result.
  * gr_crc32c (0, "123456789", 9) == 0xE3069283. */
 uint32_t gr_crc32c (uint32_t crc, const void *buf, size_t len);
