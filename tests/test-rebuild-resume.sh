@@ -57,6 +57,18 @@ wait_front ()
   fail "the rebuild's front did not pass stripe $1 (at $(front))"
 }
 
+# begin_rebuild: from the snapshot (member 1 failed), serve and rebuild
+# member 1 onto a blank new1.img at 2 MB/s.
+begin_rebuild ()
+{
+  restore_members "$tmpdir/snap"
+  cp "$tmpdir/expect0" "$tmpdir/expect"
+  ctl_serve
+  rm -f "$tmpdir/new1.img"; truncate -s 8M "$tmpdir/new1.img"
+  "$CTL" -c "$ctl" rate 2000000 >/dev/null || fail "rate"
+  "$CTL" -c "$ctl" replace 1 "$tmpdir/new1.img" >/dev/null || fail "replace 1"
+}
+
 make_members $n 8M
 set_args
 ctl_serve m=$m chunk=$chunk create=true
@@ -85,12 +97,7 @@ stop_nbdkit "$pid"
 echo "journal below the front: OK"
 
 echo "=== 2. a shutdown during a rebuild; the restart with the replacement resumes it"
-restore_members "$tmpdir/snap"
-cp "$tmpdir/expect0" "$tmpdir/expect"
-ctl_serve
-rm -f "$tmpdir/new1.img"; truncate -s 8M "$tmpdir/new1.img"
-"$CTL" -c "$ctl" rate 2000000 >/dev/null || fail "rate"
-"$CTL" -c "$ctl" replace 1 "$tmpdir/new1.img" >/dev/null || fail "replace 1"
+begin_rebuild
 wait_front 20
 stop_nbdkit "$pid"
 at=$(sed -n 's/.*rebuild of member 1 paused at shutdown after \([0-9]*\) of.*/\1/p' "$nbdkit_log")
@@ -120,12 +127,7 @@ echo "resumed after a shutdown: OK"
 echo "=== 3. kill -9 during a rebuild with writes below and above its front"
 members=("${saved[@]}")
 set_args
-restore_members "$tmpdir/snap"
-cp "$tmpdir/expect0" "$tmpdir/expect"
-ctl_serve
-rm -f "$tmpdir/new1.img"; truncate -s 8M "$tmpdir/new1.img"
-"$CTL" -c "$ctl" rate 2000000 >/dev/null || fail "rate"
-"$CTL" -c "$ctl" replace 1 "$tmpdir/new1.img" >/dev/null || fail "replace 1"
+begin_rebuild
 wait_front 30
 sleep 1.2                               # a checkpoint past stripe 0
 small_writes 0 60                       # below and above the front
