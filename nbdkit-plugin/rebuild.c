@@ -29,7 +29,6 @@ struct gr_rebuild {
   uint64_t from;                /* the stripe it started from (resumed) */
   /* Progress, atomic: array bytes done and to do, enum gr_resync_state. */
   uint64_t done, total;
-  uint64_t checkpoint;          /* the last recorded (a stripe) */
   int state;
 };
 
@@ -85,7 +84,6 @@ rebuild_thread (void *arg)
         goto end;
       }
       checkpointed = gr_pace_seconds (rb->pace);
-      __atomic_store_n (&rb->checkpoint, s, __ATOMIC_RELAXED);
     }
     if (s < g->stripes && gr_pace_wait (rb->pace,
                                         done - rb->from * width)) {
@@ -111,7 +109,6 @@ rebuild_thread (void *arg)
   }
   else if (st == GR_RESYNC_STOPPED &&
            gr_members_rebuild_checkpoint (ms, rb->member, s)) {
-    __atomic_store_n (&rb->checkpoint, s, __ATOMIC_RELAXED);
     gr_members_rebuild_end (ms, rb->member, GR_REBUILD_PAUSED);
     gr_warn ("rebuild of member %d paused at shutdown after %" PRIu64
              " of %" PRIu64 " stripes: it resumes from there when the array "
@@ -163,7 +160,7 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, int member,
     rb->batch = 1;
   if (rb->batch > g->stripes)
     rb->batch = g->stripes;
-  rb->from = rb->checkpoint = from;
+  rb->from = from;
   rb->done = from * gr_map_stripe_width (g);
   rb->total = g->stripes * gr_map_stripe_width (g);
   rb->state = GR_RESYNC_RUNNING;
@@ -206,12 +203,6 @@ gr_rebuild_progress (struct gr_rebuild *rb, struct gr_resync_progress *out)
   out->from_bytes = rb->from * gr_map_stripe_width (gr_exec_geom (rb->x));
   out->seconds = gr_pace_seconds (rb->pace);
   out->rate_limit = gr_pace_rate (rb->pace);
-}
-
-uint64_t
-gr_rebuild_checkpoint (const struct gr_rebuild *rb)
-{
-  return __atomic_load_n (&rb->checkpoint, __ATOMIC_RELAXED);
 }
 
 int

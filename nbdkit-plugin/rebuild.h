@@ -36,8 +36,6 @@ struct gr_rebuild;
 struct gr_rebuild *gr_rebuild_start (struct gr_exec *x,
                                      struct gr_bitmap *b, int member,
                                      uint64_t from, uint64_t rate);
-/* The last checkpoint recorded (a stripe; from until the first). */
-uint64_t gr_rebuild_checkpoint (const struct gr_rebuild *rb);
 /* Its progress, in the resync's terms (state, bytes of array data). */
 void gr_rebuild_progress (struct gr_rebuild *rb,
                           struct gr_resync_progress *out);
