@@ -15,7 +15,10 @@
 #      stripe 0) and the array ends healthy, every byte and stripe
 #      verified;
 #   4. what is not resumed: the replacement of an abandoned rebuild
-#      (another replace since) is not used.
+#      (another replace since) is not used;
+#   5. nor one left out of a start at which the array was written: its
+#      rebuilt part missed those writes, so the next start with it given
+#      must not take it (the record is forgotten at the first write).
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -185,4 +188,24 @@ verify "the recorded rebuild finished"
 stop_nbdkit "$pid"
 check_parity $k $m $chunk rs "${members[@]}"
 echo "abandoned replacement: OK"
+
+echo "=== 5. a replacement left out while the array is written is not resumed"
+members=("${saved[@]}")
+set_args
+begin_rebuild
+wait_front 20
+stop_nbdkit "$pid"
+grep -q 'rebuild of member 1 paused at shutdown' "$nbdkit_log" || fail "not paused"
+ctl_serve                               # without it: member 1 failed
+head -c "$size" /dev/urandom >"$tmpdir/expect"
+nbdcopy "$tmpdir/expect" "$uri" || fail "rewrite"
+stop_nbdkit "$pid"
+members[1]=$tmpdir/new1.img
+set_args
+ctl_serve
+grep -q 'resuming the rebuild' "$nbdkit_log" && fail "a replacement that missed writes resumed"
+[ "$(ctl_json 's["members"][1]["state"]')" != active ] || fail "member 1 active"
+verify "the left-out replacement not used"
+stop_nbdkit "$pid"
+echo "left-out replacement: OK"
 echo "$0: PASS"
