@@ -227,6 +227,15 @@ assemble (struct probes *ps, const struct gr_assembly *a)
        * when it comes back. */
       gr_members_set_failed (ms, i, a->path[i], a->why[i]);
   }
+  /* A rebuild recorded but not resumed is forgotten: its replacement
+   * misses the writes of this start. */
+  if (a->sb.rebuild_id && a->sb.rebuild_at < a->sb.data_size / a->sb.chunk
+      && a->state[a->sb.rebuild_member] != GR_SLOT_REBUILDING &&
+      !a->read_only) {
+    gr_debug ("the rebuild of member %" PRIu32 " is not resumed (its "
+              "replacement not given): forgotten", a->sb.rebuild_member);
+    gr_members_rebuild_forget (ms);
+  }
   if (a->read_only)
     gr_members_read_only (ms);
   if (a->warning[0])

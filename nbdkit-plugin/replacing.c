@@ -83,6 +83,16 @@ gr_members_rebuild_resume (struct gr_members *ms, int i, const char *path,
   pthread_mutex_unlock (&ms->lock);
 }
 
+void
+gr_members_rebuild_forget (struct gr_members *ms)
+{
+  pthread_mutex_lock (&ms->lock);
+  ms->sb.rebuild_id = 0;
+  ms->sb.rebuild_member = 0;
+  ms->sb.rebuild_at = 0;
+  pthread_mutex_unlock (&ms->lock);
+}
+
 bool
 gr_members_rebuild_checkpoint (struct gr_members *ms, int i, uint64_t at)
 {

@@ -34,6 +34,11 @@ enum gr_members_outcome gr_members_rebuild_begin (struct gr_members *ms,
  * superblock records, rebuilt up to stripe at; nothing is written. */
 void gr_members_rebuild_resume (struct gr_members *ms, int i,
                                 const char *path, int fd, uint64_t at);
+/* At assembly: the rebuild the superblock records is not resumed (its
+ * replacement not given, or stale): forget it, so that the superblock
+ * update before the first write says so.  Writes from then on miss the
+ * replacement, so its rebuilt part is no longer to be trusted. */
+void gr_members_rebuild_forget (struct gr_members *ms);
 /* !written: the rebuild may now write below front (member bytes);
  * written: those bytes are rebuilt, and from now on plans read and write
  * them (lock-free healthy reads included: so only once they are there).
