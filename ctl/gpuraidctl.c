@@ -148,11 +148,15 @@ print_sb (const struct gr_probe *p)
   if (sb->flags & GR_SB_FLAG_REBUILDING)
     printf ("  rebuilding     this member is a replacement being rebuilt "
             "(rebuild %" PRIu64 ")\n", sb->rebuild_id);
-  else if (sb->rebuild_id && sb->rebuild_at < sb->data_size / sb->chunk)
-    printf ("  rebuild        of member %" PRIu32 " (rebuild %" PRIu64
-            "), checkpoint at stripe %" PRIu64 " of %" PRIu64 "\n",
-            sb->rebuild_member, sb->rebuild_id, sb->rebuild_at,
+  else if (sb->rebuild_id && sb->rebuild_at < sb->data_size / sb->chunk) {
+    printf ("  rebuild        of member");
+    for (uint32_t i = 0, c = 0; i < sb->k + sb->m; i++)
+      if (gr_sb_rebuild_test (sb, (int) i) && gr_sb_failed_test (sb, (int) i))
+        printf ("%s%" PRIu32, c++ ? "," : " ", i);
+    printf (" (rebuild %" PRIu64 "), checkpoint at stripe %" PRIu64 " of %"
+            PRIu64 "\n", sb->rebuild_id, sb->rebuild_at,
             sb->data_size / sb->chunk);
+  }
   printf ("  data           %" PRIu64 " bytes per member from offset %"
           PRIu64 "\n", sb->data_size, sb->data_offset);
   if (sb->bitmap_region)

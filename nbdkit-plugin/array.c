@@ -227,15 +227,16 @@ assemble (struct probes *ps, const struct gr_assembly *a)
        * when it comes back. */
       gr_members_set_failed (ms, i, a->path[i], a->why[i]);
   }
-  /* A rebuild recorded but not resumed is forgotten: its replacement
-   * misses the writes of this start. */
-  if (a->sb.rebuild_id && a->sb.rebuild_at < a->sb.data_size / a->sb.chunk
-      && a->state[a->sb.rebuild_member] != GR_SLOT_REBUILDING &&
-      !a->read_only) {
-    gr_debug ("the rebuild of member %" PRIu32 " is not resumed (its "
-              "replacement not given): forgotten", a->sb.rebuild_member);
-    gr_members_rebuild_forget (ms);
-  }
+  /* A member of the recorded rebuild that is not resumed is dropped
+   * from it: its replacement misses the writes of this start. */
+  if (a->sb.rebuild_id && !a->read_only)
+    for (i = 0; i < a->n; i++)
+      if (gr_sb_rebuild_test (&a->sb, i) && gr_sb_failed_test (&a->sb, i) &&
+          a->state[i] != GR_SLOT_REBUILDING) {
+        gr_debug ("the rebuild of member %d is not resumed (its "
+                  "replacement not given): dropped from the record", i);
+        gr_members_rebuild_forget (ms, i);
+      }
   if (a->read_only)
     gr_members_read_only (ms);
   if (a->warning[0])

@@ -294,15 +294,16 @@ place (const struct gr_probe *p, int np, int n, struct gr_assembly *a)
 }
 
 /* Slot i holds a replacement being rebuilt (its own superblock says
- * REBUILDING): the one the array records resumes from the checkpoint;
- * one whose rebuild the array records as done was cut off in the update
- * that made it live; any other is what an abandoned rebuild left. */
+ * REBUILDING): one of the rebuild the array records resumes from the
+ * checkpoint while the array has it failed; one the array has live was
+ * cut off in the update that made it live; any other is what an
+ * abandoned rebuild left. */
 static void
 judge_replacement (const struct gr_probe *q, int i, struct gr_assembly *a)
 {
   const uint64_t stripes = a->sb.data_size / a->sb.chunk;
   const bool recorded = a->sb.rebuild_id == q->sb.rebuild_id &&
-    a->sb.rebuild_member == (uint32_t) i;
+    gr_sb_rebuild_test (&a->sb, i);
 
   if (recorded && gr_sb_failed_test (&a->sb, i) &&
       a->sb.rebuild_at < stripes) {
@@ -310,8 +311,7 @@ judge_replacement (const struct gr_probe *q, int i, struct gr_assembly *a)
     snprintf (a->why[i], sizeof a->why[i], "being rebuilt: resumes at "
               "stripe %" PRIu64 " of %" PRIu64, a->sb.rebuild_at, stripes);
   }
-  else if (recorded && !gr_sb_failed_test (&a->sb, i) &&
-           a->sb.rebuild_at == stripes)
+  else if (recorded && !gr_sb_failed_test (&a->sb, i))
     a->state[i] = GR_SLOT_ACTIVE;
   else {
     a->state[i] = GR_SLOT_STALE;

@@ -141,13 +141,14 @@ gr_exec_plan (struct gr_exec *x)
 }
 
 void
-gr_exec_plan_ctx (struct gr_exec *x, bool *failed, struct gr_plan_ctx *c)
+gr_exec_plan_ctx (struct gr_exec *x, struct gr_exec_snap *sn,
+                  struct gr_plan_ctx *c)
 {
   *c = (struct gr_plan_ctx) {
     .g = &x->g,
     .lm = gr_coding_len_multiple (x->coding),
-    .failed = failed,
-    .gen = gr_members_snapshot (x->ms, failed),
+    .failed = sn->failed,
+    .gen = gr_members_snapshot (x->ms, sn->failed),
     .falloc = (gr_members_falloc_ok (x->ms, GR_MIO_PUNCH)
                ? GR_FALLOC_PUNCH : 0) |
               (gr_members_falloc_ok (x->ms, GR_MIO_ZERO)
@@ -156,10 +157,8 @@ gr_exec_plan_ctx (struct gr_exec *x, bool *failed, struct gr_plan_ctx *c)
     .gpu_arg = x->coding,
   };
   /* After the snapshot: a front that moves on changes its generation. */
-  c->rb_member = gr_members_rebuilding (x->ms, &c->rb_front);
-  if (c->rb_member >= 0)
-    c->rb_front = c->rb_front <= x->g.data_offset ? 0
-      : (c->rb_front - x->g.data_offset) / x->g.chunk;
+  if (gr_members_rebuilding (x->ms, sn->front) > 0)
+    c->rb_front = sn->front;
   /* Degraded with a journal: zero by writing (each stripe journaled), not
    * by fallocate over many stripes. */
   if (x->journal && gr_members_nfailed (x->ms) > 0)
@@ -429,21 +428,23 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
 }
 
 enum gr_exec_outcome
-gr_exec_rebuild (struct gr_exec *x, int member, uint64_t s0, uint64_t ns,
-                 uint8_t *buf)
+gr_exec_rebuild (struct gr_exec *x, const bool *which, uint64_t s0,
+                 uint64_t ns, uint8_t *buf)
 {
   const struct gr_geom *g = &x->g;
   const int k = g->k, m = g->m, n = k + m;
   const size_t chunk = g->chunk;
   struct gr_plan lp = { .s0 = s0, .nstripes = ns, .lock = GR_LOCK_EXCL };
-  struct gr_mio *v = malloc ((ns * (size_t) k + ns) * sizeof *v);
+  struct gr_mio *v = malloc (ns * (size_t) n * sizeof *v);
   int (*er)[GR_MAX_MEMBERS] = malloc (ns * sizeof *er);
   int *ner = malloc (ns * sizeof *ner);
   uint8_t **blk = malloc (ns * (size_t) n * sizeof *blk);
   bool *done = calloc (ns, sizeof *done);
-  bool failed[GR_MAX_MEMBERS];
+  bool failed[GR_MAX_MEMBERS], adv[GR_MAX_MEMBERS] = { false };
+  uint64_t front[GR_MAX_MEMBERS];
   enum gr_exec_outcome r = GR_EXEC_DONE;
   size_t nv = 0, s;
+  int i;
 
   if (v == NULL || er == NULL || ner == NULL || blk == NULL || done == NULL) {
     nbdkit_error ("rebuild: %m");
@@ -454,22 +455,33 @@ gr_exec_rebuild (struct gr_exec *x, int member, uint64_t s0, uint64_t ns,
   if (x->bitmap && gr_bitmap_pending (x->bitmap, s0, ns)) {
     nbdkit_error ("rebuild: stripes %" PRIu64 "-%" PRIu64 " have parity "
                   "that may be inconsistent since a crash (not resynced): "
-                  "member %d cannot be rebuilt from it", s0, s0 + ns - 1,
-                  member);
+                  "no member can be rebuilt from it", s0, s0 + ns - 1);
     errno = EIO;
     r = GR_EXEC_ERROR;
     goto out;
   }
   (void) gr_members_snapshot (x->ms, failed);
-  /* Each stripe: the first k survivors read, the member's chunk rebuilt
-   * from them (with any other lost chunk), then written. */
+  /* The fronts only this rebuild moves: stable while it runs. */
+  if (gr_members_rebuilding (x->ms, front) == 0)
+    goto out;
+  /* Each stripe: the first k survivors read, the members' chunks rebuilt
+   * from them (with any other lost chunk). */
   for (s = 0; s < ns; s++) {
     bool lost[GR_MAX_MEMBERS], want[GR_MAX_MEMBERS] = { false };
-    int surv[GR_MAX_MEMBERS], c;
+    int surv[GR_MAX_MEMBERS], c, nwant = 0;
 
     for (c = 0; c < n; c++)
       lost[c] = failed[gr_map_member (g, s0 + s, c)];
-    want[gr_map_index (g, s0 + s, member)] = true;
+    for (i = 0; i < n; i++)
+      if (which[i] && failed[i] && front[i] <= s0 + s) {
+        want[gr_map_index (g, s0 + s, i)] = true;
+        adv[i] = true;
+        nwant++;
+      }
+    if (nwant == 0) {
+      done[s] = true;           /* below every front: rebuilt already */
+      continue;
+    }
     ner[s] = gr_reconstruct_choose (k, m, lost, want, er[s], surv);
     if (ner[s] < 0) {
       r = GR_EXEC_REPLAN;       /* more than m lost: the caller stops */
@@ -482,14 +494,14 @@ gr_exec_rebuild (struct gr_exec *x, int member, uint64_t s0, uint64_t ns,
         .buf = buf + (s * n + (size_t) surv[c]) * chunk };
   }
   gr_members_io (x->ms, v, nv, GR_MIO_FAIL_MEMBER);
-  for (size_t i = 0; i < nv; i++)
-    if (v[i].result != GR_MIO_DONE) {
+  for (size_t j = 0; j < nv; j++)
+    if (v[j].result != GR_MIO_DONE) {
       r = GR_EXEC_REPLAN;       /* a survivor failed: again without it */
       goto out;
     }
   /* One coding operation per erasure pattern: the batch's stripes that
-   * lose the same chunks, side by side (parity rotates, so there are at
-   * most n patterns). */
+   * lose the same chunks, side by side (parity rotates, so there are few
+   * patterns). */
   for (s = 0; s < ns; s++) {
     size_t grp = 0, t;
 
@@ -512,36 +524,33 @@ gr_exec_rebuild (struct gr_exec *x, int member, uint64_t s0, uint64_t ns,
       goto out;
     }
   }
-  for (s = 0; s < ns; s++) {
-    const int idx = gr_map_index (g, s0 + s, member);
-
-    v[s] = (struct gr_mio) {
-      .kind = GR_MIO_WRITE, .member = member,
-      .off = gr_map_member_offset (g, s0 + s, 0), .len = chunk,
-      .buf = buf + (s * n + (size_t) idx) * chunk };
-  }
-  /* The rebuild's writes first (a failed one ends the rebuild); the
-   * front moves only once they are there: healthy reads take no lock. */
-  if (!gr_members_rebuild_advance (x->ms, member,
-                                   gr_map_member_offset (g, s0 + ns, 0),
-                                   false)) {
-    r = GR_EXEC_ERROR;
-    errno = EIO;
-    goto out;
-  }
-  gr_members_io (x->ms, v, ns, GR_MIO_FAIL_MEMBER);
-  for (s = 0; s < ns; s++)
-    if (v[s].result != GR_MIO_DONE) {
-      errno = EIO;
-      r = GR_EXEC_ERROR;
-      goto out;
+  /* The rebuild's writes first (a failed one ends that member's
+   * rebuild); a front moves only once they are there: healthy reads take
+   * no lock. */
+  nv = 0;
+  for (i = 0; i < n; i++) {
+    if (!adv[i])
+      continue;
+    if (!gr_members_rebuild_advance (x->ms, i,
+                                     gr_map_member_offset (g, s0 + ns, 0),
+                                     false)) {
+      adv[i] = false;
+      continue;
     }
-  if (!gr_members_rebuild_advance (x->ms, member,
-                                   gr_map_member_offset (g, s0 + ns, 0),
-                                   true)) {
-    r = GR_EXEC_ERROR;
-    errno = EIO;
+    for (s = front[i] > s0 ? front[i] - s0 : 0; s < ns; s++)
+      v[nv++] = (struct gr_mio) {
+        .kind = GR_MIO_WRITE, .member = i,
+        .off = gr_map_member_offset (g, s0 + s, 0), .len = chunk,
+        .buf = buf + (s * n + (size_t) gr_map_index (g, s0 + s, i)) * chunk };
   }
+  gr_members_io (x->ms, v, nv, GR_MIO_FAIL_MEMBER);
+  for (size_t j = 0; j < nv; j++)
+    if (v[j].result != GR_MIO_DONE)
+      adv[v[j].member] = false;
+  for (i = 0; i < n; i++)
+    if (adv[i])
+      gr_members_rebuild_advance (x->ms, i,
+                                  gr_map_member_offset (g, s0 + ns, 0), true);
  out:
   unlock_stripes (x, &lp);
  out_free:

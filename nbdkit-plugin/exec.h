@@ -52,9 +52,14 @@ struct gr_coding *gr_exec_coding (const struct gr_exec *x);
  * NULL after nbdkit_error (errno ENOMEM). */
 struct gr_plan *gr_exec_plan (struct gr_exec *x);
 
-/* The context plans are made in now: a fresh member snapshot into
- * failed[] (GR_MAX_MEMBERS), the fallocate modes, the coding route. */
-void gr_exec_plan_ctx (struct gr_exec *x, bool *failed,
+/* A member snapshot that plans are made from (the caller's storage). */
+struct gr_exec_snap {
+  bool failed[GR_MAX_MEMBERS];
+  uint64_t front[GR_MAX_MEMBERS];       /* replacements' fronts */
+};
+/* The context plans are made in now: a fresh member snapshot into sn,
+ * the fallocate modes, the coding route. */
+void gr_exec_plan_ctx (struct gr_exec *x, struct gr_exec_snap *sn,
                        struct gr_plan_ctx *c);
 
 enum gr_exec_outcome {
@@ -88,14 +93,17 @@ void gr_exec_lock (struct gr_exec *x, uint64_t s0, uint64_t ns,
                    enum gr_lock_mode mode);
 void gr_exec_unlock (struct gr_exec *x, uint64_t s0, uint64_t ns);
 
-/* Rebuild member (being rebuilt, members.h) on stripes [s0, s0 + ns),
- * the stripes locked: read k survivors of each, reconstruct its chunk
- * (one coding operation for the stripes of each erasure pattern),
- * move the rebuild's front past them and write them.  buf: ns * (k + m)
- * chunks of scratch.  GR_EXEC_REPLAN if a survivor failed (do it again)
- * or more than m are lost; GR_EXEC_ERROR (errno) if the replacement
- * failed, the coding failed, or the stripes' parity is not resynced. */
-enum gr_exec_outcome gr_exec_rebuild (struct gr_exec *x, int member,
+/* Rebuild the members in which[] (being rebuilt, members.h) on stripes
+ * [s0, s0 + ns), each where its front is not past the stripe, the
+ * stripes locked: read k survivors of each stripe, reconstruct the
+ * members' chunks (one coding operation for the stripes of each erasure
+ * pattern), move their fronts past them and write them.  buf: ns * (k +
+ * m) chunks of scratch.  A replacement whose write fails is no longer
+ * being rebuilt (members.h) and its front stays; the others go on.
+ * GR_EXEC_REPLAN if a survivor failed (do it again) or more than m are
+ * lost; GR_EXEC_ERROR (errno) if the coding failed or the stripes'
+ * parity is not resynced. */
+enum gr_exec_outcome gr_exec_rebuild (struct gr_exec *x, const bool *which,
                                       uint64_t s0, uint64_t ns, uint8_t *buf);
 
 #endif /* GPURAID_EXEC_H */

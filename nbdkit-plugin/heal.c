@@ -42,25 +42,20 @@ struct gr_heal {
   enum gr_heal_job last_job;
   struct spare spares[MAX_SPARES];
   int nspares;
-  int auto_member;              /* the member of a rebuild onto a spare */
-  int resume;                   /* a rebuild to resume, or -1 */
-  uint64_t resume_at;           /* from this stripe */
+  bool auto_m[GR_MAX_MEMBERS];  /* being rebuilt onto a spare */
+  bool resume;                  /* rebuilds to resume (at assembly) */
   bool no_auto[GR_MAX_MEMBERS]; /* its rebuild onto a spare failed */
 };
 
-/* Under h->lock. */
+/* Under h->lock: does a resync or a scrub run (what a rebuild waits
+ * for)? */
 static bool
-running_locked (struct gr_heal *h)
+blocks_rebuild_locked (struct gr_heal *h)
 {
   struct gr_resync_progress p;
 
   if (h->rs) {
     gr_resync_progress (h->rs, &p);
-    if (p.state == GR_RESYNC_RUNNING)
-      return true;
-  }
-  if (h->rebuild) {
-    gr_rebuild_progress (h->rebuild, &p);
     if (p.state == GR_RESYNC_RUNNING)
       return true;
   }
@@ -70,6 +65,47 @@ running_locked (struct gr_heal *h)
       return true;
   }
   return false;
+}
+
+/* Under h->lock. */
+static bool
+running_locked (struct gr_heal *h)
+{
+  struct gr_resync_progress p;
+
+  if (h->rebuild) {
+    gr_rebuild_progress (h->rebuild, &p);
+    if (p.state == GR_RESYNC_RUNNING)
+      return true;
+  }
+  return blocks_rebuild_locked (h);
+}
+
+/* Under h->lock: rebuild the members being rebuilt in one pass: member
+ * i (just begun; -1: none) joins the running pass, or a new pass starts
+ * for all of them from the least front.  false after nbdkit_error. */
+static bool
+rebuild_locked (struct gr_heal *h, int i)
+{
+  const struct gr_geom *g = gr_exec_geom (h->x);
+  uint64_t front[GR_MAX_MEMBERS], from = UINT64_MAX;
+  bool which[GR_MAX_MEMBERS] = { false };
+
+  h->last_job = GR_HEAL_JOB_REBUILD;
+  if (i >= 0 && h->rebuild && gr_rebuild_add (h->rebuild, i))
+    return true;
+  gr_rebuild_stop (h->rebuild);         /* ended, or ending */
+  h->rebuild = NULL;
+  if (gr_members_rebuilding (h->ms, front) == 0)
+    return i < 0;
+  for (int j = 0; j < g->k + g->m; j++)
+    if (gr_members_state (h->ms, j) == GR_MEMBER_REBUILDING) {
+      which[j] = true;
+      if (front[j] < from)
+        from = front[j];
+    }
+  h->rebuild = gr_rebuild_start (h->x, h->b, which, from, h->rate);
+  return h->rebuild != NULL;
 }
 
 /* Zero [0, len) of fd and sync it.  0 or -errno. */
@@ -159,10 +195,12 @@ replace_locked (struct gr_heal *h, int i, const char *path, int *err)
     return GR_HEAL_NO_SUCH_MEMBER;
   if (gr_members_read_only_p (h->ms))
     return GR_HEAL_READ_ONLY;
-  if (running_locked (h))
+  if (blocks_rebuild_locked (h))
     return GR_HEAL_BUSY;
   if (gr_members_state (h->ms, i) == GR_MEMBER_ACTIVE)
     return GR_HEAL_ACTIVE;
+  if (gr_members_state (h->ms, i) == GR_MEMBER_REBUILDING)
+    return GR_HEAL_REBUILDING;
   o = check_path (h, i, path, &fd, err);
   if (o != GR_HEAL_STARTED)
     return o;
@@ -174,22 +212,22 @@ replace_locked (struct gr_heal *h, int i, const char *path, int *err)
     close (fd);
     return GR_HEAL_IO_ERROR;
   }
-  gr_rebuild_stop (h->rebuild);
-  h->rebuild = NULL;
   switch (gr_members_rebuild_begin (h->ms, i, path, fd)) {
   case GR_MEMBERS_OK:
     break;
   case GR_MEMBERS_IO_ERROR:
     *err = errno;
     return GR_HEAL_IO_ERROR;
-  case GR_MEMBERS_ARRAY_FAILED:
-    gr_members_rebuild_end (h->ms, i, GR_REBUILD_ABANDONED);
+  case GR_MEMBERS_ARRAY_FAILED: {
+    bool one[GR_MAX_MEMBERS] = { false };
+
+    one[i] = true;
+    gr_members_rebuild_end (h->ms, one, GR_REBUILD_ABANDONED);
     return GR_HEAL_IO_ERROR;
   }
-  h->rebuild = gr_rebuild_start (h->x, h->b, i, 0, h->rate);
-  h->last_job = GR_HEAL_JOB_REBUILD;
-  h->auto_member = -1;
-  return h->rebuild ? GR_HEAL_STARTED : GR_HEAL_IO_ERROR;
+  }
+  h->auto_m[i] = false;
+  return rebuild_locked (h, i) ? GR_HEAL_STARTED : GR_HEAL_IO_ERROR;
 }
 
 /* The thread's step, under h->lock: a spare put in for a member that
@@ -200,24 +238,31 @@ use_spare_locked (struct gr_heal *h)
   struct gr_resync_progress p;
   int i, s, err;
 
-  if (h->auto_member >= 0 && h->rebuild) {
-    gr_rebuild_progress (h->rebuild, &p);
-    if (p.state == GR_RESYNC_FAILED || p.state == GR_RESYNC_STOPPED) {
-      h->no_auto[h->auto_member] = true;
+  for (i = 0; i < gr_members_n (h->ms); i++) {
+    const enum gr_member_state st = gr_members_state (h->ms, i);
+
+    if (!h->auto_m[i] || st == GR_MEMBER_REBUILDING)
+      continue;
+    h->auto_m[i] = false;
+    if (st != GR_MEMBER_ACTIVE && !h->stopping) {
+      h->no_auto[i] = true;
       gr_warn ("the rebuild of member %d onto a spare ended without "
                "finishing: spares are not used for it again (gpuraidctl "
-               "replace)", h->auto_member);
-      h->auto_member = -1;
+               "replace)", i);
     }
   }
-  if (h->resume >= 0 && !running_locked (h)) {
-    gr_warn ("resuming the rebuild of member %d (%s) at stripe %" PRIu64
-             " (its checkpoint)", h->resume,
-             gr_members_path (h->ms, h->resume), h->resume_at);
-    h->rebuild = gr_rebuild_start (h->x, h->b, h->resume, h->resume_at,
-                                   h->rate);
-    h->last_job = GR_HEAL_JOB_REBUILD;
-    h->resume = -1;
+  if (h->resume && !blocks_rebuild_locked (h)) {
+    uint64_t front[GR_MAX_MEMBERS];
+
+    gr_members_rebuilding (h->ms, front);
+    for (i = 0; i < gr_members_n (h->ms); i++)
+      if (gr_members_state (h->ms, i) == GR_MEMBER_REBUILDING)
+        gr_warn ("resuming the rebuild of member %d (%s) at stripe %" PRIu64
+                 " (its checkpoint)", i, gr_members_path (h->ms, i),
+                 front[i]);
+    if (!rebuild_locked (h, -1))
+      gr_warn ("the rebuild could not be resumed (see the error before)");
+    h->resume = false;
     return;
   }
   if (h->nspares == 0 || gr_members_read_only_p (h->ms) ||
@@ -245,7 +290,7 @@ use_spare_locked (struct gr_heal *h)
         gr_scrub_stop (h->scrub);
       }
     }
-    if (running_locked (h))
+    if (blocks_rebuild_locked (h))
       return;
     {
       struct spare sp = h->spares[s];
@@ -258,7 +303,7 @@ use_spare_locked (struct gr_heal *h)
                  st == GR_MEMBER_FAILED ? "failed" : "missing",
                  sp.member < 0 ? "spare" : "its replacement (replace=)",
                  sp.path);
-        h->auto_member = i;
+        h->auto_m[i] = true;
       }
       else
         gr_warn ("%s %s cannot take member %d's place (%s): dropped",
@@ -267,7 +312,6 @@ use_spare_locked (struct gr_heal *h)
                  "added");
       free (sp.path);
     }
-    return;
   }
 }
 
@@ -306,8 +350,6 @@ gr_heal_new (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
   h->ms = gr_exec_members (x);
   h->b = b;
   h->rate = rate;
-  h->auto_member = -1;
-  h->resume = -1;
   pthread_mutex_init (&h->lock, NULL);
   pthread_cond_init (&h->cond, NULL);
   return h;
@@ -316,15 +358,13 @@ gr_heal_new (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
 int
 gr_heal_start (struct gr_heal *h, struct gr_resync *rs)
 {
-  const struct gr_geom *g = gr_exec_geom (h->x);
-  uint64_t front;
+  uint64_t front[GR_MAX_MEMBERS];
   int e;
 
   h->rs = rs;
-  /* A rebuild resumed at assembly (members.h) goes on once the resync
-   * is done. */
-  h->resume = gr_members_rebuilding (h->ms, &front);
-  h->resume_at = h->resume >= 0 ? (front - g->data_offset) / g->chunk : 0;
+  /* Rebuilds resumed at assembly (replacing.h) go on once the resync is
+   * done. */
+  h->resume = gr_members_rebuilding (h->ms, front) > 0;
   e = pthread_create (&h->thread, NULL, heal_thread, h);
   if (e != 0) {
     errno = e;
@@ -441,6 +481,10 @@ gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
   case GR_HEAL_ACTIVE:
     snprintf (buf, len, "the member is active (fail it first)");
     return;
+  case GR_HEAL_REBUILDING:
+    snprintf (buf, len, "the member is being rebuilt (fail it first to "
+              "rebuild it onto another file)");
+    return;
   case GR_HEAL_BUSY:
     snprintf (buf, len, "a resync, rebuild or scrub is running "
               "(gpuraidctl wait)");
@@ -476,17 +520,18 @@ gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
 }
 
 int
-gr_heal_rebuild_progress (struct gr_heal *h, struct gr_resync_progress *p)
+gr_heal_rebuild_progress (struct gr_heal *h, struct gr_resync_progress *p,
+                          bool *which)
 {
-  int member = -1;
+  int count = -1;
 
   pthread_mutex_lock (&h->lock);
   if (h->rebuild) {
     gr_rebuild_progress (h->rebuild, p);
-    member = gr_rebuild_member (h->rebuild);
+    count = gr_rebuild_members (h->rebuild, which);
   }
   pthread_mutex_unlock (&h->lock);
-  return member;
+  return count;
 }
 
 enum gr_heal_outcome

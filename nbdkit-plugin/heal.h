@@ -12,8 +12,9 @@
  * on later: a rebuild comes first).  A spare whose rebuild fails is
  * dropped, and that member is not rebuilt automatically again (replace
  * it by hand).  Spares live as long as the server: they are not
- * recorded on the members.  Scrubs: scrub.h.  One of rebuild and scrub
- * runs at a time, never during the resync.
+ * recorded on the members.  Scrubs: scrub.h.  A member replaced while a
+ * rebuild runs joins it (one pass rebuilds them all: rebuild.h).  One of
+ * rebuild and scrub runs at a time, never during the resync.
  *
  * One owner: struct gr_heal holds the rebuild and the scrub started last,
  * the spares and the thread.  Its calls are serialised by its lock. */
@@ -47,6 +48,7 @@ enum gr_heal_outcome {
   GR_HEAL_STARTED,
   GR_HEAL_NO_SUCH_MEMBER,
   GR_HEAL_ACTIVE,               /* the member works: fail it first */
+  GR_HEAL_REBUILDING,           /* the member is being rebuilt */
   GR_HEAL_BUSY,                 /* a resync, rebuild or scrub runs */
   GR_HEAL_READ_ONLY,
   GR_HEAL_CANNOT_OPEN,
@@ -73,10 +75,11 @@ bool gr_heal_spare (struct gr_heal *h, int i, char *path, size_t len);
 void gr_heal_explain (enum gr_heal_outcome o, int err, char *buf,
                       size_t len);
 
-/* The rebuild started last (running or ended): its progress and the
- * member, or -1 if none was started. */
+/* The rebuild started last (running or ended): its progress and its
+ * members into which[] (GR_MAX_MEMBERS), how many; -1 if none was
+ * started. */
 int gr_heal_rebuild_progress (struct gr_heal *h,
-                              struct gr_resync_progress *p);
+                              struct gr_resync_progress *p, bool *which);
 
 /* gpuraidctl scrub [--repair]: going on from where the last one stopped
  * (*from, a stripe).  STARTED, BUSY, READ_ONLY (repair), NO_REDUNDANCY

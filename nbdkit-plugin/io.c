@@ -43,14 +43,14 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, uint64_t offset,
      uint64_t len, struct gr_exec_result *res)
 {
   struct gr_plan *p = gr_exec_plan (x);
-  bool failed[GR_MAX_MEMBERS];
+  struct gr_exec_snap sn;
   uint64_t pos = offset, end = offset + len, plen;
   struct gr_plan_ctx c;
 
   if (p == NULL)
     return -1;
   while (pos < end) {
-    gr_exec_plan_ctx (x, failed, &c);
+    gr_exec_plan_ctx (x, &sn, &c);
     gr_plan_next (&c, req, pos, end - pos, p);
     if (p->kind == GR_PLAN_REFUSE)
       return fail_eio (x, req_name (req), pos);

@@ -41,6 +41,13 @@ struct gr_members {
 /* Under ms->lock: write the superblock, event + 1, to every live
  * member (members.h: gr_members_write_sbs). */
 enum gr_members_outcome gr_members_write_sbs_locked (struct gr_members *ms);
+/* Under ms->lock: drop member i from the recorded rebuild (the whole
+ * record when no member is left in progress); written with the next
+ * superblock update.  false if it was not in it. */
+bool gr_members_rebuild_drop_locked (struct gr_members *ms, int i);
+/* Under ms->lock: does the recorded rebuild hold a member still in
+ * progress (failed)? */
+bool gr_members_rebuild_in_progress_locked (const struct gr_members *ms);
 /* May v be done: a live member, or the part of a replacement rebuilt. */
 bool gr_members_usable (const struct gr_members *ms, const struct gr_mio *v);
 

@@ -624,20 +624,26 @@ gr_plan_next (const struct gr_plan_ctx *c0, enum gr_req req, uint64_t offset,
   /* A member being rebuilt is live below its front: a plan that starts
    * there stops at the front, one that starts above it treats the member
    * as lost. */
-  if (c0->rb_member >= 0 && c0->rb_member < n) {
-    const uint64_t fb = c0->rb_front * gr_map_stripe_width (c0->g);
+  if (c0->rb_front) {
+    const uint64_t width = gr_map_stripe_width (c0->g);
 
-    if (offset < fb) {
+    for (i = 0; i < n; i++) {
+      const uint64_t fb = c0->rb_front[i] * width;
+
+      if (!c0->failed[i] || offset >= fb)
+        continue;
       if (len > fb - offset)
         len = fb - offset;
-      p->len = len;
-      memcpy (rfailed, c0->failed, n * sizeof *rfailed);
-      rfailed[c0->rb_member] = false;
-      rc = *c0;
-      rc.failed = rfailed;
-      rc.rb_live = true;
-      c = &rc;
+      if (c == c0) {
+        memcpy (rfailed, c0->failed, n * sizeof *rfailed);
+        rc = *c0;
+        rc.failed = rfailed;
+        rc.rb_live = true;
+        c = &rc;
+      }
+      rfailed[i] = false;
     }
+    p->len = len;
   }
 
   for (i = 0; i < n; i++)

@@ -152,13 +152,13 @@ struct gr_plan_ctx {
    * engine copies page-locked memory directly). */
   bool (*gpu) (void *arg, enum gr_op op, size_t bytes, int nerased);
   void *gpu_arg;
-  /* A member being rebuilt (failed[] says lost), or -1: live for the
-   * stripes below rb_front, so a plan starting there ends at rb_front
-   * and uses it; a plan starting above treats it as lost. */
-  int rb_member;
-  uint64_t rb_front;            /* stripes */
+  /* Members being rebuilt (failed[] says lost), or NULL if none:
+   * rb_front[member] (stripes; 0 for the others) is the front below
+   * which a replacement is live, so a plan starting there ends at its
+   * front and uses it; a plan starting above treats it as lost. */
+  const uint64_t *rb_front;
   bool rb_live;                 /* set by gr_plan_next for a plan below
-                                 * the front: its writes are journaled */
+                                 * a front: its writes are journaled */
 };
 
 /* gr_plan_new and gr_plan_free: steps.h (the plan's arrays). */

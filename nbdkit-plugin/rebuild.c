@@ -1,8 +1,10 @@
-/* gpuraid - rebuilding a member online.  See rebuild.h. */
+/* gpuraid - rebuilding members online.  See rebuild.h. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -20,17 +22,59 @@
 struct gr_rebuild {
   struct gr_exec *x;
   struct gr_bitmap *b;
-  int member;
   pthread_t thread;
   struct gr_pace *pace;
   uint8_t *buf;
   bool pinned;                  /* buf from the coder (page-locked) */
   uint64_t batch;               /* stripes */
-  uint64_t from;                /* the stripe it started from (resumed) */
-  /* Progress, atomic: array bytes done and to do, enum gr_resync_state. */
-  uint64_t done, total;
-  int state;
+  pthread_mutex_t lock;         /* the fields below; leaf */
+  bool which[GR_MAX_MEMBERS];   /* the members of the pass */
+  bool added[GR_MAX_MEMBERS];   /* joining at the next batch */
+  bool closed;                  /* the pass takes no more members */
+  uint64_t pos, from;           /* stripes: where it is, and where it
+                                 * went on from last (start, join) */
+  double t0;                    /* seconds when it went on from there */
+  uint64_t moved;               /* array bytes done, for the pace */
+  int state;                    /* enum gr_resync_state */
 };
+
+/* The members of the pass as a list "1, 3", into buf[len]. */
+static const char *
+list (const bool *which, int n, char *buf, size_t len)
+{
+  size_t o = 0;
+
+  buf[0] = '\0';
+  for (int i = 0; i < n && o < len; i++)
+    if (which[i])
+      o += (size_t) snprintf (buf + o, len - o, "%s%d", o ? ", " : "", i);
+  return buf;
+}
+
+/* Under rb->lock: take the members that joined; the pass goes back to
+ * the least front among them.  true if any joined. */
+static bool
+take_added_locked (struct gr_rebuild *rb, int n, uint64_t *s)
+{
+  struct gr_members *ms = gr_exec_members (rb->x);
+  uint64_t front[GR_MAX_MEMBERS];
+  bool any = false;
+
+  gr_members_rebuilding (ms, front);
+  for (int i = 0; i < n; i++)
+    if (rb->added[i]) {
+      rb->added[i] = false;
+      rb->which[i] = true;
+      if (front[i] < *s)
+        *s = front[i];
+      any = true;
+    }
+  if (any) {
+    rb->from = rb->pos = *s;
+    rb->t0 = gr_pace_seconds (rb->pace);
+  }
+  return any;
+}
 
 static void *
 rebuild_thread (void *arg)
@@ -38,27 +82,68 @@ rebuild_thread (void *arg)
   struct gr_rebuild *rb = arg;
   struct gr_members *ms = gr_exec_members (rb->x);
   const struct gr_geom *g = gr_exec_geom (rb->x);
+  const int n = g->k + g->m;
   const uint64_t width = gr_map_stripe_width (g);
   enum gr_resync_state st = GR_RESYNC_DONE;
+  bool which[GR_MAX_MEMBERS];
+  char names[1024];
   uint64_t s = rb->from;
-  int last_pct = (int) (s * 10 / g->stripes);
+  int last_pct = (int) (s * 10 / g->stripes), i, left;
   double checkpointed = gr_pace_seconds (rb->pace);
 
-  gr_debug ("rebuild of member %d (%s): %" PRIu64 " stripes from stripe %"
-            PRIu64, rb->member, gr_members_path (ms, rb->member), g->stripes,
-            s);
-  while (s < g->stripes) {
+  memcpy (which, rb->which, sizeof which);
+  list (which, n, names, sizeof names);
+  gr_debug ("rebuild of member%s %s: %" PRIu64 " stripes from stripe %"
+            PRIu64, strchr (names, ',') ? "s" : "", names, g->stripes, s);
+  for (;;) {
+    const uint64_t rate = gr_pace_rate (rb->pace);
+    uint64_t ns;
+
+    pthread_mutex_lock (&rb->lock);
+    if (take_added_locked (rb, n, &s)) {
+      memcpy (which, rb->which, sizeof which);
+      gr_warn ("rebuild of members %s goes on from stripe %" PRIu64 ", "
+               "where the member that joined starts",
+               list (which, n, names, sizeof names), s);
+      last_pct = (int) (s * 10 / g->stripes);
+    }
+    if (s >= g->stripes)
+      rb->closed = true;
+    pthread_mutex_unlock (&rb->lock);
+    if (s >= g->stripes)
+      break;
+    /* A replacement that failed leaves the pass (the error said why). */
+    left = 0;
+    for (i = 0; i < n; i++) {
+      bool one[GR_MAX_MEMBERS] = { false };
+
+      if (!which[i])
+        continue;
+      if (gr_members_state (ms, i) == GR_MEMBER_REBUILDING) {
+        left++;
+        continue;
+      }
+      one[i] = true;
+      gr_members_rebuild_end (ms, one, GR_REBUILD_ABANDONED);
+      gr_warn ("rebuild of member %d (%s) failed after %" PRIu64 " of %"
+               PRIu64 " stripes (see the error before): the member stays "
+               "failed", i, gr_members_path (ms, i), s, g->stripes);
+      which[i] = false;
+      pthread_mutex_lock (&rb->lock);
+      rb->which[i] = false;
+      pthread_mutex_unlock (&rb->lock);
+    }
+    if (left == 0) {
+      st = GR_RESYNC_FAILED;
+      goto end;
+    }
     /* A tenth of a second's worth under a rate limit: the limit is kept
      * smoothly and writers wait for short batches only. */
-    const uint64_t rate = gr_pace_rate (rb->pace);
-    uint64_t ns = rate && rate / 10 / width < rb->batch
+    ns = rate && rate / 10 / width < rb->batch
       ? (rate / 10 / width ? rate / 10 / width : 1) : rb->batch;
-    uint64_t done;
-
     if (ns > g->stripes - s)
       ns = g->stripes - s;
-
-    switch (gr_exec_rebuild (rb->x, rb->member, s, ns, rb->buf)) {
+    switch (gr_exec_rebuild (rb->x, which, s, ns, rb->buf)) {
     case GR_EXEC_DONE:
       break;
     case GR_EXEC_REPLAN:
@@ -70,62 +155,80 @@ rebuild_thread (void *arg)
       goto end;
     }
     s += ns;
-    done = __atomic_add_fetch (&rb->done, ns * width, __ATOMIC_RELAXED);
+    pthread_mutex_lock (&rb->lock);
+    rb->pos = s;
+    rb->moved += ns * width;
+    pthread_mutex_unlock (&rb->lock);
     if (s * 10 / g->stripes > (uint64_t) last_pct) {
       last_pct = (int) (s * 10 / g->stripes);
-      gr_debug ("rebuild of member %d: %d0%% (%" PRIu64 " MiB in %.1f s)",
-                rb->member, last_pct, done >> 20, gr_pace_seconds (rb->pace));
+      gr_debug ("rebuild of member%s %s: %d0%% (%.1f s)",
+                left > 1 ? "s" : "", list (which, n, names, sizeof names),
+                last_pct, gr_pace_seconds (rb->pace));
     }
     /* A checkpoint every CHECKPOINT_S: a restart resumes from there. */
     if (s < g->stripes &&
         gr_pace_seconds (rb->pace) - checkpointed >= CHECKPOINT_S) {
-      if (!gr_members_rebuild_checkpoint (ms, rb->member, s)) {
+      if (!gr_members_rebuild_checkpoint (ms)) {
         st = GR_RESYNC_FAILED;
         goto end;
       }
       checkpointed = gr_pace_seconds (rb->pace);
     }
-    if (s < g->stripes && gr_pace_wait (rb->pace,
-                                        done - rb->from * width)) {
+    if (s < g->stripes && gr_pace_wait (rb->pace, rb->moved)) {
       st = GR_RESYNC_STOPPED;
       goto end;
     }
   }
-  if (gr_members_state (ms, rb->member) != GR_MEMBER_REBUILDING)
-    st = GR_RESYNC_FAILED;      /* the replacement failed */
  end:
-  if (st == GR_RESYNC_DONE) {
-    /* Synced there before the superblocks say that it is live. */
-    if (!gr_members_rebuild_end (ms, rb->member, GR_REBUILD_DONE))
-      st = GR_RESYNC_FAILED;
-    else {
-      gr_bitmap_checkpoint (rb->b);
-      gr_warn ("rebuild of member %d (%s) done: %" PRIu64 " stripes in "
-               "%.1f s; %d of %d members failed", rb->member,
-               gr_members_path (ms, rb->member), g->stripes,
-               gr_pace_seconds (rb->pace), gr_members_nfailed (ms),
-               gr_members_n (ms));
+  /* No member joins from here; one that joined since the last batch
+   * ends with the others (paused or abandoned: it never gets done). */
+  pthread_mutex_lock (&rb->lock);
+  rb->closed = true;
+  for (i = 0; i < n; i++)
+    if (rb->added[i]) {
+      rb->added[i] = false;
+      rb->which[i] = which[i] = true;
     }
+  pthread_mutex_unlock (&rb->lock);
+  list (which, n, names, sizeof names);
+  if (st == GR_RESYNC_DONE) {
+    /* Synced there before the superblocks say that they are live. */
+    if (!gr_members_rebuild_end (ms, which, GR_REBUILD_DONE))
+      st = GR_RESYNC_FAILED;
+    gr_bitmap_checkpoint (rb->b);
+    for (i = 0; i < n; i++)
+      if (which[i]) {
+        if (gr_members_state (ms, i) == GR_MEMBER_ACTIVE)
+          gr_warn ("rebuild of member %d (%s) done: %" PRIu64 " stripes in "
+                   "%.1f s; %d of %d members failed", i,
+                   gr_members_path (ms, i), g->stripes,
+                   gr_pace_seconds (rb->pace), gr_members_nfailed (ms), n);
+        else
+          gr_warn ("rebuild of member %d (%s) failed at its end (see the "
+                   "error before): the member stays failed", i,
+                   gr_members_path (ms, i));
+      }
   }
-  else if (st == GR_RESYNC_STOPPED &&
-           gr_members_rebuild_checkpoint (ms, rb->member, s)) {
-    gr_members_rebuild_end (ms, rb->member, GR_REBUILD_PAUSED);
-    gr_warn ("rebuild of member %d paused at shutdown after %" PRIu64
+  else if (st == GR_RESYNC_STOPPED && gr_members_rebuild_checkpoint (ms)) {
+    gr_members_rebuild_end (ms, which, GR_REBUILD_PAUSED);
+    gr_warn ("rebuild of member%s %s paused at shutdown after %" PRIu64
              " of %" PRIu64 " stripes: it resumes from there when the array "
-             "starts with member=%s", rb->member, s, g->stripes,
-             gr_members_path (ms, rb->member));
+             "starts with %s replacement%s as member=", strchr (names, ',')
+             ? "s" : "", names, s, g->stripes,
+             strchr (names, ',') ? "their" : "its",
+             strchr (names, ',') ? "s" : "");
   }
   else {
-    gr_members_rebuild_end (ms, rb->member, GR_REBUILD_ABANDONED);
+    gr_members_rebuild_end (ms, which, GR_REBUILD_ABANDONED);
     if (st == GR_RESYNC_STOPPED)
-      gr_warn ("rebuild of member %d stopped at shutdown after %" PRIu64
+      gr_warn ("rebuild of member%s %s stopped at shutdown after %" PRIu64
                " of %" PRIu64 " stripes, its checkpoint not recorded: the "
-               "member stays failed; replace it again", rb->member, s,
-               g->stripes);
-    else
-      gr_warn ("rebuild of member %d (%s) failed after %" PRIu64 " of %"
-               PRIu64 " stripes (see the error before): the member stays "
-               "failed", rb->member, gr_members_path (ms, rb->member), s,
+               "members stay failed; replace them again",
+               strchr (names, ',') ? "s" : "", names, s, g->stripes);
+    else if (names[0])
+      gr_warn ("rebuild of member%s %s failed after %" PRIu64 " of %"
+               PRIu64 " stripes (see the error before): the members stay "
+               "failed", strchr (names, ',') ? "s" : "", names, s,
                g->stripes);
   }
   gr_pace_finish (rb->pace);
@@ -143,7 +246,7 @@ free_buf (struct gr_rebuild *rb)
 }
 
 struct gr_rebuild *
-gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, int member,
+gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, const bool *which,
                   uint64_t from, uint64_t rate)
 {
   const struct gr_geom *g = gr_exec_geom (x);
@@ -154,15 +257,14 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, int member,
     goto nomem;
   rb->x = x;
   rb->b = b;
-  rb->member = member;
+  memcpy (rb->which, which, (size_t) (g->k + g->m) * sizeof *which);
+  pthread_mutex_init (&rb->lock, NULL);
   rb->batch = BUF_BYTES / ((size_t) (g->k + g->m) * g->chunk);
   if (rb->batch < 1)
     rb->batch = 1;
   if (rb->batch > g->stripes)
     rb->batch = g->stripes;
-  rb->from = from;
-  rb->done = from * gr_map_stripe_width (g);
-  rb->total = g->stripes * gr_map_stripe_width (g);
+  rb->from = rb->pos = from;
   rb->state = GR_RESYNC_RUNNING;
   rb->pace = gr_pace_new (rate);
   /* Page-locked where a GPU codes, so that its copies run at full speed. */
@@ -185,38 +287,68 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, int member,
  nomem:
   nbdkit_error ("rebuild: %m");
  fail:
-  gr_members_rebuild_end (gr_exec_members (x), member, GR_REBUILD_PAUSED);
+  gr_members_rebuild_end (gr_exec_members (x), which, GR_REBUILD_PAUSED);
   if (rb) {
     gr_pace_free (rb->pace);
     free_buf (rb);
+    pthread_mutex_destroy (&rb->lock);
   }
   free (rb);
   return NULL;
 }
 
+bool
+gr_rebuild_add (struct gr_rebuild *rb, int i)
+{
+  bool ok;
+
+  pthread_mutex_lock (&rb->lock);
+  ok = !rb->closed;
+  if (ok)
+    rb->added[i] = true;
+  pthread_mutex_unlock (&rb->lock);
+  return ok;
+}
+
 void
 gr_rebuild_progress (struct gr_rebuild *rb, struct gr_resync_progress *out)
 {
+  const uint64_t width = gr_map_stripe_width (gr_exec_geom (rb->x));
+
   out->state = __atomic_load_n (&rb->state, __ATOMIC_ACQUIRE);
-  out->done_bytes = __atomic_load_n (&rb->done, __ATOMIC_RELAXED);
-  out->total_bytes = rb->total;
-  out->from_bytes = rb->from * gr_map_stripe_width (gr_exec_geom (rb->x));
-  out->seconds = gr_pace_seconds (rb->pace);
+  pthread_mutex_lock (&rb->lock);
+  out->done_bytes = rb->pos * width;
+  out->from_bytes = rb->from * width;
+  out->seconds = gr_pace_seconds (rb->pace) - rb->t0;
+  pthread_mutex_unlock (&rb->lock);
+  out->total_bytes = gr_exec_geom (rb->x)->stripes * width;
   out->rate_limit = gr_pace_rate (rb->pace);
 }
 
 int
-gr_rebuild_member (const struct gr_rebuild *rb)
+gr_rebuild_members (struct gr_rebuild *rb, bool *which)
 {
-  return rb->member;
+  const struct gr_geom *g = gr_exec_geom (rb->x);
+  int count = 0;
+
+  pthread_mutex_lock (&rb->lock);
+  for (int i = 0; i < g->k + g->m; i++) {
+    which[i] = rb->which[i] || rb->added[i];
+    count += which[i];
+  }
+  pthread_mutex_unlock (&rb->lock);
+  return count;
 }
 
 void
 gr_rebuild_set_rate (struct gr_rebuild *rb, uint64_t rate)
 {
-  gr_pace_set_rate (rb->pace, rate,
-                    __atomic_load_n (&rb->done, __ATOMIC_RELAXED)
-                    - rb->from * gr_map_stripe_width (gr_exec_geom (rb->x)));
+  uint64_t moved;
+
+  pthread_mutex_lock (&rb->lock);
+  moved = rb->moved;
+  pthread_mutex_unlock (&rb->lock);
+  gr_pace_set_rate (rb->pace, rate, moved);
 }
 
 void
@@ -228,5 +360,6 @@ gr_rebuild_stop (struct gr_rebuild *rb)
   pthread_join (rb->thread, NULL);
   gr_pace_free (rb->pace);
   free_buf (rb);
+  pthread_mutex_destroy (&rb->lock);
   free (rb);
 }

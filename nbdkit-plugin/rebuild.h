@@ -1,27 +1,31 @@
-/* gpuraid - rebuilding a failed member onto a replacement, online.
+/* gpuraid - rebuilding failed members onto replacements, online, several
+ * in one pass.
  *
- * The replacement (members.h: gr_members_rebuild_begin) is filled stripe
- * by stripe from the first k survivors of each stripe, in batches of
- * stripes held exclusively (exec.h: gr_exec_rebuild; one coding
+ * The replacements (replacing.h: gr_members_rebuild_begin) are filled
+ * stripe by stripe from the first k survivors of each stripe, in batches
+ * of stripes held exclusively (exec.h: gr_exec_rebuild; one coding
  * operation per erasure pattern of a batch, in a page-locked buffer
  * where a GPU codes; a tenth of a second's worth under a rate limit),
- * while the array serves requests: below the rebuild's front the
- * replacement is read and written like a live member, above it the
- * member is lost.  At most rate
- * bytes of array data a second; progress logged every 10 % (nbdkit -v).
- * At the end the replacement is synced and the member is live again,
- * recorded on every superblock.  Every second, and at a shutdown, the
- * stripes done are synced on the replacement and recorded as its
- * checkpoint in the members' superblocks (members.h): a start with the
- * replacement in place, after a shutdown or a crash, resumes from there.
- * The replacement failing, or more than m members lost, stops it: the
- * member stays failed, the rebuild forgotten (replace again).
+ * while the array serves requests: below a replacement's front it is
+ * read and written like a live member, above it the member is lost.  A
+ * member replaced while a pass runs joins it: the pass goes back to
+ * stripe 0 and rebuilds each member where its front is behind, so all
+ * end together.  At most rate bytes of array data a second; progress
+ * logged every 10 % (nbdkit -v).  At the end the replacements are synced
+ * and the members are live again, recorded on every superblock in one
+ * update.  Every second, and at a shutdown, the replacements are synced
+ * and the least front is recorded as the checkpoint in the members'
+ * superblocks (replacing.h): a start with the replacements in place,
+ * after a shutdown or a crash, resumes from there.  A replacement
+ * failing ends its member's rebuild (that member stays failed, the
+ * others go on); more than m members lost stops the pass.
  *
- * One owner: struct gr_rebuild holds the thread, its buffers and its
- * progress. */
+ * One owner: struct gr_rebuild holds the thread, its buffers, its
+ * members and its progress. */
 #ifndef GPURAID_REBUILD_H
 #define GPURAID_REBUILD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "bitmap.h"
@@ -30,16 +34,22 @@
 
 struct gr_rebuild;
 
-/* Rebuild member (already begun or resumed in members.h) from stripe
- * from.  NULL after nbdkit_error (the member's rebuild is then paused:
- * still failed, resumed at the next start). */
+/* Rebuild the members in which[] (already begun or resumed in
+ * replacing.h) from stripe from.  NULL after nbdkit_error (their
+ * rebuilds are then paused: still failed, resumed at the next start). */
 struct gr_rebuild *gr_rebuild_start (struct gr_exec *x,
-                                     struct gr_bitmap *b, int member,
+                                     struct gr_bitmap *b, const bool *which,
                                      uint64_t from, uint64_t rate);
-/* Its progress, in the resync's terms (state, bytes of array data). */
+/* Member i (begun in replacing.h) joins the pass.  false if the pass has
+ * ended or is ending (stop it and start another). */
+bool gr_rebuild_add (struct gr_rebuild *rb, int i);
+/* Its progress, in the resync's terms (state, bytes of array data: the
+ * position of the pass, which goes back to 0 when a member joins). */
 void gr_rebuild_progress (struct gr_rebuild *rb,
                           struct gr_resync_progress *out);
-int gr_rebuild_member (const struct gr_rebuild *rb);
+/* Its members (those still in it, or at its end) into which[i]; how
+ * many. */
+int gr_rebuild_members (struct gr_rebuild *rb, bool *which);
 void gr_rebuild_set_rate (struct gr_rebuild *rb, uint64_t rate);
 /* Stop it and wait (a finished one is just freed). */
 void gr_rebuild_stop (struct gr_rebuild *rb);

@@ -1,4 +1,4 @@
-/* gpuraid - a replacement being rebuilt: its state among the members.
+/* gpuraid - replacements being rebuilt: their state among the members.
  * See replacing.h. */
 #include <errno.h>
 #include <stdio.h>
@@ -35,28 +35,58 @@ rebuild_set_locked (struct gr_members *ms, int i, const char *path, int fd,
   __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
 }
 
-enum gr_members_outcome
-gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
-                          int fd)
+static bool
+rebuilding (const struct gr_members *ms, int i)
 {
-  enum gr_members_outcome r = GR_MEMBERS_OK;
+  return __atomic_load_n (&ms->mem[i].rebuilding, __ATOMIC_ACQUIRE);
+}
+
+/* Member i's front in stripes. */
+static uint64_t
+front_stripe (const struct gr_members *ms, int i)
+{
+  const uint64_t f = __atomic_load_n (&ms->mem[i].front, __ATOMIC_ACQUIRE);
+
+  return f <= ms->sb.data_offset ? 0
+    : (f - ms->sb.data_offset) / ms->sb.chunk;
+}
+
+/* Under ms->lock: write replacement i's own superblock (REBUILDING,
+ * rebuild id) and sync it.  0 or -errno. */
+static int
+write_own_sb_locked (struct gr_members *ms, int i, int fd, uint64_t id)
+{
   uint8_t buf[GR_SB_SIZE];
-  struct gr_sb own;
+  struct gr_sb own = ms->sb;
   int e;
 
-  pthread_mutex_lock (&ms->lock);
-  /* Its own superblock first: REBUILDING, named by the event of the
-   * update that records the rebuild on the members (docs/format.md). */
-  own = ms->sb;
   own.index = (uint32_t) i;
   own.flags |= GR_SB_FLAG_REBUILDING;
-  own.rebuild_id = ms->sb.event + 1;
-  own.rebuild_member = (uint32_t) i;
+  own.rebuild_id = id;
+  memset (own.rebuild_set, 0, sizeof own.rebuild_set);
+  gr_sb_rebuild_put (&own, i, true);
   own.rebuild_at = 0;
   gr_sb_encode (&own, buf);
   e = gr_pwrite_full (fd, buf, GR_SB_SIZE, 0);
   if (e == 0 && fdatasync (fd) == -1)
     e = -errno;
+  return e;
+}
+
+enum gr_members_outcome
+gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
+                          int fd)
+{
+  enum gr_members_outcome r = GR_MEMBERS_OK;
+  bool join = false;
+  uint64_t id;
+  int e, j;
+
+  pthread_mutex_lock (&ms->lock);
+  id = ms->sb.event + 1;
+  /* Its own superblock first: REBUILDING, named by the event of the
+   * update that records the rebuild on the members (docs/format.md). */
+  e = write_own_sb_locked (ms, i, fd, id);
   if (e < 0) {
     nbdkit_error ("replacement member %d (%s): superblock write: %s", i,
                   path, strerror (-e));
@@ -65,8 +95,29 @@ gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
     errno = -e;
     return GR_MEMBERS_IO_ERROR;
   }
-  ms->sb.rebuild_id = own.rebuild_id;
-  ms->sb.rebuild_member = (uint32_t) i;
+  /* Joining replacements being rebuilt: they take the new id too, so
+   * that a replacement dropped from an earlier record is never taken
+   * for one of this one. */
+  for (j = 0; j < ms->n; j++) {
+    if (j == i || !rebuilding (ms, j) || !gr_sb_rebuild_test (&ms->sb, j))
+      continue;
+    e = write_own_sb_locked (ms, j, ms->mem[j].fd, id);
+    if (e < 0) {
+      __atomic_add_fetch (&ms->mem[j].errors, 1, __ATOMIC_RELAXED);
+      __atomic_store_n (&ms->mem[j].rebuilding, 0, __ATOMIC_RELEASE);
+      __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
+      gr_sb_rebuild_put (&ms->sb, j, false);
+      nbdkit_error ("replacement member %d (%s) failed: superblock write: "
+                    "%s; its rebuild stops and the member stays failed", j,
+                    ms->mem[j].path, strerror (-e));
+      continue;
+    }
+    join = true;
+  }
+  if (!join)
+    memset (ms->sb.rebuild_set, 0, sizeof ms->sb.rebuild_set);
+  ms->sb.rebuild_id = id;
+  gr_sb_rebuild_put (&ms->sb, i, true);
   ms->sb.rebuild_at = 0;
   r = gr_members_write_sbs_locked (ms);
   rebuild_set_locked (ms, i, path, fd, 0);
@@ -84,35 +135,44 @@ gr_members_rebuild_resume (struct gr_members *ms, int i, const char *path,
 }
 
 void
-gr_members_rebuild_forget (struct gr_members *ms)
+gr_members_rebuild_forget (struct gr_members *ms, int i)
 {
   pthread_mutex_lock (&ms->lock);
-  ms->sb.rebuild_id = 0;
-  ms->sb.rebuild_member = 0;
-  ms->sb.rebuild_at = 0;
+  gr_members_rebuild_drop_locked (ms, i);
   pthread_mutex_unlock (&ms->lock);
 }
 
 bool
-gr_members_rebuild_checkpoint (struct gr_members *ms, int i, uint64_t at)
+gr_members_rebuild_checkpoint (struct gr_members *ms)
 {
-  struct member *mb = &ms->mem[i];
-  bool ok = false;
+  uint64_t at = UINT64_MAX;
+  bool ok = true;
 
   pthread_mutex_lock (&ms->lock);
-  if (__atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE) &&
-      ms->sb.rebuild_member == (uint32_t) i && ms->sb.rebuild_id) {
+  for (int i = 0; i < ms->n; i++) {
+    struct member *mb = &ms->mem[i];
+    uint64_t f;
+
+    if (!rebuilding (ms, i) || !gr_sb_rebuild_test (&ms->sb, i))
+      continue;
+    f = front_stripe (ms, i);           /* written before it moved */
     if (fdatasync (mb->fd) == -1) {
       __atomic_add_fetch (&mb->errors, 1, __ATOMIC_RELAXED);
       __atomic_store_n (&mb->rebuilding, 0, __ATOMIC_RELEASE);
       __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
-      nbdkit_error ("replacement member %d (%s) failed: fdatasync: %m; the "
-                    "rebuild stops and the member stays failed", i, mb->path);
+      nbdkit_error ("replacement member %d (%s) failed: fdatasync: %m; its "
+                    "rebuild stops and the member stays failed", i,
+                    mb->path);
+      gr_members_rebuild_drop_locked (ms, i);
+      continue;
     }
-    else {
+    if (f < at)
+      at = f;
+  }
+  if (ms->sb.rebuild_id) {
+    if (at != UINT64_MAX)
       ms->sb.rebuild_at = at;
-      ok = gr_members_write_sbs_locked (ms) == GR_MEMBERS_OK;
-    }
+    ok = gr_members_write_sbs_locked (ms) == GR_MEMBERS_OK;
   }
   pthread_mutex_unlock (&ms->lock);
   return ok;
@@ -134,7 +194,7 @@ gr_members_rebuild_advance (struct gr_members *ms, int i, uint64_t front,
 {
   struct member *mb = &ms->mem[i];
 
-  if (!__atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE))
+  if (!rebuilding (ms, i))
     return false;
   if (!written) {
     __atomic_store_n (&mb->wfront, front, __ATOMIC_RELEASE);
@@ -148,63 +208,75 @@ gr_members_rebuild_advance (struct gr_members *ms, int i, uint64_t front,
 int
 gr_members_rebuilding (const struct gr_members *ms, uint64_t *front)
 {
-  for (int i = 0; i < ms->n; i++)
-    if (__atomic_load_n (&ms->mem[i].rebuilding, __ATOMIC_ACQUIRE)) {
-      *front = __atomic_load_n (&ms->mem[i].front, __ATOMIC_ACQUIRE);
-      return i;
+  int count = 0;
+
+  for (int i = 0; i < ms->n; i++) {
+    front[i] = 0;
+    if (rebuilding (ms, i)) {
+      front[i] = front_stripe (ms, i);
+      count++;
     }
-  return -1;
+  }
+  return count;
 }
 
 bool
-gr_members_rebuild_end (struct gr_members *ms, int i,
+gr_members_rebuild_end (struct gr_members *ms, const bool *which,
                         enum gr_rebuild_end how)
 {
-  struct member *mb = &ms->mem[i];
-  bool live = false, ours;
+  bool live = true, going = false;
+  int i;
 
   pthread_mutex_lock (&ms->lock);
-  ours = ms->sb.rebuild_id && ms->sb.rebuild_member == (uint32_t) i;
-  if (how == GR_REBUILD_DONE &&
-      __atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE) &&
-      fdatasync (mb->fd) == -1) {
-    __atomic_add_fetch (&mb->errors, 1, __ATOMIC_RELAXED);
-    nbdkit_error ("replacement member %d (%s) failed: fdatasync: %m; the "
-                  "member stays failed", i, mb->path);
-    how = GR_REBUILD_ABANDONED;
-  }
-  if (how == GR_REBUILD_DONE &&
-      __atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE)) {
-    /* Trusted from the superblock update on: its bit cleared on every
-     * live member, the rebuild recorded as done (so that its own
-     * superblock, still REBUILDING if a crash cuts this update off, is
-     * known as finished) and its own superblock written
-     * (docs/format.md). */
-    mb->why[0] = '\0';
-    ms->sb.failed[i / 8] &= (uint8_t) ~(1u << (i % 8));
-    if (ours)
-      ms->sb.rebuild_at = ms->sb.data_size / ms->sb.chunk;
-    __atomic_store_n (&mb->failed, 0, __ATOMIC_RELEASE);
-    __atomic_sub_fetch (&ms->nfailed, 1, __ATOMIC_ACQ_REL);
-    live = gr_members_write_sbs_locked (ms) == GR_MEMBERS_OK && !mb->failed;
-  }
-  else {
+  for (i = 0; i < ms->n; i++) {
+    struct member *mb = &ms->mem[i];
+
+    if (!which[i])
+      continue;
+    if (how == GR_REBUILD_DONE && rebuilding (ms, i) &&
+        fdatasync (mb->fd) == -1) {
+      __atomic_add_fetch (&mb->errors, 1, __ATOMIC_RELAXED);
+      __atomic_store_n (&mb->rebuilding, 0, __ATOMIC_RELEASE);
+      nbdkit_error ("replacement member %d (%s) failed: fdatasync: %m; the "
+                    "member stays failed", i, mb->path);
+    }
+    if (how == GR_REBUILD_DONE && rebuilding (ms, i)) {
+      /* Trusted from the superblock update on: its bit cleared on every
+       * live member, the rebuild recorded (so that its own superblock,
+       * still REBUILDING if a crash cuts this update off, is known as
+       * finished) and its own superblock written (docs/format.md). */
+      mb->why[0] = '\0';
+      ms->sb.failed[i / 8] &= (uint8_t) ~(1u << (i % 8));
+      __atomic_store_n (&mb->failed, 0, __ATOMIC_RELEASE);
+      __atomic_sub_fetch (&ms->nfailed, 1, __ATOMIC_ACQ_REL);
+      going = true;
+      continue;
+    }
+    live = false;
     if (mb->why[0] == '\0' || strcmp (mb->why, "being rebuilt") == 0)
       snprintf (mb->why, sizeof mb->why, how == GR_REBUILD_PAUSED
                 ? "rebuild paused (resumes at the next start)"
                 : "rebuild not finished");
     /* Paused: the record and its checkpoint stay, so that the next start
-     * with the replacement resumes it; abandoned: forgotten. */
-    if (how != GR_REBUILD_PAUSED && ours && !ms->read_only) {
-      ms->sb.rebuild_id = 0;
-      ms->sb.rebuild_member = 0;
-      ms->sb.rebuild_at = 0;
-      gr_members_write_sbs_locked (ms);
+     * with the replacement resumes it; otherwise it is dropped. */
+    if (how != GR_REBUILD_PAUSED && gr_sb_rebuild_test (&ms->sb, i) &&
+        !ms->read_only) {
+      gr_members_rebuild_drop_locked (ms, i);
+      going = true;
     }
   }
-  __atomic_store_n (&mb->rebuilding, 0, __ATOMIC_RELEASE);
+  if (how == GR_REBUILD_DONE && ms->sb.rebuild_id &&
+      !gr_members_rebuild_in_progress_locked (ms))
+    ms->sb.rebuild_at = ms->sb.data_size / ms->sb.chunk;
+  if (going && gr_members_write_sbs_locked (ms) != GR_MEMBERS_OK)
+    live = false;
+  for (i = 0; i < ms->n; i++)
+    if (which[i]) {
+      if (how == GR_REBUILD_DONE && ms->mem[i].failed)
+        live = false;
+      __atomic_store_n (&ms->mem[i].rebuilding, 0, __ATOMIC_RELEASE);
+    }
   __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock (&ms->lock);
   return live;
 }
-

@@ -30,13 +30,13 @@ resync_region (struct gr_resync *rs, uint64_t r, struct gr_plan *p,
   uint64_t width = gr_map_stripe_width (g), rsz = gr_bitmap_region_size (rs->b);
   uint64_t s0 = r * rsz, s1 = s0 + rsz < g->stripes ? s0 + rsz : g->stripes;
   uint64_t pos = s0 * width, end = s1 * width;
-  bool failed[GR_MAX_MEMBERS];
+  struct gr_exec_snap sn;
   struct gr_plan_ctx c;
 
   while (pos < end) {
     enum gr_exec_outcome o;
 
-    gr_exec_plan_ctx (rs->x, failed, &c);
+    gr_exec_plan_ctx (rs->x, &sn, &c);
     if (gr_plan_next (&c, GR_REQ_RESYNC, pos, end - pos, p)
         != GR_PLAN_RESYNC)
       return REGION_FAILED;     /* degraded */

@@ -36,10 +36,11 @@ array_state (struct gr_array *a, struct gr_members *ms, int m)
 {
   const int nf = gr_members_nfailed (ms);
   struct gr_resync_progress p;
+  bool which[GR_MAX_MEMBERS];
 
   if (nf > m)
     return "failed";
-  if (gr_heal_rebuild_progress (gr_array_heal (a), &p) >= 0 &&
+  if (gr_heal_rebuild_progress (gr_array_heal (a), &p, which) >= 0 &&
       p.state == GR_RESYNC_RUNNING)
     return "rebuilding";
   return nf == 0 ? "healthy" : "degraded";
@@ -50,7 +51,9 @@ gr_status_operation (struct gr_array *a, struct gr_resync_progress *p)
 {
   struct gr_scrub *sc = gr_heal_scrub_last (gr_array_heal (a));
   struct gr_resync_progress rb, scp = { .state = GR_RESYNC_DONE };
-  const bool have_rb = gr_heal_rebuild_progress (gr_array_heal (a), &rb) >= 0;
+  bool which[GR_MAX_MEMBERS];
+  const bool have_rb = gr_heal_rebuild_progress (gr_array_heal (a), &rb,
+                                                 which) >= 0;
 
   if (sc)
     gr_scrub_progress (sc, &scp);
@@ -256,14 +259,20 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     fputs (",\n \"rebuild\": ", f);
     {
       struct gr_resync_progress q;
-      const int mb = gr_heal_rebuild_progress (gr_array_heal (a), &q);
+      bool which[GR_MAX_MEMBERS];
+      const int nm = gr_heal_rebuild_progress (gr_array_heal (a), &q, which);
 
-      if (mb >= 0)
-        fprintf (f, "{\"member\": %d, \"state\": \"%s\", \"done_bytes\": %"
-                 PRIu64 ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
-                 "%.0f, \"rate_limit\": %" PRIu64 "}", mb,
+      if (nm >= 0) {
+        fputs ("{\"members\": [", f);
+        for (int j = 0, c = 0; j < n; j++)
+          if (which[j])
+            fprintf (f, "%s%d", c++ ? ", " : "", j);
+        fprintf (f, "], \"state\": \"%s\", \"done_bytes\": %" PRIu64
+                 ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
+                 "%.0f, \"rate_limit\": %" PRIu64 "}",
                  gr_status_state_name (q.state), q.done_bytes, q.total_bytes,
                  rate_of (&q), q.rate_limit);
+      }
       else
         fputs ("null", f);
     }
@@ -319,14 +328,20 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     fputs ("resync     none\n", f);
   {
     struct gr_resync_progress q;
-    const int mb = gr_heal_rebuild_progress (gr_array_heal (a), &q);
+    bool which[GR_MAX_MEMBERS];
+    const int nm = gr_heal_rebuild_progress (gr_array_heal (a), &q, which);
 
-    if (mb >= 0)
-      fprintf (f, "rebuild    member %d %s: %.1f%% (%" PRIu64 " of %" PRIu64
-               " MiB), %.1f MiB/s\n", mb, gr_status_state_name (q.state),
+    if (nm >= 0) {
+      fprintf (f, "rebuild    member%s", nm == 1 ? "" : "s");
+      for (int j = 0, c = 0; j < n; j++)
+        if (which[j])
+          fprintf (f, "%s%d", c++ ? "," : " ", j);
+      fprintf (f, " %s: %.1f%% (%" PRIu64 " of %" PRIu64
+               " MiB), %.1f MiB/s\n", gr_status_state_name (q.state),
                q.total_bytes ? 100.0 * q.done_bytes / q.total_bytes : 100.0,
                q.done_bytes >> 20, q.total_bytes >> 20,
                rate_of (&q) / 1048576);
+    }
   }
   scrub_status (a, f, false, sb.scrub_at, gr_map_stripe_width (g));
   fprintf (f, "io         %" PRIu64 " reads (%" PRIu64 " MiB), %" PRIu64

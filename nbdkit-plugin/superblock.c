@@ -56,7 +56,7 @@ int
 gr_sb_validate (const struct gr_sb *sb)
 {
   uint32_t n;
-  int i;
+  int i, rebuilt = 0;
 
   if (sb->version != GR_SB_VERSION)
     return -EPROTONOSUPPORT;
@@ -89,12 +89,18 @@ gr_sb_validate (const struct gr_sb *sb)
     return -EINVAL;
   if (sb->scrub_at >= sb->data_size / sb->chunk)
     return -EINVAL;
+  for (i = 0; i < GR_SB_MAX_MEMBERS; i++)
+    if (gr_sb_rebuild_test (sb, i)) {
+      if ((uint32_t) i >= n || sb->rebuild_id == 0)
+        return -EINVAL;
+      rebuilt++;
+    }
   if (sb->rebuild_id == 0
-      ? sb->rebuild_member != 0 || sb->rebuild_at != 0
-      : sb->rebuild_member >= n || sb->rebuild_at > sb->data_size / sb->chunk)
+      ? sb->rebuild_at != 0
+      : rebuilt == 0 || sb->rebuild_at > sb->data_size / sb->chunk)
     return -EINVAL;
   if ((sb->flags & GR_SB_FLAG_REBUILDING) &&
-      (sb->rebuild_id == 0 || sb->rebuild_member != sb->index))
+      !gr_sb_rebuild_test (sb, (int) sb->index))
     return -EINVAL;
   return 0;
 }
@@ -133,8 +139,8 @@ gr_sb_encode (const struct gr_sb *sb, uint8_t *buf)
   put64 (buf + 120, sb->bitmap_region);
   put64 (buf + 128, sb->scrub_at);
   put64 (buf + 136, sb->rebuild_id);
-  put32 (buf + 144, sb->rebuild_member);
   put64 (buf + 152, sb->rebuild_at);
+  memcpy (buf + 160, sb->rebuild_set, 32);
   put32 (buf + GR_SB_CRC_OFFSET, gr_crc32c (0, buf, GR_SB_CRC_OFFSET));
 }
 
@@ -168,9 +174,9 @@ gr_sb_decode (const uint8_t *buf, struct gr_sb *sb)
   sb->bitmap_region = get64 (buf + 120);
   sb->scrub_at = get64 (buf + 128);
   sb->rebuild_id = get64 (buf + 136);
-  sb->rebuild_member = get32 (buf + 144);
   sb->rebuild_at = get64 (buf + 152);
-  if (get32 (buf + 148) != 0)
+  memcpy (sb->rebuild_set, buf + 160, 32);
+  if (get64 (buf + 144) != 0)
     return -EINVAL;
   for (i = GR_SB_RESERVED_OFFSET; i < GR_SB_CRC_OFFSET; i++)
     if (buf[i] != 0)

@@ -58,7 +58,7 @@
                            GR_SB_FLAG_BITMAP | GR_SB_FLAG_REBUILDING)
 #define GR_SB_MAX_MEMBERS 256
 #define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
-#define GR_SB_RESERVED_OFFSET 160
+#define GR_SB_RESERVED_OFFSET 192
 /* The write-intent bitmap (bitmap.h) holds at most this many regions. */
 #define GR_SB_BITMAP_BITS (61440 * 8)
 
@@ -79,8 +79,10 @@ struct gr_sb {
   uint64_t scrub_at;            /* a stopped scrub's next stripe, 0: none */
   uint64_t rebuild_id;          /* a rebuild in progress, 0: none (the
                                  * event of the update that began it) */
-  uint32_t rebuild_member;      /* the member it rebuilds */
   uint64_t rebuild_at;          /* its checkpoint (a stripe) */
+  uint8_t rebuild_set[GR_SB_MAX_MEMBERS / 8];   /* the members it
+                                 * rebuilds (those still failed: in
+                                 * progress; live: done) */
 };
 
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the iSCSI CRC,
@@ -95,8 +97,8 @@ uint32_t gr_crc32c (uint32_t crc, const void *buf, size_t len);
  * data size zero or not a multiple of chunk, failed bits set beyond
  * k+m, bitmap region not 0 or a power of two, or too small for the
  * bitmap to hold every region, scrub stripe past the last stripe, a
- * rebuild of no member or past the last stripe, the rebuilding flag
- * without a rebuild of this member).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
+ * rebuild of no member, of members beyond k+m or past the last stripe,
+ * the rebuilding flag without a rebuild of this member).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
 int gr_sb_validate (const struct gr_sb *sb);
 
 /* Stripes per write-intent bitmap region for chunk-byte chunks, stripes
@@ -134,6 +136,21 @@ static inline void
 gr_sb_failed_set (struct gr_sb *sb, int i)
 {
   sb->failed[i / 8] |= (uint8_t) (1u << (i % 8));
+}
+
+static inline bool
+gr_sb_rebuild_test (const struct gr_sb *sb, int i)
+{
+  return (sb->rebuild_set[i / 8] >> (i % 8)) & 1;
+}
+
+static inline void
+gr_sb_rebuild_put (struct gr_sb *sb, int i, bool in)
+{
+  if (in)
+    sb->rebuild_set[i / 8] |= (uint8_t) (1u << (i % 8));
+  else
+    sb->rebuild_set[i / 8] &= (uint8_t) ~(1u << (i % 8));
 }
 
 #endif /* GPURAID_SUPERBLOCK_H */

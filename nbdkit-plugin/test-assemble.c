@@ -404,7 +404,7 @@ rebuilding_array (struct gr_probe *p, uint64_t ev, uint64_t rid)
   for (i = 0; i < 6; i++) {
     gr_sb_failed_set (&p[i].sb, 2);
     p[i].sb.rebuild_id = 9;
-    p[i].sb.rebuild_member = 2;
+    gr_sb_rebuild_put (&p[i].sb, 2, true);
     p[i].sb.rebuild_at = 40;
   }
   p[2].sb.flags |= GR_SB_FLAG_REBUILDING;
@@ -472,6 +472,39 @@ test_rebuilding (void)
   /* Only replacements: refused. */
   rebuilding_array (p, 12, 9);
   expect_refusal (p + 2, 1, -1, "only replacements being rebuilt");
+  /* Two members rebuilt in one pass (2 and 4): both resume at the
+   * checkpoint. */
+  rebuilding_array (p, 12, 9);
+  for (int i = 0; i < 6; i++) {
+    gr_sb_failed_set (&p[i].sb, 4);
+    gr_sb_rebuild_put (&p[i].sb, 4, true);
+  }
+  p[4].sb = p[2].sb;
+  p[4].sb.index = 4;
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->state[2] == GR_SLOT_REBUILDING
+         && a->state[4] == GR_SLOT_REBUILDING && a->nfailed == 2,
+         "states %d %d", a->state[2], a->state[4]);
+  free (a);
+  /* Member 4 given the replacement of an earlier record (another id):
+   * stale, while member 2 resumes. */
+  p[4].sb.rebuild_id = 5;
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->state[2] == GR_SLOT_REBUILDING
+         && a->state[4] == GR_SLOT_STALE, "states %d %d", a->state[2],
+         a->state[4]);
+  free (a);
+  /* Member 2 done (live in the record, cut off before its own update),
+   * member 4 still in progress: active and resumed. */
+  p[4].sb.rebuild_id = 9;
+  for (int i = 0; i < 6; i++)
+    if (i != 2 && i != 4)
+      p[i].sb.failed[0] &= (uint8_t) ~(1u << 2);
+  a = assemble (p, 6, -1);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->state[2] == GR_SLOT_ACTIVE
+         && a->state[4] == GR_SLOT_REBUILDING && a->nfailed == 1,
+         "states %d %d", a->state[2], a->state[4]);
+  free (a);
 }
 
 int

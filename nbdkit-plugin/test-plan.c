@@ -233,7 +233,7 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
   struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s };
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .falloc = falloc, .gpu = sim_gpu,
-                           .rb_member = -1 };
+                           .rb_front = NULL };
   uint64_t pos = offset, end = offset + len;
   int nfailed = 0, i;
 
@@ -373,47 +373,59 @@ pick_range (struct sim *s, uint64_t *off, uint64_t *len)
     *len = s->size - *off;
 }
 
-/* A member being rebuilt (plan.h, rb_member): member mb, failed in
- * s->failed, live below stripe front.  Random requests: a plan that
- * starts below the front ends at it, and journals its writes (a crash
- * would leave the member missing); one that starts above never touches
- * the member.  (The data such plans compute is that of the failed sets
- * below, with the member live or lost.) */
+/* Members being rebuilt (plan.h, rb_front): every failed member of
+ * s->failed, each live below its own random front (0 for some: lost
+ * everywhere).  Random requests: a plan that starts below a front ends
+ * at the nearest one above it, and journals its writes (a crash would
+ * leave the member missing); one never touches a member whose front is
+ * at or below its start.  (The data such plans compute is that of the
+ * failed sets below, with the members live or lost.) */
 static void
-check_rebuild_front (struct sim *s, int mb, const char *what)
+check_rebuild_front (struct sim *s, const char *what)
 {
   const uint64_t width = gr_map_stripe_width (&s->g);
-  const uint64_t front = 1 + test_rand () % s->g.stripes;
   static const enum gr_req reqs[] = { GR_REQ_READ, GR_REQ_WRITE,
                                       GR_REQ_ZERO, GR_REQ_TRIM };
+  uint64_t front[GR_MAX_MEMBERS] = { 0 };
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
-                           .gpu = sim_gpu, .rb_member = mb,
-                           .rb_front = front, .falloc = GR_FALLOC_PUNCH };
+                           .gpu = sim_gpu, .rb_front = front,
+                           .falloc = GR_FALLOC_PUNCH };
 
+  for (int i = 0; i < s->n; i++)
+    if (s->failed[i])
+      front[i] = test_rand () % 4 ? test_rand () % (s->g.stripes + 1) : 0;
   for (int t = 0; t < 200 && test_failures == 0; t++) {
     const enum gr_req req = reqs[test_rand () % 4];
     struct gr_plan *p = s->plan;
-    uint64_t off, len;
-    bool uses = false;
+    uint64_t off, len, end = UINT64_MAX;
+    bool uses[GR_MAX_MEMBERS] = { false };
 
     pick_range (s, &off, &len);
     gr_plan_next (&c, req, off, len, p);
     if (p->kind == GR_PLAN_REFUSE || p->kind == GR_PLAN_SKIP)
       continue;
     for (size_t j = 0; j < p->nread; j++)
-      uses |= p->read[j].member == mb;
+      uses[p->read[j].member] = true;
     for (size_t j = 0; j < p->nwrite; j++)
-      uses |= p->write[j].member == mb;
-    if (off < front * width) {
-      CHECK (p->offset + p->len <= front * width, "%s: a plan from %" PRIu64
-             " crosses the rebuild front (stripe %" PRIu64 ")", what, off,
-             front);
-      CHECK (p->nwrite == 0 || p->kind == GR_PLAN_FALLOCATE || p->journal,
-             "%s: a write below the rebuild front is not journaled", what);
+      uses[p->write[j].member] = true;
+    for (int i = 0; i < s->n; i++) {
+      if (!s->failed[i])
+        continue;
+      if (off < front[i] * width) {
+        if (front[i] * width < end)
+          end = front[i] * width;
+        CHECK (p->nwrite == 0 || p->kind == GR_PLAN_FALLOCATE || p->journal,
+               "%s: a write below member %d's rebuild front is not "
+               "journaled", what, i);
+      }
+      else
+        CHECK (!uses[i], "%s: a plan from %" PRIu64 " uses member %d, "
+               "rebuilt only below stripe %" PRIu64, what, off, i,
+               front[i]);
     }
-    else
-      CHECK (!uses, "%s: a plan above the rebuild front uses member %d",
-             what, mb);
+    CHECK (end == UINT64_MAX || p->offset + p->len <= end, "%s: a plan "
+           "from %" PRIu64 " crosses a rebuild front (byte %" PRIu64 ")",
+           what, off, end);
   }
 }
 
@@ -559,7 +571,7 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
     }
     CHECK (sim_request (&s, GR_REQ_RESYNC, 0, s.size, NULL, 0) == -EIO,
            "%s: degraded resync not refused", what);
-    check_rebuild_front (&s, __builtin_ctz (set), what);
+    check_rebuild_front (&s, what);
     check_read_all (&s, what);
     random_ops (&s, ops, false, what);
     check_read_all (&s, what);

@@ -125,24 +125,36 @@ main (void)
   /* A scrub to go on from past the last stripe; one inside passes. */
   CHECK (decode_with_patch (&sb, 135, 1) == -EINVAL);
   CHECK (decode_with_patch (&sb, 128, 1) == 0);
-  /* A rebuild: of member 1 at stripe 40 round-trips; of no member (n),
-   * past the last stripe, fields without an id, the rebuilding flag on
-   * a member that is not the one rebuilt (sb is index 5) or without a
-   * rebuild are refused; on member 5 itself it passes. */
-  bad = sb; bad.rebuild_id = 77; bad.rebuild_member = 1; bad.rebuild_at = 40;
+  /* A rebuild: of members 1 and 4 at stripe 40 round-trips; of no
+   * member, of one beyond k+m (6), past the last stripe, a set without
+   * an id, the rebuilding flag on a member that is not rebuilt (sb is
+   * index 5) or without a rebuild are refused; on member 5 itself it
+   * passes; bytes 144-151 are reserved. */
+  bad = sb; bad.rebuild_id = 77; bad.rebuild_at = 40;
+  gr_sb_rebuild_put (&bad, 1, true);
+  gr_sb_rebuild_put (&bad, 4, true);
   gr_sb_encode (&bad, buf2);
   CHECK (gr_sb_decode (buf2, &out) == 0);
-  CHECK (out.rebuild_id == 77 && out.rebuild_member == 1 &&
+  CHECK (out.rebuild_id == 77 && gr_sb_rebuild_test (&out, 1) &&
+         gr_sb_rebuild_test (&out, 4) && !gr_sb_rebuild_test (&out, 0) &&
          out.rebuild_at == 40);
+  CHECK (decode_with_patch (&bad, 147, 1) == -EINVAL);
+  CHECK (decode_with_patch (&bad, 192, 1) == -EINVAL);
   bad.rebuild_at = 100;                         /* the end: done */
   CHECK (gr_sb_validate (&bad) == 0);
   bad.rebuild_at = 101;
   CHECK (gr_sb_validate (&bad) == -EINVAL);
-  bad.rebuild_at = 0; bad.rebuild_member = 6;
+  bad.rebuild_at = 0;
+  gr_sb_rebuild_put (&bad, 6, true);
   CHECK (gr_sb_validate (&bad) == -EINVAL);
-  bad.rebuild_member = 1; bad.flags = GR_SB_FLAG_REBUILDING;
+  gr_sb_rebuild_put (&bad, 6, false);
+  gr_sb_rebuild_put (&bad, 1, false);
+  gr_sb_rebuild_put (&bad, 4, false);
+  CHECK (gr_sb_validate (&bad) == -EINVAL);     /* an id, no member */
+  gr_sb_rebuild_put (&bad, 1, true);
+  bad.flags = GR_SB_FLAG_REBUILDING;
   CHECK (gr_sb_validate (&bad) == -EINVAL);
-  bad.rebuild_member = 5;
+  gr_sb_rebuild_put (&bad, 5, true);
   CHECK (gr_sb_validate (&bad) == 0);
   bad.rebuild_id = 0;
   CHECK (gr_sb_validate (&bad) == -EINVAL);
