@@ -15,8 +15,8 @@
  *   gpuraidctl -c PATH scrub [--repair]   check every stripe's parity
  *                                         (and repair what it can name)
  *   gpuraidctl -c PATH scrub --stop       stop it (the next goes on)
- *   gpuraidctl -c PATH rate BYTES_PER_S   the resync's, rebuild's and
- *                                         scrub's rate limit
+ *   gpuraidctl -c PATH rate BYTES_PER_S|auto  the resync's, rebuild's
+ *                                         and scrub's rate limit
  *   gpuraidctl -c PATH wait               until the running operation ends
  *
  * The control protocol is in nbdkit-plugin/control.h.  examine opens the
@@ -56,7 +56,7 @@ usage (FILE *f)
            "       %s -c CONTROL_SOCKET replace INDEX NEWPATH\n"
            "       %s -c CONTROL_SOCKET spare add PATH\n"
            "       %s -c CONTROL_SOCKET scrub [--repair | --stop]\n"
-           "       %s -c CONTROL_SOCKET rate BYTES_PER_S\n"
+           "       %s -c CONTROL_SOCKET rate BYTES_PER_S|auto\n"
            "       %s -c CONTROL_SOCKET wait\n", prog, prog, prog, prog,
            prog, prog, prog, prog, prog);
 }

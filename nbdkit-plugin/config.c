@@ -295,10 +295,15 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
   if (strcmp (key, "bitmap-chunk") == 0)
     return size_key (cfg, key, value, SEEN_BITMAP, 4096, true,
                      "a power of two of at least 4K", &cfg->bitmap_chunk);
-  if (strcmp (key, "resync-rate") == 0)
+  if (strcmp (key, "resync-rate") == 0) {
+    if (strcmp (value, "auto") == 0) {
+      cfg->resync_rate = GR_PACE_AUTO;
+      return once (cfg, key, SEEN_RATE);
+    }
     return size_key (cfg, key, value, SEEN_RATE, 0, false,
-                     "a size (bytes a second; 0 for no limit)",
+                     "auto or a size (bytes a second; 0 for no limit)",
                      &cfg->resync_rate);
+  }
   if (strcmp (key, "control") == 0) {
     struct sockaddr_un sa;
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "gf/gf.h"
+#include "pace.h"
 
 #define GR_VERSION "0.1"
 #define GR_DEFAULT_CHUNK 65536
@@ -31,7 +32,8 @@ struct gr_config {
   enum gr_accel accel;
   int gpu_device;
   uint64_t scratch_max;         /* bytes of large plan buffers at once */
-  uint64_t resync_rate;         /* bytes a second, 0: no limit */
+  uint64_t resync_rate;         /* bytes a second, 0: no limit,
+                                 * GR_PACE_AUTO: yield to requests */
   uint64_t bitmap_chunk;        /* create: bytes a bitmap bit covers */
   char *control;                /* control socket path, or NULL */
   /* spare= (member -1) and replace=INDEX:PATH, absolute paths */
@@ -41,7 +43,8 @@ struct gr_config {
 };
 
 #define GR_CONFIG_INIT { .m = -1, .accel = GR_ACCEL_AUTO, \
-                        .scratch_max = (uint64_t) 256 << 20 }
+                        .scratch_max = (uint64_t) 256 << 20, \
+                        .resync_rate = GR_PACE_AUTO }
 
 /* One key=value.  0, or -1 after nbdkit_error. */
 int gr_config_parse (struct gr_config *cfg, const char *key,
@@ -64,7 +67,9 @@ void gr_config_free (struct gr_config *cfg);
   "scratch-max=SIZE       Memory for large requests at once (default 256M).\n" \
   "bitmap-chunk=SIZE      With create=true: member bytes a write-intent bitmap\n" \
   "                       bit covers (default 64M).\n" \
-  "resync-rate=SIZE       Resync at most SIZE bytes a second (default 0: no limit).\n" \
+  "resync-rate=auto|SIZE  Resync, rebuild and scrub at most SIZE bytes a\n" \
+  "                       second (0: no limit; default auto: full speed\n" \
+  "                       while idle, a fifth of the time under requests).\n" \
   "control=PATH           Control socket for gpuraidctl (owner only).\n" \
   "spare=PATH             (repeat) A hot spare: rebuilt onto when a member\n" \
   "                       fails or is missing.\n" \

@@ -155,7 +155,7 @@ answer (struct gr_control *c, char *line, FILE *f)
     if (op)
       fprintf (f, "%s %s %" PRIu64 " %" PRIu64 " %.3f %" PRIu64 "\n", op,
                gr_status_state_name (p.state), p.done_bytes, p.total_bytes,
-               p.seconds, p.rate_limit);
+               p.seconds, p.rate_limit == GR_PACE_AUTO ? 0 : p.rate_limit);
     else
       fputs ("none\n", f);
   }
@@ -242,19 +242,25 @@ answer (struct gr_control *c, char *line, FILE *f)
       fprintf (f, "error: scrub: %s\n", why);
   }
   else if (strcmp (line, "rate") == 0 && arg) {
-    if (!parse_u64 (arg, &v)) {
+    if (strcmp (arg, "auto") == 0)
+      v = GR_PACE_AUTO;
+    else if (!parse_u64 (arg, &v) || v == GR_PACE_AUTO) {
       fprintf (f, "error: rate %s: give bytes a second as a whole number "
-               "(0: no limit)\n", arg);
+               "(0: no limit), or auto\n", arg);
       return;
     }
     gr_array_set_rate (c->a, v);
-    fprintf (f, "ok\nresync rate limit %" PRIu64 " bytes/s%s\n", v,
-             v ? "" : " (none)");
+    if (v == GR_PACE_AUTO)
+      fprintf (f, "ok\nrate limit auto (full speed while idle, a fifth of "
+               "the time while clients do I/O)\n");
+    else
+      fprintf (f, "ok\nresync rate limit %" PRIu64 " bytes/s%s\n", v,
+               v ? "" : " (none)");
   }
   else
     fprintf (f, "error: unknown command '%s%s%s' (status [json], progress, "
              "fail INDEX, replace INDEX PATH, spare add PATH, scrub [repair|stop], "
-             "rate BYTES_PER_S)\n", line,
+             "rate BYTES_PER_S|auto)\n", line,
              arg ? " " : "",
              arg ? arg : "");
 }

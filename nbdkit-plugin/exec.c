@@ -32,6 +32,7 @@ struct gr_exec {
   pthread_rwlock_t locks[NLOCKS];
   uint8_t *zero;                        /* a chunk of zeros */
   pthread_key_t work_key;
+  uint64_t requests;                    /* atomic: the clients' */
 };
 
 static void
@@ -108,6 +109,18 @@ struct gr_coding *
 gr_exec_coding (const struct gr_exec *x)
 {
   return x->coding;
+}
+
+void
+gr_exec_count_request (struct gr_exec *x)
+{
+  __atomic_add_fetch (&x->requests, 1, __ATOMIC_RELAXED);
+}
+
+const uint64_t *
+gr_exec_requests (const struct gr_exec *x)
+{
+  return &x->requests;
 }
 
 static struct work *

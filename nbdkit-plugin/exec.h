@@ -48,6 +48,11 @@ const struct gr_geom *gr_exec_geom (const struct gr_exec *x);
 struct gr_members *gr_exec_members (const struct gr_exec *x);
 struct gr_coding *gr_exec_coding (const struct gr_exec *x);
 
+/* The clients' requests: io.h counts each; the background jobs yield
+ * to them (pace.h: GR_PACE_AUTO watches the counter). */
+void gr_exec_count_request (struct gr_exec *x);
+const uint64_t *gr_exec_requests (const struct gr_exec *x);
+
 /* The calling thread's plan (made on first use, freed with the thread).
  * NULL after nbdkit_error (errno ENOMEM). */
 struct gr_plan *gr_exec_plan (struct gr_exec *x);

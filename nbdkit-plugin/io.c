@@ -49,6 +49,7 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, uint64_t offset,
 
   if (p == NULL)
     return -1;
+  gr_exec_count_request (x);
   while (pos < end) {
     gr_exec_plan_ctx (x, &sn, &c);
     gr_plan_next (&c, req, pos, end - pos, p);

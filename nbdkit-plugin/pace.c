@@ -12,8 +12,12 @@ struct gr_pace {
   uint64_t rate;                /* under lock, as the two below */
   double rate_t0;               /* when the rate was set */
   uint64_t rate_done0;          /* and the bytes done then */
+  unsigned rate_gen;            /* + 1 at every gr_pace_set_rate */
   double t0;
   double t_end;                 /* under lock: 0, or when it finished */
+  const uint64_t *activity;     /* GR_PACE_AUTO: the clients' requests */
+  uint64_t seen;                /* the job's own: the count last seen */
+  double back;                  /* and when gr_pace_wait last returned */
 };
 
 static double
@@ -26,7 +30,7 @@ now (void)
 }
 
 struct gr_pace *
-gr_pace_new (uint64_t rate)
+gr_pace_new (uint64_t rate, const uint64_t *activity)
 {
   struct gr_pace *p = calloc (1, sizeof *p);
 
@@ -35,7 +39,10 @@ gr_pace_new (uint64_t rate)
   pthread_mutex_init (&p->lock, NULL);
   pthread_cond_init (&p->cond, NULL);
   p->rate = rate;
-  p->t0 = p->rate_t0 = now ();
+  p->t0 = p->rate_t0 = p->back = now ();
+  p->activity = activity;
+  if (activity)
+    p->seen = __atomic_load_n (activity, __ATOMIC_RELAXED);
   return p;
 }
 
@@ -49,15 +56,14 @@ gr_pace_free (struct gr_pace *p)
   free (p);
 }
 
-bool
-gr_pace_wait (struct gr_pace *p, uint64_t done)
+/* Under p->lock: until stop, a new rate or the monotonic time until. */
+static void
+sleep_until (struct gr_pace *p, double until)
 {
-  bool stop;
+  const unsigned gen = p->rate_gen;
 
-  pthread_mutex_lock (&p->lock);
-  while (!p->stop && p->rate > 0) {
-    double left = p->rate_t0 + (double) (done - p->rate_done0) / p->rate
-      - now ();
+  while (!p->stop && p->rate_gen == gen) {
+    double left = until - now ();
     struct timespec ts;
 
     if (left <= 0)
@@ -71,10 +77,39 @@ gr_pace_wait (struct gr_pace *p, uint64_t done)
     }
     pthread_cond_timedwait (&p->cond, &p->lock, &ts);
   }
+}
+
+bool
+gr_pace_wait (struct gr_pace *p, uint64_t done)
+{
+  bool stop;
+
+  pthread_mutex_lock (&p->lock);
+  if (p->rate == GR_PACE_AUTO && p->activity) {
+    const double t = now ();
+    double step = t - p->back;
+
+    if (__atomic_load_n (p->activity, __ATOMIC_RELAXED) != p->seen) {
+      if (step > 2.0 / GR_PACE_YIELD)
+        step = 2.0 / GR_PACE_YIELD;   /* at most 2 s at once */
+      sleep_until (p, t + GR_PACE_YIELD * step);
+    }
+    p->seen = __atomic_load_n (p->activity, __ATOMIC_RELAXED);
+  }
+  while (!p->stop && p->rate > 0 && p->rate != GR_PACE_AUTO) {
+    double left = p->rate_t0 + (double) (done - p->rate_done0) / p->rate
+      - now ();
+
+    if (left <= 0)
+      break;
+    sleep_until (p, now () + left);
+  }
+  p->back = now ();
   stop = p->stop;
   pthread_mutex_unlock (&p->lock);
   return stop;
 }
+
 
 void
 gr_pace_set_rate (struct gr_pace *p, uint64_t rate, uint64_t done)
@@ -83,6 +118,7 @@ gr_pace_set_rate (struct gr_pace *p, uint64_t rate, uint64_t done)
   p->rate = rate;
   p->rate_t0 = now ();
   p->rate_done0 = done;
+  p->rate_gen++;
   pthread_cond_broadcast (&p->cond);
   pthread_mutex_unlock (&p->lock);
 }

@@ -13,11 +13,22 @@
 
 struct gr_pace;
 
-/* rate: bytes a second, 0 for no limit.  NULL if out of memory. */
-struct gr_pace *gr_pace_new (uint64_t rate);
+/* The default limit: none while the array is idle, and while clients'
+ * requests come in (the counter moved during the last step) the job
+ * sleeps GR_PACE_YIELD times as long as the step took, so that it works
+ * at most 1 / (1 + GR_PACE_YIELD) of the time and the requests keep most
+ * of their speed (docs/performance.md measures it). */
+#define GR_PACE_AUTO UINT64_MAX
+#define GR_PACE_YIELD 4
+
+/* rate: bytes a second, 0 for no limit, GR_PACE_AUTO; activity: the
+ * clients' request counter (atomic; NULL: none).  NULL if out of
+ * memory. */
+struct gr_pace *gr_pace_new (uint64_t rate, const uint64_t *activity);
 void gr_pace_free (struct gr_pace *p);
 
-/* done bytes so far: wait while ahead of the limit.  true: stop. */
+/* done bytes so far: wait while ahead of the limit (or yield).  true:
+ * stop. */
 bool gr_pace_wait (struct gr_pace *p, uint64_t done);
 /* From now on (done: the bytes done so far). */
 void gr_pace_set_rate (struct gr_pace *p, uint64_t rate, uint64_t done);

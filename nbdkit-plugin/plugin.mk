@@ -20,7 +20,8 @@ endif
 
 # Callbacks have fixed signatures: unused parameters are normal there.
 $(PLUGIN_OBJS) nbdkit-plugin/test-superblock.o nbdkit-plugin/test-plan.o \
-nbdkit-plugin/test-assemble.o nbdkit-plugin/test-scratch.o: \
+nbdkit-plugin/test-assemble.o nbdkit-plugin/test-scratch.o \
+nbdkit-plugin/test-pace.o: \
   CFLAGS_ALL += -I. -Wno-unused-parameter
 # Build options, each confined to the one file that has stubs for it.
 nbdkit-plugin/uring.o: CFLAGS_ALL += $(if $(URING_LIBS),-DGR_HAVE_URING)
@@ -53,8 +54,12 @@ nbdkit-plugin/test-scratch: nbdkit-plugin/test-scratch.o \
                             nbdkit-plugin/scratch.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 
+nbdkit-plugin/test-pace: nbdkit-plugin/test-pace.o nbdkit-plugin/pace.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
+
 PLUGIN_TESTS = nbdkit-plugin/test-superblock nbdkit-plugin/test-plan \
-               nbdkit-plugin/test-assemble nbdkit-plugin/test-scratch
+               nbdkit-plugin/test-assemble nbdkit-plugin/test-scratch \
+               nbdkit-plugin/test-pace
 CHECK_PROGS += $(PLUGIN_TESTS)
 CHECK_TESTS += $(PLUGIN_TESTS) nbdkit-plugin/test-sb-state.sh \
                nbdkit-plugin/test-degraded-reads.sh \

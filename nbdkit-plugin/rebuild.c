@@ -266,7 +266,7 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, const bool *which,
     rb->batch = g->stripes;
   rb->from = rb->pos = from;
   rb->state = GR_RESYNC_RUNNING;
-  rb->pace = gr_pace_new (rate);
+  rb->pace = gr_pace_new (rate, gr_exec_requests (x));
   /* Page-locked where a GPU codes, so that its copies run at full speed. */
   rb->buf = gr_coding_host_alloc (gr_exec_coding (x),
                                   rb->batch * (size_t) (g->k + g->m)

@@ -135,7 +135,8 @@ gr_resync_start (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
   struct gr_resync *rs = calloc (1, sizeof *rs);
   int e;
 
-  if (rs == NULL || (rs->pace = gr_pace_new (rate)) == NULL) {
+  if (rs == NULL ||
+      (rs->pace = gr_pace_new (rate, gr_exec_requests (x))) == NULL) {
     nbdkit_error ("resync: %m");
     free (rs);
     return NULL;

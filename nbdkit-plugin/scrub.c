@@ -366,7 +366,7 @@ gr_scrub_start (struct gr_exec *x, struct gr_bitmap *b, bool repair,
   sc->total = g->stripes * gr_map_stripe_width (g);
   sc->done = sc->from * gr_map_stripe_width (g);
   sc->state = GR_RESYNC_RUNNING;
-  sc->pace = gr_pace_new (rate);
+  sc->pace = gr_pace_new (rate, gr_exec_requests (x));
   /* Page-locked where a GPU codes, so that its copies run at full speed. */
   sc->buf = gr_coding_host_alloc (cd, sc->batch * n * g->chunk);
   sc->parity = gr_coding_host_alloc (cd, sc->batch * g->m * g->chunk);

@@ -3,9 +3,24 @@
 #include <stdio.h>
 
 #include "members.h"
+#include "pace.h"
 #include "scrub.h"
 #include "status.h"
 #include "superblock.h"
+
+/* A job's limit in the JSON: "rate_limit" in bytes a second (0: none or
+ * auto) and "rate_auto" (pace.h: GR_PACE_AUTO). */
+static uint64_t
+limit_of (uint64_t rate)
+{
+  return rate == GR_PACE_AUTO ? 0 : rate;
+}
+
+static const char *
+auto_of (uint64_t rate)
+{
+  return rate == GR_PACE_AUTO ? "true" : "false";
+}
 
 static const char *
 member_state_name (enum gr_member_state s)
@@ -137,12 +152,14 @@ scrub_status (struct gr_array *a, FILE *f, bool json, uint64_t resume_at,
   if (json) {
     fprintf (f, "{\"state\": \"%s\", \"repair\": %s, \"done_bytes\": %"
              PRIu64 ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
-             "%.0f, \"rate_limit\": %" PRIu64 ", \"checked_stripes\": %"
+             "%.0f, \"rate_limit\": %" PRIu64 ", \"rate_auto\": %s, "
+             "\"checked_stripes\": %"
              PRIu64 ", \"mismatched_stripes\": %" PRIu64 ", \"located\": %"
              PRIu64 ", \"repaired\": %" PRIu64 ", \"skipped_stripes\": %"
              PRIu64 ", \"reports\": [", gr_status_state_name (p.state),
              gr_scrub_repairing (sc) ? "true" : "false", p.done_bytes,
-             p.total_bytes, rate, p.rate_limit, ct.checked, ct.mismatched,
+             p.total_bytes, rate, limit_of (p.rate_limit),
+             auto_of (p.rate_limit), ct.checked, ct.mismatched,
              ct.located, ct.repaired, ct.skipped);
     for (i = 0; i < nrep; i++)
       fprintf (f, "%s\n   {\"stripe\": %" PRIu64 ", \"offset\": %" PRIu64
@@ -252,8 +269,9 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     if (rs)
       fprintf (f, "{\"state\": \"%s\", \"done_bytes\": %" PRIu64
                ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": %.0f"
-               ", \"rate_limit\": %" PRIu64 "}", gr_status_state_name (p.state),
-               p.done_bytes, p.total_bytes, rate_of (&p), p.rate_limit);
+               ", \"rate_limit\": %" PRIu64 ", \"rate_auto\": %s}",
+               gr_status_state_name (p.state), p.done_bytes, p.total_bytes,
+               rate_of (&p), limit_of (p.rate_limit), auto_of (p.rate_limit));
     else
       fputs ("null", f);
     fputs (",\n \"rebuild\": ", f);
@@ -269,9 +287,10 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
             fprintf (f, "%s%d", c++ ? ", " : "", j);
         fprintf (f, "], \"state\": \"%s\", \"done_bytes\": %" PRIu64
                  ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
-                 "%.0f, \"rate_limit\": %" PRIu64 "}",
+                 "%.0f, \"rate_limit\": %" PRIu64 ", \"rate_auto\": %s}",
                  gr_status_state_name (q.state), q.done_bytes, q.total_bytes,
-                 rate_of (&q), q.rate_limit);
+                 rate_of (&q), limit_of (q.rate_limit),
+                 auto_of (q.rate_limit));
       }
       else
         fputs ("null", f);
@@ -320,7 +339,9 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     if (p.state == GR_RESYNC_RUNNING && rate > 0)
       fprintf (f, ", %.0f s left",
                (double) (p.total_bytes - p.done_bytes) / rate);
-    if (p.rate_limit)
+    if (p.rate_limit == GR_PACE_AUTO)
+      fprintf (f, ", limit auto");
+    else if (p.rate_limit)
       fprintf (f, ", limit %" PRIu64 " bytes/s", p.rate_limit);
     fputc ('\n', f);
   }

@@ -99,7 +99,7 @@ refused "no such member" 'fail 6: no such member' "$CTL" -c "$ctl" fail 6
 refused "not a number" 'fail x: no such member' "$CTL" -c "$ctl" fail x
 "$CTL" -c "$ctl" fail 4 || fail "fail 4 (the second)"
 refused "last redundancy" 'fail 5 .*m members have failed already' "$CTL" -c "$ctl" fail 5
-refused "bad rate" 'rate 1x: give bytes a second' "$CTL" -c "$ctl" rate 1x
+refused "bad rate" 'rate 1x: give bytes a second .*or auto' "$CTL" -c "$ctl" rate 1x
 refused "unknown command" 'unknown command' "$CTL" -c "$ctl" frobnicate
 refused "no -c" 'needs -c' "$CTL" status
 refused "no server" "cannot reach .*$tmpdir/nosuch" "$CTL" -c "$tmpdir/nosuch" status
@@ -157,6 +157,12 @@ ctl_json 's["resync"]' | tee "$tmpdir/rs"
   fail "progress: $(cat "$tmpdir/rs")"
 "$CTL" -c "$ctl" status | grep -q '^resync *running: ' || fail "text status: resync"
 refused "fail during a resync" 'a resync is running' "$CTL" -c "$ctl" fail 0
+[ "$(ctl_json '(s["resync"]["rate_limit"], s["resync"]["rate_auto"])')" = "(1048576, False)" ] ||
+  fail "limit: $(ctl_json 's["resync"]')"
+"$CTL" -c "$ctl" rate auto | grep -q 'rate limit auto' || fail "rate auto"
+[ "$(ctl_json '(s["resync"]["rate_limit"], s["resync"]["rate_auto"])')" = "(0, True)" ] ||
+  fail "auto: $(ctl_json 's["resync"]')"
+"$CTL" -c "$ctl" status | grep -q '^resync .*limit auto' || fail "text status: limit auto"
 "$CTL" -c "$ctl" rate 0 || fail "rate 0"
 timeout 60 "$CTL" -c "$ctl" wait | tee "$tmpdir/wait" || fail "wait: exit status"
 grep -q '^resync done: 100.0%' "$tmpdir/wait" || fail "wait: $(cat "$tmpdir/wait")"

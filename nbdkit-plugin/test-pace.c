@@ -1,0 +1,97 @@
+/* gpuraid - unit test of pace.h: the fixed limit, the default (auto)
+ * that yields to clients' requests, and stop waking a sleeping job.
+ * Only lower bounds of sleeps are timed strictly (a loaded machine makes
+ * sleeps longer, never shorter); the one upper bound is 3 times the
+ * sleep it tells apart from. */
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pace.h"
+#include "tests/testkit.h"
+
+static double
+now (void)
+{
+  struct timespec t;
+
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  return (double) t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* A step of 0.1 s, then gr_pace_wait: its seconds. */
+static double
+step_then_wait (struct gr_pace *p, uint64_t done, bool *stop)
+{
+  double t;
+
+  usleep (100000);
+  t = now ();
+  *stop = gr_pace_wait (p, done);
+  return now () - t;
+}
+
+static void *
+stop_later (void *p)
+{
+  usleep (200000);
+  gr_pace_stop (p);
+  return NULL;
+}
+
+int
+main (void)
+{
+  uint64_t requests = 0;
+  struct gr_pace *p;
+  bool stop;
+  double s;
+
+  test_seed ("test-pace");
+
+  /* Auto, no requests: no wait. */
+  p = gr_pace_new (GR_PACE_AUTO, &requests);
+  s = step_then_wait (p, 1, &stop);
+  CHECK (!stop && s < 0.3, "idle: waited %.3f s", s);
+  /* Requests during the step: it sleeps GR_PACE_YIELD times the step. */
+  __atomic_add_fetch (&requests, 1, __ATOMIC_RELAXED);
+  usleep (100000);
+  s = now ();
+  stop = gr_pace_wait (p, 2);
+  s = now () - s;
+  CHECK (!stop && s >= 0.1 * GR_PACE_YIELD * 0.95, "busy: waited only "
+         "%.3f s", s);
+  /* Idle again: no wait. */
+  s = step_then_wait (p, 3, &stop);
+  CHECK (!stop && s < 0.3, "idle again: waited %.3f s",
+         s);
+  /* gr_pace_stop wakes a yielding job at once. */
+  {
+    pthread_t t;
+
+    __atomic_add_fetch (&requests, 1, __ATOMIC_RELAXED);
+    usleep (400000);                    /* asks for a 1.6 s sleep */
+    CHECK (pthread_create (&t, NULL, stop_later, p) == 0);
+    s = now ();
+    stop = gr_pace_wait (p, 4);
+    s = now () - s;
+    CHECK (stop && s >= 0.15 && s < 1.2, "stopped after %.3f s", s);
+    pthread_join (t, NULL);
+  }
+  gr_pace_free (p);
+
+  /* A fixed limit: 1 MB at 10 MB/s takes 0.1 s, requests or not. */
+  p = gr_pace_new (10000000, &requests);
+  s = now ();
+  stop = gr_pace_wait (p, 1000000);
+  s = now () - s;
+  CHECK (!stop && s >= 0.095, "10 MB/s: 1 MB after %.3f s", s);
+  CHECK (gr_pace_rate (p) == 10000000);
+  /* A new limit (none) applies at once. */
+  gr_pace_set_rate (p, 0, 1000000);
+  s = now ();
+  stop = gr_pace_wait (p, 1000000000);
+  CHECK (!stop && now () - s < 0.3, "no limit: waited");
+  gr_pace_free (p);
+  return test_done ("test-pace");
+}
