@@ -509,12 +509,64 @@ mio_one (struct gr_members *ms, struct gr_mio *v, enum gr_mio_policy policy)
     mio_error (ms, v, r, policy);
 }
 
+/* Batches of at least PAR_BYTES (a rebuild's, a scrub's, a large
+ * request's) are done by up to PAR_THREADS threads at once: I/O that
+ * hits the page cache (tmpfs, buffered files) is a copy in the thread
+ * that asks, so one thread moves what one core copies
+ * (docs/performance.md, bench-rebuild). */
+#define PAR_BYTES ((uint64_t) 8 << 20)
+#define PAR_THREADS 8
+
+struct par {
+  struct gr_members *ms;
+  struct gr_mio *v;
+  size_t n;
+  enum gr_mio_policy policy;
+  size_t next;                  /* atomic: the next entry to do */
+};
+
+static void *
+par_worker (void *arg)
+{
+  struct par *p = arg;
+  size_t i;
+
+  while ((i = __atomic_fetch_add (&p->next, 1, __ATOMIC_RELAXED)) < p->n)
+    mio_one (p->ms, &p->v[i], p->policy);
+  return NULL;
+}
+
+/* Every entry by several threads, the caller one of them. */
+static void
+par_io (struct gr_members *ms, struct gr_mio *v, size_t n,
+        enum gr_mio_policy policy)
+{
+  struct par p = { .ms = ms, .v = v, .n = n, .policy = policy };
+  pthread_t t[PAR_THREADS - 1];
+  size_t nt = 0;
+
+  while (nt < PAR_THREADS - 1 && nt + 1 < n &&
+         pthread_create (&t[nt], NULL, par_worker, &p) == 0)
+    nt++;
+  par_worker (&p);
+  while (nt > 0)
+    pthread_join (t[--nt], NULL);
+}
+
 void
 gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
                enum gr_mio_policy policy)
 {
   struct gr_rio stackv[32], *rv = NULL;
+  uint64_t bytes = 0;
   size_t i, nr = 0;
+
+  for (i = 0; i < n && bytes < PAR_BYTES; i++)
+    bytes += v[i].len;
+  if (bytes >= PAR_BYTES && n >= 2) {
+    par_io (ms, v, n, policy);
+    goto count;
+  }
 
   /* Reads of live members together through io_uring; what it could not
    * do, writes and fallocate one by one (writes through io_uring were
@@ -539,11 +591,13 @@ gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
     if (rv != stackv)
       free (rv);
   }
+  for (i = 0; i < n; i++)
+    if (rv == NULL || v[i].result != GR_MIO_DONE)
+      mio_one (ms, &v[i], policy);
+ count:
   for (i = 0; i < n; i++) {
     struct member *mb = &ms->mem[v[i].member];
 
-    if (rv == NULL || v[i].result != GR_MIO_DONE)
-      mio_one (ms, &v[i], policy);
     if (v[i].result != GR_MIO_DONE)
       continue;
     if (v[i].kind == GR_MIO_READ) {
