@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ctl/ - gpuraidctl, the operator's command (examine members offline;
 # status, fail, rate and wait through the plugin's control=PATH socket).
 # It decides with the plugin's own pure assembly code.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the backend registry (like the kernel's raid6_algos[]).
  * Built in, in this order: ref, gfc, isal.  Others (cuda) are added with
  * gr_backend_register.  Not thread-safe against concurrent registration;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - CPU coding throughput, one thread: for each backend and code,
  * encode and reconstruct (m data blocks lost) of k+m stripes with 1 MiB
  * chunks, for 10+4 and 8+8.  Prints GB/s of data (k * chunk per stripe).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the coder: argument checks, decode plans and their cache,
  * dispatch to the backend.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - Cauchy Reed-Solomon (CRS): block layout and the fast XOR
  * implementation shared by the "isal" and "gfc" backends.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - GF(2^8) arithmetic and matrices, polynomial 0x11d.
  *
  * The log/exp tables are computed at start-up from the polynomial (never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the coding-backend table, for those who implement a backend
  * (gf/ itself, and gpu/).  Users of the coder only need gf.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - gf/ internals shared between the files of this folder only.
  * Nothing outside gf/ includes this; users see gf.h, backend writers see
  * gf-backend.h. */

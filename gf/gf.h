@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - GF(2^8) Reed-Solomon and Cauchy Reed-Solomon coding.
  *
  * Pure math: no I/O, no printing, no exit().  Functions return 0 or a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # gf/ - GF(2^8) math, RS and CRS coding, CPU backends.
 #   LIBGF      the static library
 #   GF_LDLIBS  what a program linking LIBGF must also link

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the "gfc" backend: RS through gf-complete's region multiply
  * (gf_init_easy (&gf, 8), whose default polynomial is 0x11d; test-field
  * checks every product against ours), CRS through the XOR code in crs.c.

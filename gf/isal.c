@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the "isal" backend: RS through ISA-L's ec_encode_data /
  * ec_encode_data_update, with the expanded tables (ec_init_tables) cached
  * per coder and per decode plan; CRS through the XOR code in crs.c.

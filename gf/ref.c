@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the "ref" backend: slow and plainly correct.
  *
  * RS: every output byte is the GF(2^8) dot product of a matrix row with

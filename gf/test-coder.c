@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - test the coder: every backend x code (rs, crs) against an
  * independent model, encode / reconstruct / update, erasure sets, lengths,
  * alignments, batches, the plan cache under threads, invalid arguments,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - test GF(2^8) field tables, generator, inversion, bitmatrix. */
 #include <errno.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - gpu/ internals shared by the engine, the kernels and the
  * benchmark.  CUDA C++ only: nothing outside gpu/ includes this.
  *

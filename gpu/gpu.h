@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - GPU coding engine, public header.
  *
  * Plain C; no CUDA types.  The engine fills the same backend table as the

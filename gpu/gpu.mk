@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # gpu/ - the CUDA coding engine (backend "cuda").
 #   LIBGPU         gpu/libgrgpu.a, empty without CUDA
 #   GPU_LDLIBS     what a program linking LIBGPU must also link

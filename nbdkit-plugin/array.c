@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - opening and closing the array.  See array.h. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - opening and closing the array.
  *
  * Opening probes every member= path (opens it, reads its superblock),

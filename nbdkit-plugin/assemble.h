@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the assembly decision (pure).
  *
  * From what was read off each member= path (struct gr_probe: opened or

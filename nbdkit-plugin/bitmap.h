@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the write-intent bitmap: which regions may need a resync.
  *
  * The array's stripes are cut into regions of a power of two of stripes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - accel=auto's start-up measurement.  See calibrate.h. */
 #include <inttypes.h>
 #include <stdint.h>

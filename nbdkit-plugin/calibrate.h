@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - accel=auto's start-up measurement.
  *
  * In the server process, with a GPU coder in use and not every operation

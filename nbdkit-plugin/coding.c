@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - coding: where each operation runs, and running it.  See
  * coding.h. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - coding: where each operation runs, and running it.
  *
  * One owner: struct gr_coding holds the CPU coder and, in the server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the plugin's options.  See config.h. */
 #include <ctype.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the plugin's options: parsed, checked, described.
  *
  * struct gr_config is filled by gr_config_parse, one key=value at a time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the control socket.  See control.h. */
 #include <errno.h>
 #include <fcntl.h>

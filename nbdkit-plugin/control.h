@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the control socket (control=PATH): gpuraidctl's way in.
  *
  * gr_control_open binds and listens on a Unix socket, owner-only (mode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the executor.  See exec.h. */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the executor: runs a plan (plan.h) on the members.
  *
  * For a plan it takes the stripe locks the plan asks for (writes hold

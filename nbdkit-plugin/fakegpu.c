@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - stand-in GPUs for tests.  See fakegpu.h. */
 #include <errno.h>
 #include <stdlib.h>

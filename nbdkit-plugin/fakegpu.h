@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - stand-in GPUs for tests on machines without one.
  *
  *   -D gpuraid.fake_gpu=1  a "GPU" coder whose every operation fails, so

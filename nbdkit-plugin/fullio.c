@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - whole reads and writes.  See fullio.h. */
 #include <errno.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - whole reads and writes of a file: short transfers and EINTR
  * retried.  Each returns 0, or -errno (-ENODATA: a read past the end;
  * -ENOSPC: a write that made no progress). */

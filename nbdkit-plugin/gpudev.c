@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the GPU as the plugin sees it.  See gpudev.h. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the GPU as the plugin sees it: the only file that knows
  * whether CUDA is built in (GR_HAVE_CUDA); without it, stubs say that no
  * GPU is usable.  Errors come back as text in why/name, not logged. */

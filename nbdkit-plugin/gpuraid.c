@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the nbdkit callbacks.
  *
  * Thin: options go to config.h, the coding set-up to coding.h and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - healing online.  See heal.h. */
 #include <errno.h>
 #include <fcntl.h>

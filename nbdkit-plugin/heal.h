@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - healing online: replacing members (gpuraidctl replace, hot
  * spares, replace= at start) and scrubbing.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the data paths.  See io.h. */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the data paths: each request walked through plans.
  *
  * A request (read, write, zero, trim) is planned part by part from a

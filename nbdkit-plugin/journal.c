@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the write journal of a degraded array.  See journal.h.
  *
  * Slot q of the journal area of a member is at GR_JOURNAL_OFFSET +

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the write journal of a degraded array (closes the write hole).
  *
  * While a member is missing or failed, a write to a stripe is not atomic:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the plugin's messages.  See log.h. */
 #include <stdarg.h>
 #include <stdio.h>

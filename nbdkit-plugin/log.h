@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the plugin's messages.
  *
  * Four levels, each with one use:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the members' state, shared by the two files of the members
  * module (members.c: state, superblocks, member I/O; replacing.c: a
  * replacement being rebuilt).  Nothing else includes it; include

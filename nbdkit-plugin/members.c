@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the members: their files, their state and member I/O.  See
  * members.h. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the members: their files, their state and member I/O.
  *
  * One owner of member state: struct gr_members holds every member's file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - pacing a background job.  See pace.h. */
 #include <pthread.h>
 #include <stdlib.h>

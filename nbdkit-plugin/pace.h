@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - pacing a background job (the resync, a rebuild): a rate
  * limit that can change while it runs, and a stop request.
  *

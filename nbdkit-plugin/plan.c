@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the planner.  See plan.h. */
 #include <stdlib.h>
 #include <string.h>

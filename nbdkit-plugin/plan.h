@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the planner: what a request does to the members (pure).
  *
  * Deciding apart from doing, like md's raid5.c: for a range of a request

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # nbdkit-plugin/ - the gpuraid nbdkit plugin.
 PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # The data path, top-down: gpuraid (callbacks) -> io (requests) -> plan

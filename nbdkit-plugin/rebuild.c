@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - rebuilding members online.  See rebuild.h. */
 #include <errno.h>
 #include <inttypes.h>

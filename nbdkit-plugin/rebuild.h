@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - rebuilding failed members onto replacements, online, several
  * in one pass.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - replacements being rebuilt: their state among the members.
  * See replacing.h. */
 #include <errno.h>

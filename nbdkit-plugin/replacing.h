@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - a replacement being rebuilt, as the members see it: its
  * superblock, its front and checkpoint, the record on the members.  Part
  * of the members module (members.h owns the state; rebuild.h drives the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - resync after an unclean shutdown.  See resync.h. */
 #include <errno.h>
 #include <inttypes.h>

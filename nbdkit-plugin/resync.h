@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - resync after an unclean shutdown, in the background.
  *
  * After a crash, stripes being written may have new data with old parity

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - scratch memory for the plans.  See scratch.h. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - scratch memory for the plans, bounded by configuration.
  *
  * A plan's scratch (scratch_len bytes: blocks read, rebuilt or encoded)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - scrub.  See scrub.h. */
 #include <errno.h>
 #include <inttypes.h>

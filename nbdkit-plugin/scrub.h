@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - scrub: read every stripe, check its parity, name the corrupt
  * member and, when asked, repair it; online.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the array's status.  See status.h. */
 #include <inttypes.h>
 #include <stdio.h>

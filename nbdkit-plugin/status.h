@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the array's status as text or JSON (gpuraidctl status), and
  * the background operation gpuraidctl wait follows.
  *

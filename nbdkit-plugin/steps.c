@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - running a plan's steps in memory.  See steps.h. */
 #include <stdlib.h>
 #include <string.h>

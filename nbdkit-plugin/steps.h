@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - running a plan's steps in memory.
  *
  * The moves (zero, copy, XOR) and coding operations of a plan (plan.h),

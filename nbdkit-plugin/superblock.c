@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - member superblock encode/decode.  See superblock.h. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - member superblock: encode, decode, validate (pure functions).
  *
  * The superblock is the first GR_SB_SIZE bytes of every member.  All

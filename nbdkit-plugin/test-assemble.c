@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - test of the assembly decision (assemble.c), without I/O:
  * creation checks, placement by index whatever the command-line order,
  * the authoritative superblock, missing / stale / failed members and what

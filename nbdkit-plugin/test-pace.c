@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - unit test of pace.h: the fixed limit, the default (auto)
  * that yields to clients' requests, and stop waking a sleeping job.
  * Only lower bounds of sleeps are timed strictly (a loaded machine makes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - test of the planner (plan.c), in the spirit of Linux's
  * raid6test: for every (k, m) with k + m <= 7, RS and CRS, and every set
  * of failed members of size <= m + 1, requests over sampled ranges

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - unit test of the scratch pool's cap (scratch.c), without
  * nbdkit or a coding backend (both stubbed below).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - unit test for superblock.c: crc32c known vector, encode /
  * decode round trip, and rejection of corrupt or invalid superblocks. */
 #undef NDEBUG

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - batched member reads through io_uring.  See uring.h.
  *
  * One ring per nbdkit worker thread, made on first use (after nbdkit's

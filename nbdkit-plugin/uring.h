@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - batched member reads through io_uring (when built with
  * liburing), so that the chunk reads of one plan run in parallel.
  * Without liburing (NOURING=1) the stubs say it is not available. */

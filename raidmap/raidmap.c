@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - array geometry.  See raidmap.h for the layout. */
 #include <errno.h>
 #include <stdbool.h>

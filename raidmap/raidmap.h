@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - array geometry: logical offsets to members and back.
  *
  * Pure functions over a const geometry; no I/O, no allocation.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # raidmap/ - array geometry (pure).
 LIBMAP = raidmap/libgrmap.a
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Exhaustive checks of the raidmap geometry on small arrays:
  * - every (stripe, index) maps to a distinct member and back;
  * - parity rotates: over n consecutive stripes each member holds each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/ - end-to-end demo and NBD benchmark.
 #   make demo    scripts/demo: 4+2 array, mount, fail two members, verify
 #   make bench   scripts/bench: array vs nbdkit file plugin through NBD

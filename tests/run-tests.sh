@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gpuraid test runner: runs each test given on the command line with a
 # timeout, keeps its output in tests/logs/, and ends with the line
 # "N passed, N failed, N skipped".  Exit status 77 from a test means skip

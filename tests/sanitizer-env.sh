@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # gpuraid - sanitizer environment for scripts that start nbdkit (source me).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the C test kit, for every unit test (header only).
  *
  *   test_seed (prog)     the seed from TEST_SEED, else the clock; printed,

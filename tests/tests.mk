@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/ - integration tests of the plugin through NBD (see tests/functions.sh).
 #   tests/gpuraid-check    offline parity checker (links the gf/ and raidmap/ libs)
 #   tests/test-concurrent  concurrent libnbd writers (driven by test-concurrent.sh)
@@ -16,6 +17,7 @@ TESTS_SCRIPTS = \
 	tests/test-structure.sh \
 	tests/test-concurrent-selftest.sh \
 	tests/test-dump-plugin.sh \
+	tests/test-install.sh \
 	tests/test-docs.sh \
 	tests/test-bad-input.sh \
 	tests/test-flush-fua.sh \

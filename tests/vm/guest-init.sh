@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # /init of the gpuraid VM test guest (busybox sh, copied into the initramfs
 # by run-vm-test.sh).  The kernel command line says what to do:
 #   grvm.phase=1   mkfs.ext4 on the NBD disk, write files, verify, print sums

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gpuraid: the Linux kernel's own NBD client (nbd-client, /dev/nbd0, ext4)
 # against the gpuraid nbdkit plugin, in a qemu guest (TCG, no KVM needed).
 #
