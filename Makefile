@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # gpuraid - top-level Makefile (GNU make, non-recursive).
 #
 #   make                 build nbdkit-plugin/nbdkit-gpuraid-plugin.so
@@ -10,6 +11,9 @@
 #   make check-long      the crash tests at length (hundreds of kill -9)
 #   make NOCUDA=1 ...    build without CUDA even when nvcc is present
 #   make deps            install Debian build/test dependencies (root)
+#   make install         after make: the plugin into nbdkit's plugin
+#                        directory, gpuraidctl, the man page (PREFIX,
+#                        DESTDIR, PLUGINDIR, BINDIR, MANDIR); make uninstall
 #   make demo | bench | bench-gpu
 #
 # Each folder contributes a fragment (gf/gf.mk, ...) that appends to:
@@ -96,7 +100,40 @@ check-tsan: deps
 deps:
 	scripts/install-deps
 
+# Installation.  The plugin goes where nbdkit looks for plugins by name
+# (so that `nbdkit gpuraid ...` works), whatever PREFIX says; install
+# does not build (run make first: a build under other flags is not
+# replaced behind the caller's back).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+PLUGINDIR ?= $(shell pkg-config nbdkit --variable=plugindir 2>/dev/null)
+GR_VERSION := $(shell sed -n 's/^\#define GR_VERSION "\(.*\)"/\1/p' \
+                nbdkit-plugin/config.h)
+MAN1 = docs/nbdkit-gpuraid-plugin.1
+
+$(MAN1): docs/nbdkit-gpuraid-plugin.pod
+	pod2man --section=1 --center=gpuraid --release="gpuraid $(GR_VERSION)" \
+	  --name=NBDKIT-GPURAID-PLUGIN $< $@
+
+install: $(MAN1)
+	@test -n "$(PLUGINDIR)" || { echo "make install: nbdkit's plugin directory is unknown: install nbdkit-plugin-dev (pkg-config nbdkit) or give PLUGINDIR=" >&2; exit 1; }
+	@for f in nbdkit-plugin/nbdkit-gpuraid-plugin.so ctl/gpuraidctl; do \
+	  test -f $$f || { echo "make install: $$f is not built: run make first" >&2; exit 1; }; done
+	install -d $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 nbdkit-plugin/nbdkit-gpuraid-plugin.so $(DESTDIR)$(PLUGINDIR)/
+	install -m 0755 ctl/gpuraidctl $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	@test -n "$(PLUGINDIR)" || { echo "make uninstall: nbdkit's plugin directory is unknown: give PLUGINDIR=" >&2; exit 1; }
+	rm -f $(DESTDIR)$(PLUGINDIR)/nbdkit-gpuraid-plugin.so \
+	  $(DESTDIR)$(BINDIR)/gpuraidctl $(DESTDIR)$(MANDIR)/man1/nbdkit-gpuraid-plugin.1
+
+CLEAN_FILES += $(MAN1)
+
 clean:
 	rm -f */*.o */*.a */*.so $(CLEAN_FILES)
 
-.PHONY: all check check-tests check-gpu check-tsan check-long deps clean demo bench bench-gpu
+.PHONY: all check check-tests check-gpu check-tsan check-long deps clean demo bench bench-gpu \
+        install uninstall
