@@ -125,6 +125,18 @@ gr_pace_set_rate (struct gr_pace *p, uint64_t rate, uint64_t done)
 }
 
 uint64_t
+gr_pace_batch (struct gr_pace *p, uint64_t unit, uint64_t max)
+{
+  const uint64_t rate = gr_pace_rate (p);
+  uint64_t n;
+
+  if (rate == 0 || rate == GR_PACE_AUTO)
+    return max;
+  n = rate / 10 / unit;
+  return n < 1 ? 1 : n < max ? n : max;
+}
+
+uint64_t
 gr_pace_rate (struct gr_pace *p)
 {
   uint64_t r;

@@ -31,6 +31,11 @@ void gr_pace_free (struct gr_pace *p);
 /* done bytes so far: wait while ahead of the limit (or yield).  true:
  * stop. */
 bool gr_pace_wait (struct gr_pace *p, uint64_t done);
+/* How many steps of unit bytes the next batch takes: a tenth of a
+ * second's worth under a fixed limit (at least 1), so that the limit is
+ * kept smoothly and writers wait for short batches only; otherwise
+ * (none, auto) max. */
+uint64_t gr_pace_batch (struct gr_pace *p, uint64_t unit, uint64_t max);
 /* From now on (done: the bytes done so far). */
 void gr_pace_set_rate (struct gr_pace *p, uint64_t rate, uint64_t done);
 uint64_t gr_pace_rate (struct gr_pace *p);

@@ -97,7 +97,6 @@ rebuild_thread (void *arg)
   gr_debug ("rebuild of member%s %s: %" PRIu64 " stripes from stripe %"
             PRIu64, strchr (names, ',') ? "s" : "", names, g->stripes, s);
   for (;;) {
-    const uint64_t rate = gr_pace_rate (rb->pace);
     uint64_t ns;
 
     pthread_mutex_lock (&rb->lock);
@@ -138,10 +137,7 @@ rebuild_thread (void *arg)
       st = GR_RESYNC_FAILED;
       goto end;
     }
-    /* A tenth of a second's worth under a rate limit: the limit is kept
-     * smoothly and writers wait for short batches only. */
-    ns = rate && rate / 10 / width < rb->batch
-      ? (rate / 10 / width ? rate / 10 / width : 1) : rb->batch;
+    ns = gr_pace_batch (rb->pace, width, rb->batch);
     if (ns > g->stripes - s)
       ns = g->stripes - s;
     switch (gr_exec_rebuild (rb->x, which, s, ns, rb->buf)) {

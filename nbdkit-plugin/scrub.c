@@ -282,11 +282,7 @@ scrub_thread (void *arg)
   gr_debug ("scrub%s: stripes %" PRIu64 " to %" PRIu64, sc->repair
             ? " --repair" : "", s, g->stripes - 1);
   while (s < g->stripes) {
-    /* A tenth of a second's worth under a rate limit, so that the
-     * limit is kept smoothly and writers wait for short batches only. */
-    const uint64_t rate = gr_pace_rate (sc->pace);
-    uint64_t ns = rate && rate / 10 / width < sc->batch
-      ? (rate / 10 / width ? rate / 10 / width : 1) : sc->batch;
+    uint64_t ns = gr_pace_batch (sc->pace, width, sc->batch);
     uint64_t moved;
 
     if (ns > g->stripes - s)

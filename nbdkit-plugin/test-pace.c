@@ -88,11 +88,18 @@ main (void)
   s = now () - s;
   CHECK (!stop && s >= 0.095, "10 MB/s: 1 MB after %.3f s", s);
   CHECK (gr_pace_rate (p) == 10000000);
+  /* Batches: a tenth of a second's worth, at least 1, at most max. */
+  CHECK (gr_pace_batch (p, 100000, 64) == 10);
+  CHECK (gr_pace_batch (p, 100000, 4) == 4);
+  CHECK (gr_pace_batch (p, 1 << 30, 64) == 1);
   /* A new limit (none) applies at once. */
   gr_pace_set_rate (p, 0, 1000000);
   s = now ();
   stop = gr_pace_wait (p, 1000000000);
   CHECK (!stop && now () - s < 0.3, "no limit: waited");
+  CHECK (gr_pace_batch (p, 100000, 64) == 64);
+  gr_pace_set_rate (p, GR_PACE_AUTO, 1000000000);
+  CHECK (gr_pace_batch (p, 100000, 64) == 64);
   gr_pace_free (p);
   return test_done ("test-pace");
 }
