@@ -43,13 +43,19 @@ put ()          # put FILE REQSIZE: write FILE at offset 0, and expect it
   dd if="$1" of="$tmpdir/expect" conv=notrunc status=none
 }
 set_args () { args=(); for f in "${members[@]}"; do args+=("member=$f"); done; }
+# fresh_array SIZE PREFIX: create a k+m array of SIZE members, serve it
+# and fill it with random data (kept in expect).
+fresh_array ()
+{
+  make_members $n "$1" "$2"
+  set_args
+  ctl_serve m=$m chunk=$chunk create=true
+  size=$(nbdinfo --size "$uri")
+  head -c "$size" /dev/urandom >"$tmpdir/expect"
+  nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
+}
 
-make_members $n 24M
-set_args
-ctl_serve m=$m chunk=$chunk create=true
-size=$(nbdinfo --size "$uri")
-head -c "$size" /dev/urandom >"$tmpdir/expect"
-nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
+fresh_array 24M disk
 
 echo "=== 1. replace and rebuild under writes"
 "$CTL" -c "$ctl" fail 2 || fail "fail 2"
@@ -203,12 +209,7 @@ echo "=== 6. a crash at each step of the rebuild's last superblock update"
 # replacement given must end with member 2 live: at once when the update
 # reached the array's newest superblock, else by resuming the rebuild.
 if command -v strace >/dev/null; then
-  make_members $n 8M c
-  set_args
-  ctl_serve m=$m chunk=$chunk create=true
-  size=$(nbdinfo --size "$uri")
-  head -c "$size" /dev/urandom >"$tmpdir/expect"
-  nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
+  fresh_array 8M c
   "$CTL" -c "$ctl" fail 2 || fail "fail 2"
   truncate -s 8M "$tmpdir/r2.img"
   "$CTL" -c "$ctl" rate 1 >/dev/null || fail "rate"
@@ -251,12 +252,7 @@ else
 fi
 
 echo "=== 7. two members rebuilt in one pass"
-make_members $n 8M p
-set_args
-ctl_serve m=$m chunk=$chunk create=true
-size=$(nbdinfo --size "$uri")
-head -c "$size" /dev/urandom >"$tmpdir/expect"
-nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
+fresh_array 8M p
 "$CTL" -c "$ctl" fail 1 || fail "fail 1"
 "$CTL" -c "$ctl" fail 4 || fail "fail 4"
 head -c 2M /dev/urandom >"$tmpdir/w7"
