@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # ctl/ - gpuraidctl, the operator's command (examine members offline;
 # status, fail, rate and wait through the plugin's control=PATH socket).
-# It decides with the plugin's own pure assembly code.
+# It decides with the plugin's own pure assembly code and reads members
+# (files, devices, NBD exports) with its disk module.
 CTL = ctl/gpuraidctl
 
 all: $(CTL)
 
 ctl/gpuraidctl.o: CFLAGS_ALL += -I.
 $(CTL): ctl/gpuraidctl.o nbdkit-plugin/assemble.o nbdkit-plugin/superblock.o \
-        raidmap/libgrmap.a
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lisal
+        nbdkit-plugin/disk.o nbdkit-plugin/remote.o nbdkit-plugin/uring.o \
+        nbdkit-plugin/fullio.o raidmap/libgrmap.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lisal $(URING_LIBS) $(LIBNBD_LIBS)
 
 CLEAN_FILES += $(CTL)

@@ -41,6 +41,7 @@
 #include <sys/un.h>
 
 #include "nbdkit-plugin/assemble.h"
+#include "nbdkit-plugin/disk.h"
 #include "nbdkit-plugin/superblock.h"
 
 static const char *prog = "gpuraidctl";
@@ -74,44 +75,49 @@ die (const char *fmt, ...)
   exit (1);
 }
 
+/* A member's path for the server: an NBD URI as it is, a file's made
+ * absolute (the server runs elsewhere).  NULL with errno set. */
+static char *
+member_path (const char *arg)
+{
+  return gr_disk_is_uri (arg) ? strdup (arg) : realpath (arg, NULL);
+}
+
 /* --- examine ------------------------------------------------------------- */
 
-/* Read path's superblock into p (read-only).  false if it could not be
- * read at all (p->open_errno says why). */
+/* Read path's superblock into p (read-only; a file, a device or an NBD
+ * URI).  false if it could not be read at all (p->open_errno says
+ * why). */
 static bool
 probe (const char *path, struct gr_probe *p)
 {
   uint8_t buf[GR_SB_SIZE];
-  struct stat st;
-  ssize_t r;
-  int fd;
+  struct gr_disk *d;
+  char why[256];
+  int err, r;
 
   memset (p, 0, sizeof *p);
   p->path = path;
   p->sb_status = -ENOENT;
-  fd = open (path, O_RDONLY | O_CLOEXEC);
-  if (fd == -1 || fstat (fd, &st) == -1) {
-    p->open_errno = errno;
-    if (fd >= 0)
-      close (fd);
+  switch (gr_disk_open (path, true, &d, &err, why, sizeof why)) {
+  case GR_DISK_OPENED:
+    break;
+  case GR_DISK_NOT_STORAGE:
+    p->open_errno = EINVAL;     /* not a file or a block device */
+    return false;
+  default:
+    p->open_errno = err ? err : EIO;
     return false;
   }
-  if (S_ISBLK (st.st_mode)) {
-    if (ioctl (fd, BLKGETSIZE64, &p->size) == -1)
-      p->open_errno = errno;
-  }
-  else if (S_ISREG (st.st_mode))
-    p->size = (uint64_t) st.st_size;
-  else
-    p->open_errno = EINVAL;     /* not a file or a block device */
-  if (p->open_errno == 0 && p->size >= GR_SB_SIZE) {
-    r = pread (fd, buf, GR_SB_SIZE, 0);
-    if (r == GR_SB_SIZE)
+  p->size = gr_disk_size (d);
+  if (p->size >= GR_SB_SIZE) {
+    r = gr_disk_pread (d, buf, GR_SB_SIZE, 0);
+    if (r == 0)
       p->sb_status = gr_sb_decode (buf, &p->sb);
     else
-      p->open_errno = r == -1 ? errno : EIO;
+      p->open_errno = -r;
   }
-  close (fd);
+  gr_disk_close (d);
   return p->open_errno == 0;
 }
 
@@ -462,7 +468,7 @@ main (int argc, char **argv)
     return 0;
   }
   if (strcmp (argv[i], "replace") == 0 && argc - i == 3) {
-    char cmd[PATH_MAX + 64], *body, *abs = realpath (argv[i + 2], NULL);
+    char cmd[PATH_MAX + 64], *body, *abs = member_path (argv[i + 2]);
 
     if (abs == NULL)
       die ("replace %s %s: %s", argv[i + 1], argv[i + 2], strerror (errno));
@@ -477,7 +483,7 @@ main (int argc, char **argv)
   }
   if (strcmp (argv[i], "spare") == 0 && argc - i == 3 &&
       strcmp (argv[i + 1], "add") == 0) {
-    char cmd[PATH_MAX + 64], *body, *abs = realpath (argv[i + 2], NULL);
+    char cmd[PATH_MAX + 64], *body, *abs = member_path (argv[i + 2]);
 
     if (abs == NULL)
       die ("spare add %s: %s", argv[i + 2], strerror (errno));

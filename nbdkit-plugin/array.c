@@ -1,17 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - opening and closing the array.  See array.h. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 
 #include "array.h"
 #include "heal.h"
@@ -37,12 +33,11 @@ struct gr_array {
 };
 
 /* The member= paths while opening: what assembly decides from, and the
- * file descriptors (-1: not opened). */
+ * members' storage (NULL: not opened). */
 struct probes {
   int n;
   struct gr_probe p[GR_MAX_MEMBERS];
-  int fd[GR_MAX_MEMBERS];
-  struct stat st[GR_MAX_MEMBERS];
+  struct gr_disk *disk[GR_MAX_MEMBERS];
 };
 
 /* Open one member= path and read its superblock.  -1 only for errors
@@ -53,41 +48,34 @@ probe_member (struct probes *ps, int i)
 {
   struct gr_probe *p = &ps->p[i];
   uint8_t buf[GR_SB_SIZE];
-  int fd, r;
+  char why[256];
+  int err, r;
 
-  fd = open (p->path, O_RDWR | O_CLOEXEC);
-  if (fd == -1) {
-    p->open_errno = errno;
+  switch (gr_disk_open (p->path, false, &ps->disk[i], &err, why,
+                        sizeof why)) {
+  case GR_DISK_OPENED:
+    break;
+  case GR_DISK_CANNOT_OPEN:
+    gr_debug ("member %d (%s): cannot open: %s", i, p->path, why);
+    p->open_errno = err ? err : EIO;
     return 0;
-  }
-  ps->fd[i] = fd;
-  if (fstat (fd, &ps->st[i]) == -1) {
-    nbdkit_error ("member %d (%s): fstat: %m", i, p->path);
+  case GR_DISK_NOT_STORAGE:
+  case GR_DISK_NO_NBD:
+  case GR_DISK_READ_ONLY_EXPORT:
+    nbdkit_error ("member %d (%s): %s", i, p->path, why);
     return -1;
   }
-  if (S_ISBLK (ps->st[i].st_mode)) {
-    if (ioctl (fd, BLKGETSIZE64, &p->size) == -1) {
-      nbdkit_error ("member %d (%s): BLKGETSIZE64: %m", i, p->path);
-      return -1;
-    }
-  }
-  else if (S_ISREG (ps->st[i].st_mode))
-    p->size = (uint64_t) ps->st[i].st_size;
-  else {
-    nbdkit_error ("member %d (%s): not a regular file or block device", i,
-                  p->path);
-    return -1;
-  }
+  p->size = gr_disk_size (ps->disk[i]);
   if (p->size < GR_SB_SIZE) {
     p->sb_status = -ENOENT;
     return 0;
   }
-  r = gr_pread_full (fd, buf, GR_SB_SIZE, 0);
+  r = gr_disk_pread (ps->disk[i], buf, GR_SB_SIZE, 0);
   if (r < 0) {
     /* An unreadable member is treated like a missing one. */
     p->open_errno = -r;
-    close (fd);
-    ps->fd[i] = -1;
+    gr_disk_close (ps->disk[i]);
+    ps->disk[i] = NULL;
     return 0;
   }
   p->sb_status = gr_sb_decode (buf, &p->sb);
@@ -99,46 +87,10 @@ close_probes (struct probes *ps)
 {
   int i;
 
-  for (i = 0; i < ps->n; i++)
-    if (ps->fd[i] >= 0) {
-      close (ps->fd[i]);
-      ps->fd[i] = -1;
-    }
-}
-
-/* Zero [off, off+len) of a member: punch a hole, or BLKZEROOUT on a
- * block device, or write zeros. */
-static int
-zero_area (struct probes *ps, int i, uint64_t off, uint64_t len)
-{
-  static uint8_t zeros[1024 * 1024];      /* bss, not in the file */
-  int fd = ps->fd[i], r;
-
-  if (len == 0)
-    return 0;
-  if (fallocate (fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t) off,
-                 (off_t) len) == 0)
-    return 0;
-  if (S_ISBLK (ps->st[i].st_mode)) {
-    uint64_t range[2] = { off, len };
-    if (ioctl (fd, BLKZEROOUT, range) == 0)
-      return 0;
+  for (i = 0; i < ps->n; i++) {
+    gr_disk_close (ps->disk[i]);
+    ps->disk[i] = NULL;
   }
-  gr_debug ("member %d (%s): cannot punch a hole (%m), writing zeros", i,
-            ps->p[i].path);
-  while (len > 0) {
-    size_t n = len < sizeof zeros ? len : sizeof zeros;
-
-    r = gr_pwrite_full (fd, zeros, n, off);
-    if (r < 0) {
-      nbdkit_error ("member %d (%s): zeroing at offset %" PRIu64 ": %s", i,
-                    ps->p[i].path, off, strerror (-r));
-      return -1;
-    }
-    off += n;
-    len -= n;
-  }
-  return 0;
 }
 
 static void
@@ -172,10 +124,13 @@ create (struct probes *ps, struct gr_assembly *a)
   }
   a->sb.ctime = (uint64_t) time (NULL);
   for (i = 0; i < a->n; i++) {
-    if (zero_area (ps, i, 0, a->sb.data_offset + a->sb.data_size) == -1)
-      return NULL;
-    if (fdatasync (ps->fd[i]) == -1) {
-      nbdkit_error ("member %d (%s): fdatasync: %m", i, ps->p[i].path);
+    int r = gr_disk_zero (ps->disk[i], 0, a->sb.data_offset + a->sb.data_size);
+
+    if (r == 0)
+      r = gr_disk_sync (ps->disk[i]);
+    if (r < 0) {
+      nbdkit_error ("member %d (%s): zeroing it: %s", i, ps->p[i].path,
+                    strerror (-r));
       return NULL;
     }
   }
@@ -183,8 +138,8 @@ create (struct probes *ps, struct gr_assembly *a)
   if (ms == NULL)
     return NULL;
   for (i = 0; i < a->n; i++) {
-    gr_members_attach (ms, i, ps->p[i].path, ps->fd[i]);
-    ps->fd[i] = -1;
+    gr_members_attach (ms, i, ps->p[i].path, ps->disk[i]);
+    ps->disk[i] = NULL;
   }
   if (gr_members_write_sbs (ms) != GR_MEMBERS_OK ||
       gr_members_nfailed (ms) > 0) {
@@ -211,16 +166,16 @@ assemble (struct probes *ps, const struct gr_assembly *a)
     int q = a->slot[i];
 
     if (a->state[i] == GR_SLOT_ACTIVE || a->state[i] == GR_SLOT_SALVAGED) {
-      gr_members_attach (ms, i, ps->p[q].path, ps->fd[q]);
-      ps->fd[q] = -1;
+      gr_members_attach (ms, i, ps->p[q].path, ps->disk[q]);
+      ps->disk[q] = NULL;
     }
     else if (a->state[i] == GR_SLOT_REBUILDING && !a->read_only) {
       /* Failed, but in use below its checkpoint (the journal's replay
        * writes it there too); heal.h resumes the rebuild. */
       gr_members_set_failed (ms, i, a->path[i], a->why[i]);
-      gr_members_rebuild_resume (ms, i, ps->p[q].path, ps->fd[q],
+      gr_members_rebuild_resume (ms, i, ps->p[q].path, ps->disk[q],
                                  a->sb.rebuild_at);
-      ps->fd[q] = -1;
+      ps->disk[q] = NULL;
     }
     else
       /* Persisted before the first write (gr_members_begin_write), so
@@ -388,16 +343,15 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   ps->n = cfg->npaths;
   for (i = 0; i < ps->n; i++) {
     ps->p[i].path = cfg->paths[i];
-    ps->fd[i] = -1;
+    ps->disk[i] = NULL;
   }
   for (i = 0; i < ps->n; i++)
     if (probe_member (ps, i) == -1)
       goto err;
   for (i = 0; i < ps->n; i++)
     for (j = 0; j < i; j++)
-      if (ps->fd[i] >= 0 && ps->fd[j] >= 0 &&
-          ps->st[i].st_dev == ps->st[j].st_dev &&
-          ps->st[i].st_ino == ps->st[j].st_ino) {
+      if (ps->disk[i] && ps->disk[j] &&
+          gr_disk_same (ps->disk[i], ps->disk[j])) {
         nbdkit_error ("member %d (%s) and member %d (%s) are the same file",
                       j, ps->p[j].path, i, ps->p[i].path);
         goto err;

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 
 #include "config.h"
+#include "disk.h"
 #include "log.h"
 
 /* Keys that may be given once (bits of cfg->seen). */
@@ -18,8 +19,24 @@ enum {
   SEEN_M = 1, SEEN_CHUNK = 2, SEEN_CODE = 4, SEEN_CREATE = 8,
   SEEN_FORCE = 16, SEEN_BACKEND = 32, SEEN_ACCEL = 64, SEEN_DEV = 128,
   SEEN_SALVAGE = 256, SEEN_SCRATCH = 512, SEEN_RATE = 1024,
-  SEEN_BITMAP = 2048, SEEN_CONTROL = 4096,
+  SEEN_BITMAP = 2048, SEEN_CONTROL = 4096, SEEN_TIMEOUT = 8192,
+  SEEN_RETRIES = 16384,
 };
+
+/* A member's path as the key gave it: an NBD URI as it is, a file made
+ * absolute (nbdkit changes directory).  NULL after nbdkit_error. */
+static char *
+member_path (const char *value)
+{
+  char *p;
+
+  if (!gr_disk_is_uri (value))
+    return nbdkit_absolute_path (value);
+  p = strdup (value);
+  if (p == NULL)
+    nbdkit_error ("strdup: %m");
+  return p;
+}
 
 static int
 once (struct gr_config *cfg, const char *key, unsigned bit)
@@ -107,7 +124,7 @@ parse_member (struct gr_config *cfg, const char *value)
     nbdkit_error ("member=: empty path");
     return -1;
   }
-  cfg->paths[cfg->npaths] = nbdkit_absolute_path (value);
+  cfg->paths[cfg->npaths] = member_path (value);
   if (cfg->paths[cfg->npaths] == NULL)
     return -1;
   cfg->npaths++;
@@ -144,7 +161,7 @@ parse_spare (struct gr_config *cfg, const char *key, const char *value)
     nbdkit_error ("%s=%s: empty path", key, value);
     return -1;
   }
-  cfg->spares[cfg->nspares].path = nbdkit_absolute_path (path);
+  cfg->spares[cfg->nspares].path = member_path (path);
   if (cfg->spares[cfg->nspares].path == NULL)
     return -1;
   cfg->spares[cfg->nspares++].member = member;
@@ -322,6 +339,29 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
                     "bytes", cfg->control, sizeof sa.sun_path);
       return -1;
     }
+    return 0;
+  }
+  if (strcmp (key, "remote-timeout") == 0) {
+    if (once (cfg, key, SEEN_TIMEOUT) == -1 ||
+        parse_nonneg_int (key, value, &i) == -1)
+      return -1;
+    if (i < 1 || i > 86400) {
+      nbdkit_error ("remote-timeout=%s: give seconds, from 1 to 86400",
+                    value);
+      return -1;
+    }
+    cfg->remote_timeout = i;
+    return 0;
+  }
+  if (strcmp (key, "remote-retries") == 0) {
+    if (once (cfg, key, SEEN_RETRIES) == -1 ||
+        parse_nonneg_int (key, value, &i) == -1)
+      return -1;
+    if (i > 20) {
+      nbdkit_error ("remote-retries=%s: at most 20", value);
+      return -1;
+    }
+    cfg->remote_retries = i;
     return 0;
   }
   if (strcmp (key, "gpu-device") == 0)

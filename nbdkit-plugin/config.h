@@ -22,7 +22,8 @@ enum gr_accel { GR_ACCEL_AUTO, GR_ACCEL_CPU, GR_ACCEL_GPU };
 #define GR_CONFIG_MAX_SPARES 16
 
 struct gr_config {
-  char *paths[GR_MAX_MEMBERS];  /* absolute paths, command-line order */
+  char *paths[GR_MAX_MEMBERS];  /* absolute paths or NBD URIs, in
+                                 * command-line order */
   int npaths;
   int m;                        /* -1 = not given */
   uint32_t chunk;               /* 0 = not given */
@@ -37,7 +38,9 @@ struct gr_config {
                                  * GR_PACE_AUTO: yield to requests */
   uint64_t bitmap_chunk;        /* create: bytes a bitmap bit covers */
   char *control;                /* control socket path, or NULL */
-  /* spare= (member -1) and replace=INDEX:PATH, absolute paths */
+  int remote_timeout;           /* seconds: a remote member's access */
+  int remote_retries;           /* new connections to a remote member */
+  /* spare= (member -1) and replace=INDEX:PATH, as paths above */
   struct { char *path; int member; } spares[GR_CONFIG_MAX_SPARES];
   int nspares;
   unsigned seen;                /* keys given (each at most once) */
@@ -45,7 +48,8 @@ struct gr_config {
 
 #define GR_CONFIG_INIT { .m = -1, .accel = GR_ACCEL_AUTO, \
                         .scratch_max = (uint64_t) 256 << 20, \
-                        .resync_rate = GR_PACE_AUTO }
+                        .resync_rate = GR_PACE_AUTO, \
+                        .remote_timeout = 30, .remote_retries = 3 }
 
 /* One key=value.  0, or -1 after nbdkit_error. */
 int gr_config_parse (struct gr_config *cfg, const char *key,
@@ -55,7 +59,8 @@ int gr_config_check (const struct gr_config *cfg);
 void gr_config_free (struct gr_config *cfg);
 
 #define gr_config_help \
-  "member=PATH            (required, repeat) A member file or device.\n" \
+  "member=PATH|URI        (required, repeat) A member file or device, or an\n" \
+  "                       NBD export on another host (nbd://HOST/EXPORT...).\n" \
   "m=N                    Number of parity members (required to create).\n" \
   "chunk=SIZE             Chunk size, power of two >= 4096 (default 64K).\n" \
   "code=rs|crs            Reed-Solomon or Cauchy Reed-Solomon (default rs).\n" \
@@ -74,6 +79,10 @@ void gr_config_free (struct gr_config *cfg);
   "control=PATH           Control socket for gpuraidctl (owner only).\n" \
   "spare=PATH             (repeat) A hot spare: rebuilt onto when a member\n" \
   "                       fails or is missing.\n" \
-  "replace=INDEX:PATH     (repeat) Rebuild missing member INDEX onto PATH."
+  "replace=INDEX:PATH     (repeat) Rebuild missing member INDEX onto PATH.\n" \
+  "remote-timeout=SECONDS An NBD member that has not answered an access in\n" \
+  "                       this time fails (default 30).\n" \
+  "remote-retries=N       New connections to an NBD member that dropped one,\n" \
+  "                       within the timeout (default 3)."
 
 #endif /* GPURAID_CONFIG_H */

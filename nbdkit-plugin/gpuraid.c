@@ -23,6 +23,7 @@
 #include "coding.h"
 #include "config.h"
 #include "control.h"
+#include "disk.h"
 #include "gf/gf-backend.h"
 #include "gpudev.h"
 #include "io.h"
@@ -113,6 +114,8 @@ gpuraid_config_complete (void)
                   "writes every member; drop -r or create=true");
     return -1;
   }
+  gr_disk_set_remote ((unsigned) cfg.remote_timeout * 1000,
+                      (unsigned) cfg.remote_retries);
   coding = gr_coding_new (&cfg);
   return coding ? 0 : -1;
 }
@@ -174,6 +177,7 @@ gpuraid_dump_plugin (void)
     }
   printf ("\n");
   printf ("gpuraid_cuda=%s\n", gr_gpudev_built () ? "yes" : "no");
+  printf ("gpuraid_nbd_members=%s\n", gr_disk_remote_built () ? "yes" : "no");
 }
 
 static void *

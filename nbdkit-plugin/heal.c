@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - healing online.  See heal.h. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,11 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 
-#include "fullio.h"
 #include "heal.h"
 #include "log.h"
 #include "members.h"
@@ -109,77 +104,67 @@ rebuild_locked (struct gr_heal *h, int i)
   return h->rebuild != NULL;
 }
 
-/* Zero [0, len) of fd and sync it.  0 or -errno. */
+/* Zero [0, len) of d and sync it.  0 or -errno. */
 static int
-zero_metadata (int fd, uint64_t len)
+zero_metadata (struct gr_disk *d, uint64_t len)
 {
   static const uint8_t z[65536];
 
   for (uint64_t off = 0; off < len; off += sizeof z) {
     const size_t n = len - off < sizeof z ? len - off : sizeof z;
-    int r = gr_pwrite_full (fd, z, n, off);
+    int r = gr_disk_pwrite (d, z, n, off);
 
     if (r < 0)
       return r;
   }
-  return fdatasync (fd) == -1 ? -errno : 0;
+  return gr_disk_sync (d);
 }
 
 /* Can path take a member's place (not member i: -1 for any)?  STARTED
- * with *fd open (read-write) if so; nothing is written. */
+ * with *d open (read-write) if so; nothing is written. */
 static enum gr_heal_outcome
-check_path (struct gr_heal *h, int i, const char *path, int *fd, int *err)
+check_path (struct gr_heal *h, int i, const char *path, struct gr_disk **d,
+            int *err)
 {
   struct gr_sb sb, old;
-  struct stat st, ss;
   uint8_t buf[GR_SB_SIZE];
-  uint64_t size = 0;
+  char why[256];
+  enum gr_heal_outcome o = GR_HEAL_STARTED;
   int which, s;
 
   *err = 0;
   gr_members_sb (h->ms, &sb);
-  *fd = open (path, O_RDWR | O_CLOEXEC);
-  if (*fd == -1 || fstat (*fd, &st) == -1) {
-    *err = errno;
-    goto cannot_open;
+  switch (gr_disk_open (path, false, d, err, why, sizeof why)) {
+  case GR_DISK_OPENED: break;
+  case GR_DISK_CANNOT_OPEN:
+    gr_debug ("%s: cannot open: %s", path, why);
+    if (*err == 0)
+      *err = EIO;
+    return GR_HEAL_CANNOT_OPEN;
+  case GR_DISK_NOT_STORAGE: return GR_HEAL_NOT_FILE;
+  case GR_DISK_NO_NBD: return GR_HEAL_NO_NBD;
+  case GR_DISK_READ_ONLY_EXPORT: return GR_HEAL_READ_ONLY_EXPORT;
   }
-  if (S_ISBLK (st.st_mode)) {
-    if (ioctl (*fd, BLKGETSIZE64, &size) == -1)
-      size = 0;
-  }
-  else if (S_ISREG (st.st_mode))
-    size = (uint64_t) st.st_size;
-  else {
-    close (*fd);
-    return GR_HEAL_NOT_FILE;
-  }
-  if (gr_members_same_file (h->ms, &st, &which) && which != i) {
+  if (gr_members_same_disk (h->ms, *d, &which) && which != i) {
     *err = which;
-    close (*fd);
-    return GR_HEAL_IS_MEMBER;
+    o = GR_HEAL_IS_MEMBER;
   }
-  for (s = 0; s < h->nspares; s++)
-    if (stat (h->spares[s].path, &ss) == 0 && ss.st_dev == st.st_dev &&
-        ss.st_ino == st.st_ino) {
-      close (*fd);
-      return GR_HEAL_IS_SPARE;
-    }
-  if (size < sb.data_offset + sb.data_size) {
-    close (*fd);
-    return GR_HEAL_TOO_SMALL;
-  }
-  if (gr_pread_full (*fd, buf, GR_SB_SIZE, 0) == 0 &&
+  for (s = 0; o == GR_HEAL_STARTED && s < h->nspares; s++)
+    if (gr_disk_is (*d, h->spares[s].path))
+      o = GR_HEAL_IS_SPARE;
+  if (o == GR_HEAL_STARTED &&
+      gr_disk_size (*d) < sb.data_offset + sb.data_size)
+    o = GR_HEAL_TOO_SMALL;
+  if (o == GR_HEAL_STARTED &&
+      gr_disk_pread (*d, buf, GR_SB_SIZE, 0) == 0 &&
       gr_sb_decode (buf, &old) == 0 &&
-      memcmp (old.uuid, sb.uuid, sizeof sb.uuid) != 0) {
-    close (*fd);
-    return GR_HEAL_OTHER_ARRAY;
+      memcmp (old.uuid, sb.uuid, sizeof sb.uuid) != 0)
+    o = GR_HEAL_OTHER_ARRAY;
+  if (o != GR_HEAL_STARTED) {
+    gr_disk_close (*d);
+    *d = NULL;
   }
-  return GR_HEAL_STARTED;
-
- cannot_open:
-  if (*fd >= 0)
-    close (*fd);
-  return GR_HEAL_CANNOT_OPEN;
+  return o;
 }
 
 /* Under h->lock. */
@@ -188,7 +173,8 @@ replace_locked (struct gr_heal *h, int i, const char *path, int *err)
 {
   struct gr_sb sb;
   enum gr_heal_outcome o;
-  int fd, r;
+  struct gr_disk *d;
+  int r;
 
   *err = 0;
   gr_members_sb (h->ms, &sb);
@@ -202,18 +188,18 @@ replace_locked (struct gr_heal *h, int i, const char *path, int *err)
     return GR_HEAL_ACTIVE;
   if (gr_members_state (h->ms, i) == GR_MEMBER_REBUILDING)
     return GR_HEAL_REBUILDING;
-  o = check_path (h, i, path, &fd, err);
+  o = check_path (h, i, path, &d, err);
   if (o != GR_HEAL_STARTED)
     return o;
   /* Its old superblock, bitmap and journal go: until the rebuild ends it
    * is no member (a restart finds no superblock there). */
-  r = zero_metadata (fd, sb.data_offset);
+  r = zero_metadata (d, sb.data_offset);
   if (r < 0) {
     *err = -r;
-    close (fd);
+    gr_disk_close (d);
     return GR_HEAL_IO_ERROR;
   }
-  switch (gr_members_rebuild_begin (h->ms, i, path, fd)) {
+  switch (gr_members_rebuild_begin (h->ms, i, path, d)) {
   case GR_MEMBERS_OK:
     break;
   case GR_MEMBERS_IO_ERROR:
@@ -428,7 +414,7 @@ gr_heal_spare_add (struct gr_heal *h, const char *path, int member,
 {
   enum gr_heal_outcome o = GR_HEAL_STARTED;
   char *copy;
-  int fd;
+  struct gr_disk *d;
 
   *err = 0;
   pthread_mutex_lock (&h->lock);
@@ -443,8 +429,8 @@ gr_heal_spare_add (struct gr_heal *h, const char *path, int member,
     o = GR_HEAL_IO_ERROR;
     *err = ENOSPC;
   }
-  else if ((o = check_path (h, member, path, &fd, err)) == GR_HEAL_STARTED) {
-    close (fd);
+  else if ((o = check_path (h, member, path, &d, err)) == GR_HEAL_STARTED) {
+    gr_disk_close (d);
     copy = strdup (path);
     if (copy == NULL) {
       o = GR_HEAL_IO_ERROR;
@@ -496,6 +482,13 @@ gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
   case GR_HEAL_CANNOT_OPEN: snprintf (buf, len, "%s", strerror (err)); return;
   case GR_HEAL_NOT_FILE:
     snprintf (buf, len, "not a regular file or block device");
+    return;
+  case GR_HEAL_NO_NBD:
+    snprintf (buf, len, "an NBD URI, and this gpuraid was built without "
+              "libnbd");
+    return;
+  case GR_HEAL_READ_ONLY_EXPORT:
+    snprintf (buf, len, "the NBD export is read-only");
     return;
   case GR_HEAL_IS_MEMBER:
     snprintf (buf, len, "it is member %d of this array", err);

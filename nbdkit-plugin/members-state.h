@@ -8,11 +8,12 @@
 
 #include <pthread.h>
 
+#include "disk.h"
 #include "superblock.h"
 
 struct member {
   char *path;                   /* NULL if no path filled this slot */
-  int fd;                       /* -1 if missing */
+  struct gr_disk *disk;         /* NULL if missing */
   int failed;                   /* atomic; never cleared */
   char why[256];                /* why it failed */
   /* atomic: accesses done, bytes moved, errors met (gr_members_counts) */

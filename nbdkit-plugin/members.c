@@ -17,13 +17,11 @@
 
 #include "members.h"
 #include "members-state.h"
-#include "uring.h"
 
 struct gr_members *
 gr_members_new (const struct gr_sb *sb)
 {
   struct gr_members *ms = calloc (1, sizeof *ms);
-  int i;
 
   if (ms == NULL) {
     nbdkit_error ("calloc: %m");
@@ -38,18 +36,17 @@ gr_members_new (const struct gr_sb *sb)
     free (ms);
     return NULL;
   }
-  for (i = 0; i < ms->n; i++)
-    ms->mem[i].fd = -1;
   pthread_mutex_init (&ms->lock, NULL);
   return ms;
 }
 
 void
-gr_members_attach (struct gr_members *ms, int i, const char *path, int fd)
+gr_members_attach (struct gr_members *ms, int i, const char *path,
+                   struct gr_disk *d)
 {
   free (ms->mem[i].path);
   ms->mem[i].path = strdup (path);
-  ms->mem[i].fd = fd;
+  ms->mem[i].disk = d;
 }
 
 int
@@ -197,9 +194,9 @@ gr_members_write_sbs_locked (struct gr_members *ms)
         continue;
       sb.index = i;
       gr_sb_encode (&sb, buf);
-      r = gr_pwrite_full (ms->mem[i].fd, buf, GR_SB_SIZE, 0);
-      if (r == 0 && fdatasync (ms->mem[i].fd) == -1)
-        r = -errno;
+      r = gr_disk_pwrite (ms->mem[i].disk, buf, GR_SB_SIZE, 0);
+      if (r == 0)
+        r = gr_disk_sync (ms->mem[i].disk);
       if (r < 0) {
         snprintf (why, sizeof why, "superblock write: %s", strerror (-r));
         fail_locked (ms, i, why, true);
@@ -304,7 +301,7 @@ gr_members_state (const struct gr_members *ms, int i)
     return GR_MEMBER_ACTIVE;
   if (__atomic_load_n (&ms->mem[i].rebuilding, __ATOMIC_ACQUIRE))
     return GR_MEMBER_REBUILDING;
-  return ms->mem[i].fd >= 0 ? GR_MEMBER_FAILED : GR_MEMBER_MISSING;
+  return ms->mem[i].disk ? GR_MEMBER_FAILED : GR_MEMBER_MISSING;
 }
 
 bool
@@ -314,18 +311,14 @@ gr_members_read_only_p (const struct gr_members *ms)
 }
 
 bool
-gr_members_same_file (const struct gr_members *ms, const struct stat *st,
+gr_members_same_disk (const struct gr_members *ms, const struct gr_disk *d,
                       int *which)
 {
-  for (int i = 0; i < ms->n; i++) {
-    struct stat o;
-
-    if (ms->mem[i].fd >= 0 && fstat (ms->mem[i].fd, &o) == 0 &&
-        o.st_dev == st->st_dev && o.st_ino == st->st_ino) {
+  for (int i = 0; i < ms->n; i++)
+    if (ms->mem[i].disk && gr_disk_same (ms->mem[i].disk, d)) {
       *which = i;
       return true;
     }
-  }
   return false;
 }
 
@@ -366,11 +359,11 @@ gr_members_sync (struct gr_members *ms, int i)
 {
   if (gr_members_failed (ms, i))
     return 0;
-  if (fdatasync (ms->mem[i].fd) == -1) {
-    int e = errno;
+  const int e = gr_disk_sync (ms->mem[i].disk);
 
+  if (e < 0) {
     __atomic_add_fetch (&ms->mem[i].errors, 1, __ATOMIC_RELAXED);
-    if (gr_members_fail (ms, i, "fdatasync: %s", strerror (e))
+    if (gr_members_fail (ms, i, "fdatasync: %s", strerror (-e))
         != GR_MEMBERS_OK) {
       errno = EIO;
       return -1;
@@ -464,152 +457,85 @@ mio_error (struct gr_members *ms, struct gr_mio *v, int r,
                      PRIu64 ": %s", what, v->len, v->off, err);
 }
 
-/* One access, synchronously. */
-static void
-mio_one (struct gr_members *ms, struct gr_mio *v, enum gr_mio_policy policy)
-{
-  int fd = ms->mem[v->member].fd, r;
-
-  if (!gr_members_usable (ms, v)) {
-    v->result = GR_MIO_SKIPPED;
-    return;
-  }
-  switch (v->kind) {
-  case GR_MIO_READ:
-    r = gr_pread_full (fd, v->buf, v->len, v->off);
-    break;
-  case GR_MIO_WRITE:
-    r = gr_pwrite_full (fd, v->buf, v->len, v->off);
-    break;
-  case GR_MIO_WRITE_DSYNC:
-    r = gr_pwrite_flags (fd, v->buf, v->len, v->off, RWF_DSYNC);
-    break;
-  default:
-    if (!gr_members_falloc_ok (ms, v->kind)) {
-      v->result = GR_MIO_UNSUPPORTED;
-      return;
-    }
-    r = fallocate (fd, v->kind == GR_MIO_PUNCH
-                   ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
-                   : FALLOC_FL_ZERO_RANGE, (off_t) v->off, (off_t) v->len);
-    if (r == -1 && (errno == EOPNOTSUPP || errno == ENOSYS ||
-                    errno == EINVAL || errno == ENODEV)) {
-      if (!(__atomic_fetch_or (&ms->falloc_refused, 1 << v->kind,
-                               __ATOMIC_ACQ_REL) & (1 << v->kind)))
-        gr_debug ("fallocate %s not supported on member %d (%s)",
-                  v->kind == GR_MIO_PUNCH ? "punch-hole" : "zero-range",
-                  v->member, ms->mem[v->member].path);
-      v->result = GR_MIO_UNSUPPORTED;
-      return;
-    }
-    r = r == -1 ? -errno : 0;
-  }
-  if (r == 0)
-    v->result = GR_MIO_DONE;
-  else
-    mio_error (ms, v, r, policy);
-}
-
-/* Batches of at least PAR_BYTES (a rebuild's, a scrub's, a large
- * request's) are done by up to PAR_THREADS threads at once: I/O that
- * hits the page cache (tmpfs, buffered files) is a copy in the thread
- * that asks, so one thread moves what one core copies
- * (docs/performance.md, bench-rebuild). */
-#define PAR_BYTES ((uint64_t) 8 << 20)
-#define PAR_THREADS 8
-
-struct par {
-  struct gr_members *ms;
-  struct gr_mio *v;
-  size_t n;
-  enum gr_mio_policy policy;
-  size_t next;                  /* atomic: the next entry to do */
+static const enum gr_dio_kind dio_kind[] = {
+  [GR_MIO_READ] = GR_DIO_READ, [GR_MIO_WRITE] = GR_DIO_WRITE,
+  [GR_MIO_PUNCH] = GR_DIO_PUNCH, [GR_MIO_ZERO] = GR_DIO_ZERO,
+  [GR_MIO_WRITE_DSYNC] = GR_DIO_WRITE_DSYNC,
 };
 
-static void *
-par_worker (void *arg)
-{
-  struct par *p = arg;
-  size_t i;
-
-  while ((i = __atomic_fetch_add (&p->next, 1, __ATOMIC_RELAXED)) < p->n)
-    mio_one (p->ms, &p->v[i], p->policy);
-  return NULL;
-}
-
-/* Every entry by several threads, the caller one of them. */
+/* v's outcome, d's result. */
 static void
-par_io (struct gr_members *ms, struct gr_mio *v, size_t n,
-        enum gr_mio_policy policy)
+mio_done (struct gr_members *ms, struct gr_mio *v, const struct gr_dio *d,
+          enum gr_mio_policy policy)
 {
-  struct par p = { .ms = ms, .v = v, .n = n, .policy = policy };
-  pthread_t t[PAR_THREADS - 1];
-  size_t nt = 0;
+  struct member *mb = &ms->mem[v->member];
 
-  while (nt < PAR_THREADS - 1 && nt + 1 < n &&
-         pthread_create (&t[nt], NULL, par_worker, &p) == 0)
-    nt++;
-  par_worker (&p);
-  while (nt > 0)
-    pthread_join (t[--nt], NULL);
+  if (d->res == -EOPNOTSUPP &&
+      (v->kind == GR_MIO_PUNCH || v->kind == GR_MIO_ZERO)) {
+    if (!(__atomic_fetch_or (&ms->falloc_refused, 1 << v->kind,
+                             __ATOMIC_ACQ_REL) & (1 << v->kind)))
+      gr_debug ("%s not supported on member %d (%s)",
+                v->kind == GR_MIO_PUNCH ? "punch-hole" : "zero-range",
+                v->member, mb->path);
+    v->result = GR_MIO_UNSUPPORTED;
+    return;
+  }
+  if (d->res < 0) {
+    mio_error (ms, v, d->res, policy);
+    return;
+  }
+  v->result = GR_MIO_DONE;
+  if (v->kind == GR_MIO_READ) {
+    __atomic_add_fetch (&mb->reads, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch (&mb->read_bytes, v->len, __ATOMIC_RELAXED);
+  }
+  else if (v->kind == GR_MIO_WRITE || v->kind == GR_MIO_WRITE_DSYNC) {
+    __atomic_add_fetch (&mb->writes, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch (&mb->written_bytes, v->len, __ATOMIC_RELAXED);
+  }
 }
 
 void
 gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
                enum gr_mio_policy policy)
 {
-  struct gr_rio stackv[32], *rv = NULL;
-  uint64_t bytes = 0;
-  size_t i, nr = 0;
+  struct gr_dio stackd[32], *d;
+  size_t *which, stackw[32];
+  size_t i, nd = 0;
 
-  for (i = 0; i < n && bytes < PAR_BYTES; i++)
-    bytes += v[i].len;
-  if (bytes >= PAR_BYTES && n >= 2) {
-    par_io (ms, v, n, policy);
-    goto count;
+  d = n <= 32 ? stackd : malloc (n * sizeof *d);
+  which = n <= 32 ? stackw : malloc (n * sizeof *which);
+  if (d == NULL || which == NULL) {
+    /* One at a time, then. */
+    if (d != stackd)
+      free (d);
+    if (which != stackw)
+      free (which);
+    for (i = 0; i < n; i++)
+      gr_members_io (ms, &v[i], 1, policy);
+    return;
   }
-
-  /* Reads of live members together through io_uring; what it could not
-   * do, writes and fallocate one by one (writes through io_uring were
-   * measured slower: docs/performance.md, make bench of the executor). */
-  for (i = 0; i < n && nr < 2; i++)
-    nr += v[i].kind == GR_MIO_READ;
-  if (nr >= 2 && gr_uring_available ())
-    rv = n <= 32 ? stackv : malloc (n * sizeof *rv);
-  nr = 0;
-  if (rv) {
-    for (i = 0; i < n; i++) {
-      v[i].result = GR_MIO_SKIPPED;
-      if (v[i].kind == GR_MIO_READ && gr_members_usable (ms, &v[i]))
-        rv[nr++] = (struct gr_rio) { .fd = ms->mem[v[i].member].fd,
-                                     .buf = v[i].buf, .len = v[i].len,
-                                     .off = v[i].off, .tag = i };
-    }
-    if (gr_uring_read_batch (rv, nr) == GR_URING_DONE)
-      for (i = 0; i < nr; i++)
-        if (rv[i].res == 0)
-          v[rv[i].tag].result = GR_MIO_DONE;
-    if (rv != stackv)
-      free (rv);
-  }
-  for (i = 0; i < n; i++)
-    if (rv == NULL || v[i].result != GR_MIO_DONE)
-      mio_one (ms, &v[i], policy);
- count:
   for (i = 0; i < n; i++) {
-    struct member *mb = &ms->mem[v[i].member];
-
-    if (v[i].result != GR_MIO_DONE)
+    v[i].result = GR_MIO_SKIPPED;
+    if (!gr_members_usable (ms, &v[i]))
       continue;
-    if (v[i].kind == GR_MIO_READ) {
-      __atomic_add_fetch (&mb->reads, 1, __ATOMIC_RELAXED);
-      __atomic_add_fetch (&mb->read_bytes, v[i].len, __ATOMIC_RELAXED);
+    if ((v[i].kind == GR_MIO_PUNCH || v[i].kind == GR_MIO_ZERO) &&
+        !gr_members_falloc_ok (ms, v[i].kind)) {
+      v[i].result = GR_MIO_UNSUPPORTED;
+      continue;
     }
-    else if (v[i].kind == GR_MIO_WRITE || v[i].kind == GR_MIO_WRITE_DSYNC) {
-      __atomic_add_fetch (&mb->writes, 1, __ATOMIC_RELAXED);
-      __atomic_add_fetch (&mb->written_bytes, v[i].len, __ATOMIC_RELAXED);
-    }
+    d[nd] = (struct gr_dio) { .disk = ms->mem[v[i].member].disk,
+                              .kind = dio_kind[v[i].kind], .buf = v[i].buf,
+                              .off = v[i].off, .len = v[i].len };
+    which[nd++] = i;
   }
+  gr_disk_io (d, nd);
+  for (i = 0; i < nd; i++)
+    mio_done (ms, &v[which[i]], &d[i], policy);
+  if (d != stackd)
+    free (d);
+  if (which != stackw)
+    free (which);
 }
 
 void
@@ -631,17 +557,17 @@ gr_members_counts (const struct gr_members *ms, int i,
 void
 gr_members_close (struct gr_members *ms)
 {
-  int i;
+  int i, e;
 
   if (ms == NULL)
     return;
   pthread_mutex_lock (&ms->lock);
   if (ms->dirty_on_disk && ms->nfailed <= ms->m) {
     for (i = 0; i < ms->n; i++)
-      if (!ms->mem[i].failed && fdatasync (ms->mem[i].fd) == -1) {
+      if (!ms->mem[i].failed && (e = gr_disk_sync (ms->mem[i].disk)) < 0) {
         char why[128];
 
-        snprintf (why, sizeof why, "fdatasync: %s", strerror (errno));
+        snprintf (why, sizeof why, "fdatasync: %s", strerror (-e));
         fail_locked (ms, i, why, true);
       }
     if (ms->nfailed <= ms->m && !ms->keep_dirty) {
@@ -653,8 +579,7 @@ gr_members_close (struct gr_members *ms)
   }
   pthread_mutex_unlock (&ms->lock);
   for (i = 0; i < ms->n; i++) {
-    if (ms->mem[i].fd >= 0)
-      close (ms->mem[i].fd);
+    gr_disk_close (ms->mem[i].disk);
     free (ms->mem[i].path);
   }
   pthread_mutex_destroy (&ms->lock);

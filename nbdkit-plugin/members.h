@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fullio.h"
+#include "disk.h"
 #include "superblock.h"
 
 struct gr_members;
@@ -27,9 +27,9 @@ struct gr_members;
  * index field unused).  NULL after nbdkit_error. */
 struct gr_members *gr_members_new (const struct gr_sb *sb);
 
-/* Fill slot i with an open member (fd is owned from now on). */
+/* Fill slot i with an open member (d is owned from now on). */
 void gr_members_attach (struct gr_members *ms, int i, const char *path,
-                        int fd);
+                        struct gr_disk *d);
 /* Slot i is missing or not to be used, for the reason why (assembly; not
  * logged here).  Its failed bit is set in the in-memory superblock and
  * written with the next superblock update.  path may be NULL. */
@@ -112,10 +112,10 @@ enum gr_member_state {
   GR_MEMBER_REBUILDING,         /* a replacement being rebuilt */
 };
 enum gr_member_state gr_members_state (const struct gr_members *ms, int i);
-/* Is the file st (fstat) the file of a member?  Which one in *which. */
-struct stat;
-bool gr_members_same_file (const struct gr_members *ms, const struct stat *st,
-                           int *which);
+/* Is d the storage of a member (the same file, or URI)?  Which one in
+ * *which. */
+bool gr_members_same_disk (const struct gr_members *ms,
+                           const struct gr_disk *d, int *which);
 
 bool gr_members_read_only_p (const struct gr_members *ms);
 /* Before the first write: persist the dirty flag and the failed set.
@@ -150,9 +150,8 @@ enum gr_mio_policy {
                                  * start-up refuses the start instead */
 };
 
-/* Do the n accesses (together through io_uring where there are several
- * and it is available), each with its result, errors handled by policy
- * before this returns. */
+/* Do the n accesses together (gr_disk_io), each with its result, errors
+ * handled by policy before this returns. */
 void gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
                     enum gr_mio_policy policy);
 /* Has no member refused fallocate in this mode (GR_MIO_PUNCH or
@@ -168,7 +167,7 @@ struct gr_member_counts {
 void gr_members_counts (const struct gr_members *ms, int i,
                         struct gr_member_counts *out);
 
-/* fdatasync member i (FUA, flush).  A failure fails the member; -1 with
+/* fdatasync (NBD flush) member i (FUA, flush).  A failure fails the member; -1 with
  * errno EIO only when the array has failed. */
 int gr_members_sync (struct gr_members *ms, int i);
 

@@ -12,23 +12,23 @@
 #include "members-state.h"
 #include "replacing.h"
 
-/* Under ms->lock: member i is being rebuilt onto fd, rebuilt up to
+/* Under ms->lock: member i is being rebuilt onto d, rebuilt up to
  * stripe `at`. */
 static void
-rebuild_set_locked (struct gr_members *ms, int i, const char *path, int fd,
-                    uint64_t at)
+rebuild_set_locked (struct gr_members *ms, int i, const char *path,
+                    struct gr_disk *d, uint64_t at)
 {
   struct member *mb = &ms->mem[i];
   char *p = path ? strdup (path) : NULL;
   const uint64_t front = ms->sb.data_offset + at * ms->sb.chunk;
 
-  if (mb->fd >= 0 && mb->fd != fd)
-    close (mb->fd);
+  if (mb->disk && mb->disk != d)
+    gr_disk_close (mb->disk);
   if (p) {
     free (mb->path);
     mb->path = p;
   }
-  mb->fd = fd;
+  mb->disk = d;
   snprintf (mb->why, sizeof mb->why, "being rebuilt");
   __atomic_store_n (&mb->front, front, __ATOMIC_RELEASE);
   __atomic_store_n (&mb->wfront, front, __ATOMIC_RELEASE);
@@ -55,7 +55,8 @@ front_stripe (const struct gr_members *ms, int i)
 /* Under ms->lock: write replacement i's own superblock (REBUILDING,
  * rebuild id) and sync it.  0 or -errno. */
 static int
-write_own_sb_locked (struct gr_members *ms, int i, int fd, uint64_t id)
+write_own_sb_locked (struct gr_members *ms, int i, struct gr_disk *d,
+                     uint64_t id)
 {
   uint8_t buf[GR_SB_SIZE];
   struct gr_sb own = ms->sb;
@@ -68,15 +69,15 @@ write_own_sb_locked (struct gr_members *ms, int i, int fd, uint64_t id)
   gr_sb_rebuild_put (&own, i, true);
   own.rebuild_at = 0;
   gr_sb_encode (&own, buf);
-  e = gr_pwrite_full (fd, buf, GR_SB_SIZE, 0);
-  if (e == 0 && fdatasync (fd) == -1)
-    e = -errno;
+  e = gr_disk_pwrite (d, buf, GR_SB_SIZE, 0);
+  if (e == 0)
+    e = gr_disk_sync (d);
   return e;
 }
 
 enum gr_members_outcome
 gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
-                          int fd)
+                          struct gr_disk *d)
 {
   enum gr_members_outcome r = GR_MEMBERS_OK;
   bool join = false;
@@ -87,11 +88,11 @@ gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
   id = ms->sb.event + 1;
   /* Its own superblock first: REBUILDING, named by the event of the
    * update that records the rebuild on the members (docs/format.md). */
-  e = write_own_sb_locked (ms, i, fd, id);
+  e = write_own_sb_locked (ms, i, d, id);
   if (e < 0) {
     nbdkit_error ("replacement member %d (%s): superblock write: %s", i,
                   path, strerror (-e));
-    close (fd);
+    gr_disk_close (d);
     pthread_mutex_unlock (&ms->lock);
     errno = -e;
     return GR_MEMBERS_IO_ERROR;
@@ -102,7 +103,7 @@ gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
   for (j = 0; j < ms->n; j++) {
     if (j == i || !rebuilding (ms, j) || !gr_sb_rebuild_test (&ms->sb, j))
       continue;
-    e = write_own_sb_locked (ms, j, ms->mem[j].fd, id);
+    e = write_own_sb_locked (ms, j, ms->mem[j].disk, id);
     if (e < 0) {
       __atomic_add_fetch (&ms->mem[j].errors, 1, __ATOMIC_RELAXED);
       __atomic_store_n (&ms->mem[j].rebuilding, 0, __ATOMIC_RELEASE);
@@ -121,17 +122,17 @@ gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
   gr_sb_rebuild_put (&ms->sb, i, true);
   ms->sb.rebuild_at = 0;
   r = gr_members_write_sbs_locked (ms);
-  rebuild_set_locked (ms, i, path, fd, 0);
+  rebuild_set_locked (ms, i, path, d, 0);
   pthread_mutex_unlock (&ms->lock);
   return r;
 }
 
 void
 gr_members_rebuild_resume (struct gr_members *ms, int i, const char *path,
-                           int fd, uint64_t at)
+                           struct gr_disk *d, uint64_t at)
 {
   pthread_mutex_lock (&ms->lock);
-  rebuild_set_locked (ms, i, path, fd, at);
+  rebuild_set_locked (ms, i, path, d, at);
   pthread_mutex_unlock (&ms->lock);
 }
 
@@ -148,6 +149,7 @@ gr_members_rebuild_checkpoint (struct gr_members *ms)
 {
   uint64_t at = UINT64_MAX;
   bool ok = true;
+  int e;
 
   pthread_mutex_lock (&ms->lock);
   for (int i = 0; i < ms->n; i++) {
@@ -157,13 +159,13 @@ gr_members_rebuild_checkpoint (struct gr_members *ms)
     if (!rebuilding (ms, i) || !gr_sb_rebuild_test (&ms->sb, i))
       continue;
     f = front_stripe (ms, i);           /* written before it moved */
-    if (fdatasync (mb->fd) == -1) {
+    if ((e = gr_disk_sync (mb->disk)) < 0) {
       __atomic_add_fetch (&mb->errors, 1, __ATOMIC_RELAXED);
       __atomic_store_n (&mb->rebuilding, 0, __ATOMIC_RELEASE);
       __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
-      nbdkit_error ("replacement member %d (%s) failed: fdatasync: %m; its "
+      nbdkit_error ("replacement member %d (%s) failed: fdatasync: %s; its "
                     "rebuild stops and the member stays failed", i,
-                    mb->path);
+                    mb->path, strerror (-e));
       gr_members_rebuild_drop_locked (ms, i);
       continue;
     }
@@ -226,7 +228,7 @@ gr_members_rebuild_end (struct gr_members *ms, const bool *which,
                         enum gr_rebuild_end how)
 {
   bool live = true, going = false;
-  int i;
+  int i, e;
 
   pthread_mutex_lock (&ms->lock);
   for (i = 0; i < ms->n; i++) {
@@ -235,11 +237,11 @@ gr_members_rebuild_end (struct gr_members *ms, const bool *which,
     if (!which[i])
       continue;
     if (how == GR_REBUILD_DONE && rebuilding (ms, i) &&
-        fdatasync (mb->fd) == -1) {
+        (e = gr_disk_sync (mb->disk)) < 0) {
       __atomic_add_fetch (&mb->errors, 1, __ATOMIC_RELAXED);
       __atomic_store_n (&mb->rebuilding, 0, __ATOMIC_RELEASE);
-      nbdkit_error ("replacement member %d (%s) failed: fdatasync: %m; the "
-                    "member stays failed", i, mb->path);
+      nbdkit_error ("replacement member %d (%s) failed: fdatasync: %s; the "
+                    "member stays failed", i, mb->path, strerror (-e));
     }
     if (how == GR_REBUILD_DONE && rebuilding (ms, i)) {
       /* Trusted from the superblock update on: its bit cleared on every

@@ -27,19 +27,20 @@
  * each of them; a start with the replacements in place resumes from the
  * checkpoint.
  *
- * Begin: write the replacement's superblock (fd, its metadata area
+ * Begin: write the replacement's superblock (d, its metadata area
  * zeroed), then record the rebuild on the members, its front at stripe
  * 0.  While other replacements are being rebuilt it joins them: the
  * rebuild gets a new id (their own superblocks rewritten with it) and
- * the checkpoint goes back to 0.  fd is owned from now on (closed on
+ * the checkpoint goes back to 0.  d is owned from now on (closed on
  * IO_ERROR). */
 enum gr_members_outcome gr_members_rebuild_begin (struct gr_members *ms,
                                                   int i, const char *path,
-                                                  int fd);
+                                                  struct gr_disk *d);
 /* At assembly: slot i (failed) is a replacement of the rebuild the
  * superblock records, rebuilt up to stripe at; nothing is written. */
 void gr_members_rebuild_resume (struct gr_members *ms, int i,
-                                const char *path, int fd, uint64_t at);
+                                const char *path, struct gr_disk *d,
+                                uint64_t at);
 /* At assembly: member i of the recorded rebuild is not resumed (its
  * replacement not given, or stale): it is dropped from the record (the
  * whole record if no member is left in progress), so that the superblock

@@ -68,6 +68,9 @@ refuse 'scratch-max=100K.*at least 1M' "$fresh" -- $ok m=1 create=true scratch-m
 refuse 'bitmap-chunk=3000.*power of two' "$fresh" -- $ok m=1 create=true bitmap-chunk=3000
 refuse 'bitmap-chunk=1K' "$fresh" -- $ok m=1 create=true bitmap-chunk=1K
 refuse 'resync-rate=fast' "$fresh" -- $ok m=1 create=true resync-rate=fast
+refuse 'remote-timeout=0.*from 1' "$fresh" -- $ok m=1 create=true remote-timeout=0
+refuse 'remote-timeout=soon' "$fresh" -- $ok m=1 create=true remote-timeout=soon
+refuse 'remote-retries=99.*at most' "$fresh" -- $ok m=1 create=true remote-retries=99
 refuse 'control=: empty' "$fresh" -- $ok m=1 create=true control=
 refuse 'control=.*shorter than' "$fresh" -- $ok m=1 create=true control=/$(printf 'x%.0s' {1..120})
 refuse 'control=.*more than once' "$fresh" -- $ok m=1 create=true control=$tmpdir/c1 control=$tmpdir/c2

@@ -43,6 +43,7 @@ TESTS_SCRIPTS = \
 	tests/test-scrub.sh \
 	tests/test-spare.sh \
 	tests/test-fault.sh \
+	tests/test-remote.sh \
 	tests/test-drill.sh \
 	tests/test-group-commit.sh \
 	tests/test-accel-auto.sh \

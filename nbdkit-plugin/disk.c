@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - a member's storage, local or remote.  See disk.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "disk.h"
+#include "fullio.h"
+#include "remote.h"
+#include "uring.h"
+
+struct gr_disk {
+  char *path;                   /* as given: a path or a URI */
+  uint64_t size;
+  struct gr_remote *r;          /* remote; else the local file: */
+  int fd;
+  dev_t dev;
+  ino_t ino;
+  bool blk;                     /* a block device */
+};
+
+static unsigned remote_timeout_ms = 30000, remote_retries = 3;
+
+void
+gr_disk_set_remote (unsigned timeout_ms, unsigned retries)
+{
+  remote_timeout_ms = timeout_ms;
+  remote_retries = retries;
+}
+
+bool
+gr_disk_remote_built (void)
+{
+  return gr_remote_built ();
+}
+
+bool
+gr_disk_is_uri (const char *path)
+{
+  static const char *const schemes[] = {
+    "nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://",
+    "nbds+vsock://",
+  };
+
+  for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+    if (strncmp (path, schemes[i], strlen (schemes[i])) == 0)
+      return true;
+  return false;
+}
+
+static enum gr_disk_open_outcome
+open_local (struct gr_disk *d, bool read_only, int *err, char *why,
+            size_t whylen)
+{
+  struct stat st;
+
+  d->fd = open (d->path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  if (d->fd == -1 || fstat (d->fd, &st) == -1) {
+    *err = errno;
+    snprintf (why, whylen, "%s", strerror (errno));
+    return GR_DISK_CANNOT_OPEN;
+  }
+  d->dev = st.st_dev;
+  d->ino = st.st_ino;
+  d->blk = S_ISBLK (st.st_mode);
+  if (d->blk) {
+    if (ioctl (d->fd, BLKGETSIZE64, &d->size) == -1) {
+      *err = errno;
+      snprintf (why, whylen, "BLKGETSIZE64: %s", strerror (errno));
+      return GR_DISK_CANNOT_OPEN;
+    }
+  }
+  else if (S_ISREG (st.st_mode))
+    d->size = (uint64_t) st.st_size;
+  else {
+    *err = 0;
+    snprintf (why, whylen, "not a regular file or block device");
+    return GR_DISK_NOT_STORAGE;
+  }
+  return GR_DISK_OPENED;
+}
+
+enum gr_disk_open_outcome
+gr_disk_open (const char *path, bool read_only, struct gr_disk **out,
+              int *err, char *why, size_t whylen)
+{
+  struct gr_disk *d = calloc (1, sizeof *d);
+  enum gr_disk_open_outcome o;
+
+  *out = NULL;
+  *err = 0;
+  if (d == NULL || (d->path = strdup (path)) == NULL) {
+    *err = errno;
+    snprintf (why, whylen, "%s", strerror (errno));
+    free (d);
+    return GR_DISK_CANNOT_OPEN;
+  }
+  d->fd = -1;
+  if (gr_disk_is_uri (path)) {
+    static const enum gr_disk_open_outcome map[] = {
+      [GR_REMOTE_OPENED] = GR_DISK_OPENED,
+      [GR_REMOTE_CANNOT_OPEN] = GR_DISK_CANNOT_OPEN,
+      [GR_REMOTE_NO_NBD] = GR_DISK_NO_NBD,
+      [GR_REMOTE_READ_ONLY] = GR_DISK_READ_ONLY_EXPORT,
+    };
+
+    o = map[gr_remote_open (path, read_only, remote_timeout_ms,
+                            remote_retries, &d->r, &d->size, err, why,
+                            whylen)];
+  }
+  else
+    o = open_local (d, read_only, err, why, whylen);
+  if (o != GR_DISK_OPENED)
+    gr_disk_close (d);
+  else
+    *out = d;
+  return o;
+}
+
+void
+gr_disk_close (struct gr_disk *d)
+{
+  if (d == NULL)
+    return;
+  if (d->fd >= 0)
+    close (d->fd);
+  gr_remote_close (d->r);
+  free (d->path);
+  free (d);
+}
+
+uint64_t
+gr_disk_size (const struct gr_disk *d)
+{
+  return d->size;
+}
+
+bool
+gr_disk_remote (const struct gr_disk *d)
+{
+  return d->r != NULL;
+}
+
+bool
+gr_disk_is (const struct gr_disk *d, const char *other)
+{
+  struct stat st;
+
+  if (gr_disk_is_uri (other) || d->r)
+    return strcmp (d->path, other) == 0;
+  return stat (other, &st) == 0 && st.st_dev == d->dev &&
+    st.st_ino == d->ino;
+}
+
+bool
+gr_disk_same (const struct gr_disk *a, const struct gr_disk *b)
+{
+  if (a->r || b->r)
+    return strcmp (a->path, b->path) == 0;
+  return a->dev == b->dev && a->ino == b->ino;
+}
+
+/* --- local accesses ------------------------------------------------------ */
+
+static void
+local_one (struct gr_dio *v)
+{
+  const int fd = v->disk->fd;
+  int r;
+
+  switch (v->kind) {
+  case GR_DIO_READ:
+    v->res = gr_pread_full (fd, v->buf, v->len, v->off);
+    return;
+  case GR_DIO_WRITE:
+    v->res = gr_pwrite_full (fd, v->buf, v->len, v->off);
+    return;
+  case GR_DIO_WRITE_DSYNC:
+    v->res = gr_pwrite_flags (fd, v->buf, v->len, v->off, RWF_DSYNC);
+    return;
+  case GR_DIO_SYNC:
+    v->res = fdatasync (fd) == -1 ? -errno : 0;
+    return;
+  case GR_DIO_PUNCH:
+  case GR_DIO_ZERO:
+    r = fallocate (fd, v->kind == GR_DIO_PUNCH
+                   ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+                   : FALLOC_FL_ZERO_RANGE, (off_t) v->off, (off_t) v->len);
+    if (r == -1 && (errno == EOPNOTSUPP || errno == ENOSYS ||
+                    errno == EINVAL || errno == ENODEV))
+      v->res = -EOPNOTSUPP;
+    else
+      v->res = r == -1 ? -errno : 0;
+    return;
+  }
+}
+
+/* Batches of at least PAR_BYTES (a rebuild's, a scrub's, a large
+ * request's) are done by up to PAR_THREADS threads at once: I/O that
+ * hits the page cache (tmpfs, buffered files) is a copy in the thread
+ * that asks, so one thread moves what one core copies
+ * (docs/performance.md, bench-rebuild). */
+#define PAR_BYTES ((uint64_t) 8 << 20)
+#define PAR_THREADS 8
+
+struct par {
+  struct gr_dio **v;
+  size_t n;
+  size_t next;                  /* atomic: the next entry to do */
+};
+
+static void *
+par_worker (void *arg)
+{
+  struct par *p = arg;
+  size_t i;
+
+  while ((i = __atomic_fetch_add (&p->next, 1, __ATOMIC_RELAXED)) < p->n)
+    local_one (p->v[i]);
+  return NULL;
+}
+
+/* Every entry by several threads, the caller one of them. */
+static void
+par_io (struct gr_dio **v, size_t n)
+{
+  struct par p = { .v = v, .n = n };
+  pthread_t t[PAR_THREADS - 1];
+  size_t nt = 0;
+
+  while (nt < PAR_THREADS - 1 && nt + 1 < n &&
+         pthread_create (&t[nt], NULL, par_worker, &p) == 0)
+    nt++;
+  par_worker (&p);
+  while (nt > 0)
+    pthread_join (t[--nt], NULL);
+}
+
+/* The local entries: several reads together through io_uring; what it
+ * could not do, writes and the rest one by one (writes through io_uring
+ * were measured slower: docs/performance.md, make bench of the
+ * executor). */
+static void
+local_io (struct gr_dio **v, size_t n)
+{
+  struct gr_rio stackv[32], *rv = NULL;
+  uint64_t bytes = 0;
+  size_t i, nr = 0;
+
+  for (i = 0; i < n && bytes < PAR_BYTES; i++)
+    bytes += v[i]->len;
+  if (bytes >= PAR_BYTES && n >= 2) {
+    par_io (v, n);
+    return;
+  }
+  for (i = 0; i < n && nr < 2; i++)
+    nr += v[i]->kind == GR_DIO_READ;
+  if (nr >= 2 && gr_uring_available ())
+    rv = n <= 32 ? stackv : malloc (n * sizeof *rv);
+  nr = 0;
+  if (rv) {
+    for (i = 0; i < n; i++) {
+      v[i]->res = 1;            /* not done yet */
+      if (v[i]->kind == GR_DIO_READ)
+        rv[nr++] = (struct gr_rio) { .fd = v[i]->disk->fd, .buf = v[i]->buf,
+                                     .len = v[i]->len, .off = v[i]->off,
+                                     .tag = i };
+    }
+    if (gr_uring_read_batch (rv, nr) == GR_URING_DONE)
+      for (i = 0; i < nr; i++)
+        if (rv[i].res == 0)
+          v[rv[i].tag]->res = 0;
+    if (rv != stackv)
+      free (rv);
+  }
+  for (i = 0; i < n; i++)
+    if (rv == NULL || v[i]->res != 0)
+      local_one (v[i]);
+}
+
+static const enum gr_rop rop[] = {
+  [GR_DIO_READ] = GR_ROP_READ, [GR_DIO_WRITE] = GR_ROP_WRITE,
+  [GR_DIO_WRITE_DSYNC] = GR_ROP_WRITE_FUA, [GR_DIO_PUNCH] = GR_ROP_ZERO_TRIM,
+  [GR_DIO_ZERO] = GR_ROP_ZERO, [GR_DIO_SYNC] = GR_ROP_FLUSH,
+};
+
+void
+gr_disk_io (struct gr_dio *v, size_t n)
+{
+  struct gr_dio *stackp[32], **loc;
+  struct gr_rcmd stackc[32], *rc, *stackr[32], **rp;
+  struct gr_remote_batch *b = NULL;
+  size_t i, nl = 0, nrem = 0;
+  const bool small = n <= 32;
+
+  loc = small ? stackp : malloc (n * sizeof *loc);
+  rc = small ? stackc : malloc (n * sizeof *rc);
+  rp = small ? stackr : malloc (n * sizeof *rp);
+  if (loc == NULL || rc == NULL || rp == NULL) {
+    for (i = 0; i < n; i++)
+      v[i].res = -ENOMEM;
+    goto out;
+  }
+  for (i = 0; i < n; i++) {
+    if (v[i].disk->r) {
+      rc[nrem] = (struct gr_rcmd) { .r = v[i].disk->r, .op = rop[v[i].kind],
+                                    .buf = v[i].buf, .off = v[i].off,
+                                    .len = v[i].len };
+      rp[nrem] = &rc[nrem];
+      nrem++;
+    }
+    else
+      loc[nl++] = &v[i];
+  }
+  /* The remote commands go out first and are in flight while the local
+   * ones run. */
+  if (nrem)
+    b = gr_remote_start (rp, nrem);
+  if (nl)
+    local_io (loc, nl);
+  gr_remote_finish (b);
+  for (i = 0, nrem = 0; i < n; i++)
+    if (v[i].disk->r)
+      v[i].res = rc[nrem++].res;
+ out:
+  if (!small) {
+    free (loc);
+    free (rc);
+    free (rp);
+  }
+}
+
+static int
+one (struct gr_disk *d, enum gr_dio_kind kind, void *buf, uint64_t len,
+     uint64_t off)
+{
+  struct gr_dio v = { .disk = d, .kind = kind, .buf = buf, .len = len,
+                      .off = off };
+
+  gr_disk_io (&v, 1);
+  return v.res;
+}
+
+int
+gr_disk_pread (struct gr_disk *d, void *buf, uint64_t len, uint64_t off)
+{
+  return one (d, GR_DIO_READ, buf, len, off);
+}
+
+int
+gr_disk_pwrite (struct gr_disk *d, const void *buf, uint64_t len,
+                uint64_t off)
+{
+  return one (d, GR_DIO_WRITE, (void *) buf, len, off);
+}
+
+int
+gr_disk_sync (struct gr_disk *d)
+{
+  return one (d, GR_DIO_SYNC, NULL, 0, 0);
+}
+
+int
+gr_disk_zero (struct gr_disk *d, uint64_t off, uint64_t len)
+{
+  static uint8_t zeros[1024 * 1024];      /* bss, not in the file */
+  int r;
+
+  if (len == 0)
+    return 0;
+  r = one (d, GR_DIO_PUNCH, NULL, len, off);
+  if (r != -EOPNOTSUPP)
+    return r;
+  if (d->blk) {
+    uint64_t range[2] = { off, len };
+
+    if (ioctl (d->fd, BLKZEROOUT, range) == 0)
+      return 0;
+  }
+  while (len > 0) {
+    const uint64_t n = len < sizeof zeros ? len : sizeof zeros;
+
+    r = gr_disk_pwrite (d, zeros, n, off);
+    if (r < 0)
+      return r;
+    off += n;
+    len -= n;
+  }
+  return 0;
+}

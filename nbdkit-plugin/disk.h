@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - a member's storage: a local file or block device, or an NBD
+ * export on another host (remote.h), behind one set of calls.
+ *
+ * A member= (spare=, replace=, gpuraidctl replace) that libnbd takes for
+ * an NBD URI (nbd://, nbds://, nbd+unix://, ...) is remote; anything else
+ * is a local path.  gr_disk_io does a batch of accesses together: those
+ * on remote members are sent at once (several in flight per member, all
+ * members in parallel) and waited for while the local ones run (reads
+ * through io_uring, large batches on several threads).
+ *
+ * Pure of nbdkit: results are -errno, open failures an outcome and a
+ * one-line reason, so that gpuraidctl examines remote members too. */
+#ifndef GPURAID_DISK_H
+#define GPURAID_DISK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gr_disk;
+
+/* Was this build made with libnbd (remote members)? */
+bool gr_disk_remote_built (void);
+/* Is path an NBD URI (a remote member)? */
+bool gr_disk_is_uri (const char *path);
+
+/* Remote members: an access (its retries included) that has not ended
+ * after timeout_ms fails with -ETIMEDOUT; a lost connection is made
+ * again up to retries times, with backoff, within that time.  Set once,
+ * before the first open. */
+void gr_disk_set_remote (unsigned timeout_ms, unsigned retries);
+
+enum gr_disk_open_outcome {
+  GR_DISK_OPENED,
+  GR_DISK_CANNOT_OPEN,          /* not found, refused, timed out... (why) */
+  GR_DISK_NOT_STORAGE,          /* not a regular file or block device */
+  GR_DISK_NO_NBD,               /* a URI, and this build has no libnbd */
+  GR_DISK_READ_ONLY_EXPORT,     /* the export is read-only, and we write */
+};
+/* Open path (read-write unless read_only).  *err: an errno for the
+ * failure (0 when none fits); why: one line for the log. */
+enum gr_disk_open_outcome gr_disk_open (const char *path, bool read_only,
+                                        struct gr_disk **out, int *err,
+                                        char *why, size_t whylen);
+void gr_disk_close (struct gr_disk *d);
+
+uint64_t gr_disk_size (const struct gr_disk *d);
+bool gr_disk_remote (const struct gr_disk *d);
+/* Is other the same storage as d: the same file or device, or the same
+ * URI?  other is a path, not opened. */
+bool gr_disk_is (const struct gr_disk *d, const char *other);
+bool gr_disk_same (const struct gr_disk *a, const struct gr_disk *b);
+
+enum gr_dio_kind {
+  GR_DIO_READ, GR_DIO_WRITE,
+  GR_DIO_WRITE_DSYNC,           /* durable when done (RWF_DSYNC; FUA) */
+  GR_DIO_PUNCH,                 /* reads back zeros, space may go */
+  GR_DIO_ZERO,                  /* reads back zeros, space stays */
+  GR_DIO_SYNC,                  /* fdatasync; NBD flush (off, len unused) */
+};
+struct gr_dio {
+  struct gr_disk *disk;
+  enum gr_dio_kind kind;
+  void *buf;
+  uint64_t off, len;
+  int res;                      /* 0, or -errno: -ENODATA a short read,
+                                 * -EOPNOTSUPP a punch or zero the
+                                 * member cannot do, -ETIMEDOUT */
+};
+
+/* Do the n accesses, each with its result. */
+void gr_disk_io (struct gr_dio *v, size_t n);
+
+/* One access each.  0 or -errno. */
+int gr_disk_pread (struct gr_disk *d, void *buf, uint64_t len, uint64_t off);
+int gr_disk_pwrite (struct gr_disk *d, const void *buf, uint64_t len,
+                    uint64_t off);
+int gr_disk_sync (struct gr_disk *d);
+/* Zeros over [off, off + len): a hole where the member can, else
+ * written zeros. */
+int gr_disk_zero (struct gr_disk *d, uint64_t off, uint64_t len);
+
+#endif /* GPURAID_DISK_H */

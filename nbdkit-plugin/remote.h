@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - NBD exports as members: the libnbd client under the disk
+ * module (disk.h), its only user.  Built with libnbd unless NONBD=1
+ * (then the stubs open nothing: GR_REMOTE_NO_NBD).
+ *
+ * One owner of state: struct gr_remote holds an export's connections.
+ * A batch of commands on several exports is sent by gr_remote_start and
+ * waited for by gr_remote_finish (remote.c says how: connections,
+ * timeouts, retries). */
+#ifndef GPURAID_REMOTE_H
+#define GPURAID_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gr_remote;
+
+/* Was this build made with libnbd? */
+bool gr_remote_built (void);
+
+enum gr_remote_open_outcome {
+  GR_REMOTE_OPENED,
+  GR_REMOTE_CANNOT_OPEN,        /* refused, not found, timed out (why) */
+  GR_REMOTE_NO_NBD,             /* built without libnbd */
+  GR_REMOTE_READ_ONLY,          /* a read-only export, to be written */
+};
+/* Connect to uri (libnbd's forms) within timeout_ms and learn its size.
+ * *err: an errno; why: one line. */
+enum gr_remote_open_outcome gr_remote_open (const char *uri, bool read_only,
+                                            unsigned timeout_ms,
+                                            unsigned retries,
+                                            struct gr_remote **out,
+                                            uint64_t *size, int *err,
+                                            char *why, size_t whylen);
+void gr_remote_close (struct gr_remote *r);
+
+enum gr_rop {
+  GR_ROP_READ, GR_ROP_WRITE,
+  GR_ROP_WRITE_FUA,             /* durable when done */
+  GR_ROP_ZERO_TRIM,             /* zeros; the space may go */
+  GR_ROP_ZERO,                  /* zeros; the space stays */
+  GR_ROP_FLUSH,
+};
+struct gr_rcmd {
+  struct gr_remote *r;
+  enum gr_rop op;
+  void *buf;
+  uint64_t off, len;
+  int res;                      /* 0, or -errno (-EOPNOTSUPP: no zero on
+                                 * this export; -ETIMEDOUT) */
+};
+struct gr_remote_batch;
+/* Send the n commands; NULL if none could be (every res set then). */
+struct gr_remote_batch *gr_remote_start (struct gr_rcmd **v, size_t n);
+/* Wait for them (retrying, up to the timeout); every res set. */
+void gr_remote_finish (struct gr_remote_batch *b);
+
+#endif /* GPURAID_REMOTE_H */
