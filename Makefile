@@ -14,6 +14,7 @@
 #   make install         after make: the plugin into nbdkit's plugin
 #                        directory, gpuraidctl, the man page (PREFIX,
 #                        DESTDIR, PLUGINDIR, BINDIR, MANDIR); make uninstall
+#   make deb             after make: a Debian package of this build
 #   make demo | bench | bench-gpu
 #
 # Each folder contributes a fragment (gf/gf.mk, ...) that appends to:
@@ -130,10 +131,15 @@ uninstall:
 	rm -f $(DESTDIR)$(PLUGINDIR)/nbdkit-gpuraid-plugin.so \
 	  $(DESTDIR)$(BINDIR)/gpuraidctl $(DESTDIR)$(MANDIR)/man1/nbdkit-gpuraid-plugin.1
 
-CLEAN_FILES += $(MAN1)
+# A binary Debian package of this build (scripts/make-deb): to carry to a
+# machine with no package registry.
+deb: $(MAN1)
+	scripts/make-deb
+
+CLEAN_FILES += $(MAN1) nbdkit-gpuraid-plugin_*.deb
 
 clean:
 	rm -f */*.o */*.a */*.so $(CLEAN_FILES)
 
 .PHONY: all check check-tests check-gpu check-tsan check-long deps clean demo bench bench-gpu \
-        install uninstall
+        install uninstall deb

@@ -18,6 +18,7 @@ TESTS_SCRIPTS = \
 	tests/test-concurrent-selftest.sh \
 	tests/test-dump-plugin.sh \
 	tests/test-install.sh \
+	tests/test-deb.sh \
 	tests/test-docs.sh \
 	tests/test-bad-input.sh \
 	tests/test-flush-fua.sh \
