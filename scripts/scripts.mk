@@ -37,4 +37,9 @@ bench-connections: all scripts/nbdbench
 bench-rebuild: all scripts/nbdbench
 	scripts/bench-rebuild
 
-.PHONY: bench-array-gpu bench-connections bench-rebuild
+# A 4+2 array on local files, on NBD exports (remote members) and on the
+# same exports through nbdfuse (docs/performance.md).
+bench-remote: all scripts/nbdbench
+	scripts/bench-remote
+
+.PHONY: bench-array-gpu bench-connections bench-rebuild bench-remote
