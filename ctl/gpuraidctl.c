@@ -25,7 +25,6 @@
  * exit 1; a usage error exits 2. */
 #include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -34,10 +33,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 
 #include "nbdkit-plugin/assemble.h"

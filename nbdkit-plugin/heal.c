@@ -108,16 +108,9 @@ rebuild_locked (struct gr_heal *h, int i)
 static int
 zero_metadata (struct gr_disk *d, uint64_t len)
 {
-  static const uint8_t z[65536];
+  const int r = gr_disk_zero (d, 0, len);
 
-  for (uint64_t off = 0; off < len; off += sizeof z) {
-    const size_t n = len - off < sizeof z ? len - off : sizeof z;
-    int r = gr_disk_pwrite (d, z, n, off);
-
-    if (r < 0)
-      return r;
-  }
-  return gr_disk_sync (d);
+  return r < 0 ? r : gr_disk_sync (d);
 }
 
 /* Can path take a member's place (not member i: -1 for any)?  STARTED
