@@ -204,44 +204,111 @@ local_one (struct gr_dio *v)
 }
 
 /* Batches of at least PAR_BYTES (a rebuild's, a scrub's, a large
- * request's) are done by up to PAR_THREADS threads at once: I/O that
- * hits the page cache (tmpfs, buffered files) is a copy in the thread
- * that asks, so one thread moves what one core copies
- * (docs/performance.md, bench-rebuild). */
+ * request's) are done by up to PAR_THREADS threads at once, each taking
+ * all of one member's accesses: I/O that hits the page cache (tmpfs,
+ * buffered files) is a copy in the thread that asks, so one thread moves
+ * what one core copies, and writes to one file take its lock one at a
+ * time (docs/performance.md, bench-rebuild).  A member's reads (writes)
+ * that follow each other on it are one preadv (pwritev). */
 #define PAR_BYTES ((uint64_t) 8 << 20)
 #define PAR_THREADS 8
+#define PAR_IOV 256                     /* buffers per preadv, pwritev */
 
 struct par {
-  struct gr_dio **v;
-  size_t n;
-  size_t next;                  /* atomic: the next entry to do */
+  struct gr_dio **v;            /* sorted by member, then offset */
+  size_t *group;                /* ngroups + 1 starts in v: a member's */
+  size_t ngroups;
+  size_t next;                  /* atomic: the next group to do */
 };
+
+static int
+by_disk_off (const void *a, const void *b)
+{
+  const struct gr_dio *x = *(struct gr_dio *const *) a;
+  const struct gr_dio *y = *(struct gr_dio *const *) b;
+
+  if (x->disk != y->disk)
+    return (uintptr_t) x->disk < (uintptr_t) y->disk ? -1 : 1;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* v[0..n): one member's accesses, by offset. */
+static void
+par_group (struct gr_dio **v, size_t n)
+{
+  struct iovec iov[PAR_IOV];
+  size_t i = 0, j, c;
+
+  while (i < n) {
+    const enum gr_dio_kind kind = v[i]->kind;
+
+    if (kind != GR_DIO_READ && kind != GR_DIO_WRITE) {
+      local_one (v[i++]);
+      continue;
+    }
+    for (j = i + 1; j < n && j - i < PAR_IOV && v[j]->kind == kind &&
+           v[j]->off == v[j - 1]->off + v[j - 1]->len; j++)
+      ;
+    if (j - i == 1) {
+      local_one (v[i++]);
+      continue;
+    }
+    for (c = i; c < j; c++)
+      iov[c - i] = (struct iovec) { .iov_base = v[c]->buf,
+                                    .iov_len = v[c]->len };
+    if (gr_prwv_full (v[i]->disk->fd, iov, (int) (j - i), v[i]->off,
+                      kind == GR_DIO_WRITE) == 0)
+      for (c = i; c < j; c++)
+        v[c]->res = 0;
+    else                        /* each on its own: each its result */
+      for (c = i; c < j; c++)
+        local_one (v[c]);
+    i = j;
+  }
+}
 
 static void *
 par_worker (void *arg)
 {
   struct par *p = arg;
-  size_t i;
+  size_t g;
 
-  while ((i = __atomic_fetch_add (&p->next, 1, __ATOMIC_RELAXED)) < p->n)
-    local_one (p->v[i]);
+  while ((g = __atomic_fetch_add (&p->next, 1, __ATOMIC_RELAXED)) <
+         p->ngroups)
+    par_group (p->v + p->group[g], p->group[g + 1] - p->group[g]);
   return NULL;
 }
 
-/* Every entry by several threads, the caller one of them. */
-static void
+/* Every entry, each member's by one of several threads (the caller one
+ * of them).  false if out of memory (nothing done). */
+static bool
 par_io (struct gr_dio **v, size_t n)
 {
-  struct par p = { .v = v, .n = n };
+  struct par p = { .v = malloc (n * sizeof *v),
+                   .group = malloc ((n + 1) * sizeof *p.group) };
   pthread_t t[PAR_THREADS - 1];
-  size_t nt = 0;
+  size_t nt = 0, i;
 
-  while (nt < PAR_THREADS - 1 && nt + 1 < n &&
+  if (p.v == NULL || p.group == NULL) {
+    free (p.v);
+    free (p.group);
+    return false;
+  }
+  memcpy (p.v, v, n * sizeof *v);
+  qsort (p.v, n, sizeof *p.v, by_disk_off);
+  for (i = 0; i < n; i++)
+    if (i == 0 || p.v[i]->disk != p.v[i - 1]->disk)
+      p.group[p.ngroups++] = i;
+  p.group[p.ngroups] = n;
+  while (nt < PAR_THREADS - 1 && nt + 1 < p.ngroups &&
          pthread_create (&t[nt], NULL, par_worker, &p) == 0)
     nt++;
   par_worker (&p);
   while (nt > 0)
     pthread_join (t[--nt], NULL);
+  free (p.v);
+  free (p.group);
+  return true;
 }
 
 /* The local entries: several reads together through io_uring; what it
@@ -257,10 +324,8 @@ local_io (struct gr_dio **v, size_t n)
 
   for (i = 0; i < n && bytes < PAR_BYTES; i++)
     bytes += v[i]->len;
-  if (bytes >= PAR_BYTES && n >= 2) {
-    par_io (v, n);
+  if (bytes >= PAR_BYTES && n >= 2 && par_io (v, n))
     return;
-  }
   for (i = 0; i < n && nr < 2; i++)
     nr += v[i]->kind == GR_DIO_READ;
   if (nr >= 2 && gr_uring_available ())

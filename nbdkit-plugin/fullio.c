@@ -51,3 +51,31 @@ gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off)
 {
   return gr_pwrite_flags (fd, buf, len, off, 0);
 }
+
+int
+gr_prwv_full (int fd, struct iovec *iov, int cnt, uint64_t off, bool write)
+{
+  while (cnt > 0) {
+    ssize_t r = write ? pwritev (fd, iov, cnt, (off_t) off)
+      : preadv (fd, iov, cnt, (off_t) off);
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (r == 0)
+      return write ? -ENOSPC : -ENODATA;
+    off += (uint64_t) r;
+    /* Past what was moved: whole buffers, then into the next one. */
+    while (cnt > 0 && (size_t) r >= iov->iov_len) {
+      r -= (ssize_t) iov->iov_len;
+      iov++;
+      cnt--;
+    }
+    if (cnt > 0) {
+      iov->iov_base = (uint8_t *) iov->iov_base + r;
+      iov->iov_len -= (size_t) r;
+    }
+  }
+  return 0;
+}

@@ -5,13 +5,19 @@
 #ifndef GPURAID_FULLIO_H
 #define GPURAID_FULLIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 int gr_pread_full (int fd, void *buf, size_t len, uint64_t off);
 int gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off);
 /* With pwritev2's flags (RWF_DSYNC); 0 for a plain pwrite. */
 int gr_pwrite_flags (int fd, const void *buf, size_t len, uint64_t off,
                      int flags);
+
+/* preadv or pwritev of cnt buffers (iov is used up). */
+int gr_prwv_full (int fd, struct iovec *iov, int cnt, uint64_t off,
+                  bool write);
 
 #endif /* GPURAID_FULLIO_H */
