@@ -441,137 +441,204 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
   return r;
 }
 
-enum gr_exec_outcome
-gr_exec_rebuild (struct gr_exec *x, const bool *which, uint64_t s0,
-                 uint64_t ns, uint8_t *buf)
+/* --- a rebuild's batches ------------------------------------------------- */
+
+struct gr_exec_rbatch {
+  struct gr_exec *x;
+  uint64_t max_ns;
+  uint8_t *buf;
+  uint64_t s0, ns;
+  bool locked;
+  struct gr_mio *v;
+  int (*er)[GR_MAX_MEMBERS];    /* each stripe's erasure list */
+  int *ner;
+  uint8_t **blk;
+  bool *done;                   /* stripe: nothing to rebuild there */
+  bool adv[GR_MAX_MEMBERS];     /* members whose front the batch moves */
+  uint64_t front[GR_MAX_MEMBERS];
+};
+
+struct gr_exec_rbatch *
+gr_exec_rbatch_new (struct gr_exec *x, uint64_t max_ns, uint8_t *buf)
 {
+  const size_t n = (size_t) (x->g.k + x->g.m);
+  struct gr_exec_rbatch *b = calloc (1, sizeof *b);
+
+  if (b == NULL)
+    goto nomem;
+  b->x = x;
+  b->max_ns = max_ns;
+  b->buf = buf;
+  b->v = malloc (max_ns * n * sizeof *b->v);
+  b->er = malloc (max_ns * sizeof *b->er);
+  b->ner = malloc (max_ns * sizeof *b->ner);
+  b->blk = malloc (max_ns * n * sizeof *b->blk);
+  b->done = malloc (max_ns * sizeof *b->done);
+  if (b->v && b->er && b->ner && b->blk && b->done)
+    return b;
+ nomem:
+  nbdkit_error ("rebuild: %m");
+  gr_exec_rbatch_free (b);
+  return NULL;
+}
+
+void
+gr_exec_rbatch_free (struct gr_exec_rbatch *b)
+{
+  if (b == NULL)
+    return;
+  free (b->v);
+  free (b->er);
+  free (b->ner);
+  free (b->blk);
+  free (b->done);
+  free (b);
+}
+
+void
+gr_exec_rebuild_lock (struct gr_exec_rbatch *b, uint64_t s0, uint64_t ns)
+{
+  b->s0 = s0;
+  b->ns = ns < b->max_ns ? ns : b->max_ns;
+  gr_exec_lock (b->x, s0, b->ns, GR_LOCK_EXCL);
+  b->locked = true;
+}
+
+enum gr_exec_outcome
+gr_exec_rebuild_read (struct gr_exec_rbatch *b, const bool *which)
+{
+  struct gr_exec *x = b->x;
   const struct gr_geom *g = &x->g;
   const int k = g->k, m = g->m, n = k + m;
   const size_t chunk = g->chunk;
-  struct gr_plan lp = { .s0 = s0, .nstripes = ns, .lock = GR_LOCK_EXCL };
-  struct gr_mio *v = malloc (ns * (size_t) n * sizeof *v);
-  int (*er)[GR_MAX_MEMBERS] = malloc (ns * sizeof *er);
-  int *ner = malloc (ns * sizeof *ner);
-  uint8_t **blk = malloc (ns * (size_t) n * sizeof *blk);
-  bool *done = calloc (ns, sizeof *done);
-  bool failed[GR_MAX_MEMBERS], adv[GR_MAX_MEMBERS] = { false };
-  uint64_t front[GR_MAX_MEMBERS];
-  enum gr_exec_outcome r = GR_EXEC_DONE;
+  const uint64_t s0 = b->s0;
+  bool failed[GR_MAX_MEMBERS];
   size_t nv = 0, s;
   int i;
 
-  if (v == NULL || er == NULL || ner == NULL || blk == NULL || done == NULL) {
-    nbdkit_error ("rebuild: %m");
-    r = GR_EXEC_ERROR;
-    goto out_free;
-  }
-  lock_stripes (x, &lp);
-  if (x->bitmap && gr_bitmap_pending (x->bitmap, s0, ns)) {
+  memset (b->adv, 0, sizeof b->adv);
+  if (x->bitmap && gr_bitmap_pending (x->bitmap, s0, b->ns)) {
     nbdkit_error ("rebuild: stripes %" PRIu64 "-%" PRIu64 " have parity "
                   "that may be inconsistent since a crash (not resynced): "
-                  "no member can be rebuilt from it", s0, s0 + ns - 1);
+                  "no member can be rebuilt from it", s0, s0 + b->ns - 1);
     errno = EIO;
-    r = GR_EXEC_ERROR;
-    goto out;
+    return GR_EXEC_ERROR;
   }
   (void) gr_members_snapshot (x->ms, failed);
-  /* The fronts only this rebuild moves: stable while it runs. */
-  if (gr_members_rebuilding (x->ms, front) == 0)
-    goto out;
+  /* The fronts only the rebuild moves; they may lag behind batches that
+   * are still being written (those stripes are then simply done
+   * again). */
+  gr_members_rebuilding (x->ms, b->front);
   /* Each stripe: the first k survivors read, the members' chunks rebuilt
    * from them (with any other lost chunk). */
-  for (s = 0; s < ns; s++) {
+  for (s = 0; s < b->ns; s++) {
     bool lost[GR_MAX_MEMBERS], want[GR_MAX_MEMBERS] = { false };
     int surv[GR_MAX_MEMBERS], c, nwant = 0;
 
+    b->done[s] = false;
     for (c = 0; c < n; c++)
       lost[c] = failed[gr_map_member (g, s0 + s, c)];
     for (i = 0; i < n; i++)
-      if (which[i] && failed[i] && front[i] <= s0 + s) {
+      if (which[i] && failed[i] && gr_members_state (x->ms, i)
+          == GR_MEMBER_REBUILDING && b->front[i] <= s0 + s) {
         want[gr_map_index (g, s0 + s, i)] = true;
-        adv[i] = true;
+        b->adv[i] = true;
         nwant++;
       }
     if (nwant == 0) {
-      done[s] = true;           /* below every front: rebuilt already */
+      b->done[s] = true;        /* below every front: rebuilt already */
       continue;
     }
-    ner[s] = gr_reconstruct_choose (k, m, lost, want, er[s], surv);
-    if (ner[s] < 0) {
-      r = GR_EXEC_REPLAN;       /* more than m lost: the caller stops */
-      goto out;
-    }
+    b->ner[s] = gr_reconstruct_choose (k, m, lost, want, b->er[s], surv);
+    if (b->ner[s] < 0)
+      return GR_EXEC_REPLAN;    /* more than m lost: the caller stops */
     for (c = 0; c < k; c++)
-      v[nv++] = (struct gr_mio) {
+      b->v[nv++] = (struct gr_mio) {
         .kind = GR_MIO_READ, .member = gr_map_member (g, s0 + s, surv[c]),
         .off = gr_map_member_offset (g, s0 + s, 0), .len = chunk,
-        .buf = buf + (s * n + (size_t) surv[c]) * chunk };
+        .buf = b->buf + (s * n + (size_t) surv[c]) * chunk };
   }
-  gr_members_io (x->ms, v, nv, GR_MIO_FAIL_MEMBER);
+  gr_members_io (x->ms, b->v, nv, GR_MIO_FAIL_MEMBER);
   for (size_t j = 0; j < nv; j++)
-    if (v[j].result != GR_MIO_DONE) {
-      r = GR_EXEC_REPLAN;       /* a survivor failed: again without it */
-      goto out;
-    }
+    if (b->v[j].result != GR_MIO_DONE)
+      return GR_EXEC_REPLAN;    /* a survivor failed: again without it */
+  return GR_EXEC_DONE;
+}
+
+enum gr_exec_outcome
+gr_exec_rebuild_code (struct gr_exec_rbatch *b)
+{
+  struct gr_exec *x = b->x;
+  const int k = x->g.k, n = k + x->g.m;
+  const size_t chunk = x->g.chunk;
+
   /* One coding operation per erasure pattern: the batch's stripes that
    * lose the same chunks, side by side (parity rotates, so there are few
    * patterns). */
-  for (s = 0; s < ns; s++) {
+  for (size_t s = 0; s < b->ns; s++) {
     size_t grp = 0, t;
 
-    if (done[s])
+    if (b->done[s])
       continue;
-    for (t = s; t < ns; t++)
-      if (!done[t] && ner[t] == ner[s] &&
-          memcmp (er[t], er[s], (size_t) ner[s] * sizeof er[s][0]) == 0) {
+    for (t = s; t < b->ns; t++)
+      if (!b->done[t] && b->ner[t] == b->ner[s] &&
+          memcmp (b->er[t], b->er[s],
+                  (size_t) b->ner[s] * sizeof b->er[s][0]) == 0) {
         for (int c = 0; c < n; c++)
-          blk[grp * n + c] = buf + (t * n + (size_t) c) * chunk;
-        done[t] = true;
+          b->blk[grp * n + c] = b->buf + (t * n + (size_t) c) * chunk;
+        b->done[t] = true;
         grp++;
       }
     if (gr_coding_reconstruct_n (x->coding,
                                  gr_coding_route (x->coding,
                                                   GR_OP_RECONSTRUCT,
-                                                  grp * k * chunk, ner[s]),
-                                 er[s], ner[s], blk, grp, chunk) == -1) {
-      r = GR_EXEC_ERROR;
-      goto out;
-    }
+                                                  grp * k * chunk,
+                                                  b->ner[s]),
+                                 b->er[s], b->ner[s], b->blk, grp,
+                                 chunk) == -1)
+      return GR_EXEC_ERROR;
   }
+  return GR_EXEC_DONE;
+}
+
+void
+gr_exec_rebuild_write (struct gr_exec_rbatch *b, bool coded)
+{
+  struct gr_exec *x = b->x;
+  const struct gr_geom *g = &x->g;
+  const int n = g->k + g->m;
+  const uint64_t end = gr_map_member_offset (g, b->s0 + b->ns, 0);
+  size_t nv = 0, s;
+  int i;
+
+  if (!coded)
+    goto out;
   /* The rebuild's writes first (a failed one ends that member's
    * rebuild); a front moves only once they are there: healthy reads take
    * no lock. */
-  nv = 0;
   for (i = 0; i < n; i++) {
-    if (!adv[i])
+    if (!b->adv[i])
       continue;
-    if (!gr_members_rebuild_advance (x->ms, i,
-                                     gr_map_member_offset (g, s0 + ns, 0),
-                                     false)) {
-      adv[i] = false;
+    if (!gr_members_rebuild_advance (x->ms, i, end, false)) {
+      b->adv[i] = false;
       continue;
     }
-    for (s = front[i] > s0 ? front[i] - s0 : 0; s < ns; s++)
-      v[nv++] = (struct gr_mio) {
+    for (s = b->front[i] > b->s0 ? b->front[i] - b->s0 : 0; s < b->ns; s++)
+      b->v[nv++] = (struct gr_mio) {
         .kind = GR_MIO_WRITE, .member = i,
-        .off = gr_map_member_offset (g, s0 + s, 0), .len = chunk,
-        .buf = buf + (s * n + (size_t) gr_map_index (g, s0 + s, i)) * chunk };
+        .off = gr_map_member_offset (g, b->s0 + s, 0), .len = g->chunk,
+        .buf = b->buf + (s * n + (size_t) gr_map_index (g, b->s0 + s, i))
+               * g->chunk };
   }
-  gr_members_io (x->ms, v, nv, GR_MIO_FAIL_MEMBER);
+  gr_members_io (x->ms, b->v, nv, GR_MIO_FAIL_MEMBER);
   for (size_t j = 0; j < nv; j++)
-    if (v[j].result != GR_MIO_DONE)
-      adv[v[j].member] = false;
+    if (b->v[j].result != GR_MIO_DONE)
+      b->adv[b->v[j].member] = false;
   for (i = 0; i < n; i++)
-    if (adv[i])
-      gr_members_rebuild_advance (x->ms, i,
-                                  gr_map_member_offset (g, s0 + ns, 0), true);
+    if (b->adv[i])
+      gr_members_rebuild_advance (x->ms, i, end, true);
  out:
-  unlock_stripes (x, &lp);
- out_free:
-  free (v);
-  free (er);
-  free (ner);
-  free (blk);
-  free (done);
-  return r;
+  if (b->locked)
+    gr_exec_unlock (x, b->s0, b->ns);
+  b->locked = false;
 }

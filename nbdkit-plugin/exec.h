@@ -99,17 +99,31 @@ void gr_exec_lock (struct gr_exec *x, uint64_t s0, uint64_t ns,
                    enum gr_lock_mode mode);
 void gr_exec_unlock (struct gr_exec *x, uint64_t s0, uint64_t ns);
 
-/* Rebuild the members in which[] (being rebuilt, members.h) on stripes
- * [s0, s0 + ns), each where its front is not past the stripe, the
- * stripes locked: read k survivors of each stripe, reconstruct the
- * members' chunks (one coding operation for the stripes of each erasure
- * pattern), move their fronts past them and write them.  buf: ns * (k +
- * m) chunks of scratch.  A replacement whose write fails is no longer
- * being rebuilt (members.h) and its front stays; the others go on.
- * GR_EXEC_REPLAN if a survivor failed (do it again) or more than m are
- * lost; GR_EXEC_ERROR (errno) if the coding failed or the stripes'
- * parity is not resynced. */
-enum gr_exec_outcome gr_exec_rebuild (struct gr_exec *x, const bool *which,
-                                      uint64_t s0, uint64_t ns, uint8_t *buf);
+/* A rebuild's batch: the members in which[] (being rebuilt, members.h)
+ * rebuilt on stripes [s0, s0 + ns), each where its front is not past the
+ * stripe, in steps, so that a pass can read one batch while it codes the
+ * one before and writes the one before that (rebuild.h).  The thread
+ * that locks a batch does all its steps; batches of a pass must be
+ * locked and written in stripe order.  buf: max_ns * (k + m) chunks of
+ * scratch.  NULL after nbdkit_error. */
+struct gr_exec_rbatch;
+struct gr_exec_rbatch *gr_exec_rbatch_new (struct gr_exec *x, uint64_t max_ns,
+                                           uint8_t *buf);
+void gr_exec_rbatch_free (struct gr_exec_rbatch *b);
+/* Hold its stripes exclusively (until the write step); ns <= max_ns. */
+void gr_exec_rebuild_lock (struct gr_exec_rbatch *b, uint64_t s0,
+                           uint64_t ns);
+/* Read k survivors of each stripe.  GR_EXEC_REPLAN if a survivor failed
+ * (read again: it plans without it) or more than m are lost,
+ * GR_EXEC_ERROR (errno) if the stripes' parity is not resynced. */
+enum gr_exec_outcome gr_exec_rebuild_read (struct gr_exec_rbatch *b,
+                                           const bool *which);
+/* Reconstruct the members' chunks: one coding operation per erasure
+ * pattern.  GR_EXEC_ERROR (errno) if the coding failed. */
+enum gr_exec_outcome gr_exec_rebuild_code (struct gr_exec_rbatch *b);
+/* If coded: write the chunks and move the fronts past them (a
+ * replacement whose write fails is no longer being rebuilt, members.h,
+ * and its front stays; the others go on).  Then unlock, coded or not. */
+void gr_exec_rebuild_write (struct gr_exec_rbatch *b, bool coded);
 
 #endif /* GPURAID_EXEC_H */
