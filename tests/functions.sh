@@ -27,7 +27,8 @@
 #                              exit; KEEP_TMPDIR=1 keeps it on failure)
 #   $sock, $pid, $uri          a Unix socket, a pid file and its NBD URI
 #                              in $tmpdir, for the test's server
-#   $top, $PLUGIN (override: GPURAID_PLUGIN=path), $PY (python3 with the
+#   $top, $PLUGIN (override: GPURAID_PLUGIN=path), $CTL (gpuraidctl;
+#   override: GPURAID_CTL=path), $PY (python3 with the
 #   nbd module, also first on $PATH for nbdsh), $CHECK (gpuraid-check),
 #   $TEST_SEED (printed; set it to repeat a run)
 #
@@ -158,7 +159,7 @@ requires_py ()
 
 # ---- the control socket (tests of gpuraidctl) -------------------------------
 
-CTL=$top/ctl/gpuraidctl
+CTL=${GPURAID_CTL:-$top/ctl/gpuraidctl}
 ctl=$tmpdir/ctl
 
 # requires_ctl: skip unless gpuraidctl is built.
