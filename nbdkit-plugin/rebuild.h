@@ -4,15 +4,19 @@
  *
  * The replacements (replacing.h: gr_members_rebuild_begin) are filled
  * stripe by stripe from the first k survivors of each stripe, in batches
- * of stripes held exclusively (exec.h: gr_exec_rebuild; one coding
+ * of stripes held exclusively (exec.h: gr_exec_rbatch; one coding
  * operation per erasure pattern of a batch, in a page-locked buffer
  * where a GPU codes; a tenth of a second's worth under a rate limit),
+ * three in flight: each on its own thread (a lane), one read while the
+ * one before is coded and the one before that written, the locks, the
+ * coding and the writes taken in batch order (one coding at a time),
  * while the array serves requests: below a replacement's front it is
  * read and written like a live member, above it the member is lost.  A
  * member replaced while a pass runs joins it: the pass goes back to
  * stripe 0 and rebuilds each member where its front is behind, so all
  * end together.  At most rate bytes of array data a second; progress
- * logged every 10 % (nbdkit -v).  At the end the replacements are synced
+ * logged every 10 % (nbdkit -v), and at the end how long the lanes were
+ * reading, coding and writing.  At the end the replacements are synced
  * and the members are live again, recorded on every superblock in one
  * update.  Every second, and at a shutdown, the replacements are synced
  * and the least front is recorded as the checkpoint in the members'
@@ -21,8 +25,8 @@
  * failing ends its member's rebuild (that member stays failed, the
  * others go on); more than m members lost stops the pass.
  *
- * One owner: struct gr_rebuild holds the thread, its buffers, its
- * members and its progress. */
+ * One owner: struct gr_rebuild holds the threads (the pass, the lanes),
+ * the lanes' buffers, its members and its progress. */
 #ifndef GPURAID_REBUILD_H
 #define GPURAID_REBUILD_H
 
