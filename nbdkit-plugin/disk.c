@@ -168,6 +168,21 @@ gr_disk_same (const struct gr_disk *a, const struct gr_disk *b)
   return a->dev == b->dev && a->ino == b->ino;
 }
 
+/* --- allocation ----------------------------------------------------------- */
+
+bool
+gr_disk_hole (struct gr_disk *d, uint64_t off, uint64_t len)
+{
+  off_t r;
+
+  if (d->r || d->blk)
+    return false;               /* not asked: counted as data */
+  r = lseek (d->fd, (off_t) off, SEEK_DATA);
+  if (r == -1)
+    return errno == ENXIO;      /* no data from off to the end */
+  return (uint64_t) r >= off + len;
+}
+
 /* --- local accesses ------------------------------------------------------ */
 
 static void

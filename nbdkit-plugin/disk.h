@@ -69,6 +69,11 @@ struct gr_dio {
                                  * member cannot do, -ETIMEDOUT */
 };
 
+/* Is [off, off + len) known to be a hole (reads as zeros, nothing
+ * allocated)?  Asked of local files (SEEK_DATA); block devices and
+ * remote members answer false (data). */
+bool gr_disk_hole (struct gr_disk *d, uint64_t off, uint64_t len);
+
 /* Do the n accesses, each with its result. */
 void gr_disk_io (struct gr_dio *v, size_t n);
 

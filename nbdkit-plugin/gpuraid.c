@@ -24,6 +24,7 @@
 #include "config.h"
 #include "control.h"
 #include "disk.h"
+#include "extents.h"
 #include "gf/gf-backend.h"
 #include "gpudev.h"
 #include "io.h"
@@ -263,6 +264,14 @@ gpuraid_zero (void *handle, uint32_t count, uint64_t offset, uint32_t flags)
                      flags & NBDKIT_FLAG_FAST_ZERO, flags & NBDKIT_FLAG_FUA);
 }
 
+static int
+gpuraid_extents (void *handle, uint32_t count, uint64_t offset,
+                 uint32_t flags, struct nbdkit_extents *extents)
+{
+  return gr_extents (handle, count, offset, flags & NBDKIT_FLAG_REQ_ONE,
+                     extents);
+}
+
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
 static struct nbdkit_plugin plugin = {
@@ -293,6 +302,8 @@ static struct nbdkit_plugin plugin = {
   .flush              = gpuraid_flush,
   .trim               = gpuraid_trim,
   .zero               = gpuraid_zero,
+  .can_extents        = gpuraid_can_do,
+  .extents            = gpuraid_extents,
   .errno_is_preserved = 1,
 };
 

@@ -73,6 +73,15 @@ gr_members_failed (const struct gr_members *ms, int i)
   return __atomic_load_n (&ms->mem[i].failed, __ATOMIC_ACQUIRE);
 }
 
+bool
+gr_members_hole (struct gr_members *ms, int i, uint64_t off, uint64_t len)
+{
+  struct gr_disk *d = ms->mem[i].disk;
+
+  return !gr_members_failed (ms, i) && d != NULL &&
+    gr_disk_hole (d, off, len);
+}
+
 int
 gr_members_nfailed (const struct gr_members *ms)
 {

@@ -57,6 +57,10 @@ int gr_members_n (const struct gr_members *ms);
 const char *gr_members_path (const struct gr_members *ms, int i);
 const char *gr_members_why (const struct gr_members *ms, int i);
 bool gr_members_failed (const struct gr_members *ms, int i);
+/* Is member i live and [off, off + len) of it a hole (disk.h:
+ * gr_disk_hole)? */
+bool gr_members_hole (struct gr_members *ms, int i, uint64_t off,
+                      uint64_t len);
 int gr_members_nfailed (const struct gr_members *ms);
 /* More than m members failed: requests fail with EIO. */
 bool gr_members_too_degraded (const struct gr_members *ms);

@@ -24,6 +24,7 @@ TESTS_SCRIPTS = \
 	tests/test-flush-fua.sh \
 	tests/test-random-io.sh \
 	tests/test-trim-zero.sh \
+	tests/test-extents.sh \
 	tests/test-stale.sh \
 	tests/test-member-order.sh \
 	tests/test-sb-crash.sh \
