@@ -175,7 +175,14 @@ gr_disk_hole (struct gr_disk *d, uint64_t off, uint64_t len)
 {
   off_t r;
 
-  if (d->r || d->blk)
+  if (d->r) {
+    struct gr_rcmd c = { .r = d->r, .op = GR_ROP_HOLE, .off = off,
+                         .len = len }, *cp = &c;
+
+    gr_remote_finish (gr_remote_start (&cp, 1));
+    return c.res == 0 && c.hole;
+  }
+  if (d->blk)
     return false;               /* not asked: counted as data */
   r = lseek (d->fd, (off_t) off, SEEK_DATA);
   if (r == -1)

@@ -70,8 +70,9 @@ struct gr_dio {
 };
 
 /* Is [off, off + len) known to be a hole (reads as zeros, nothing
- * allocated)?  Asked of local files (SEEK_DATA); block devices and
- * remote members answer false (data). */
+ * allocated)?  Asked of local files (SEEK_DATA) and remote members (NBD
+ * block status, base:allocation, where the server has it); block
+ * devices answer false (data). */
 bool gr_disk_hole (struct gr_disk *d, uint64_t off, uint64_t len);
 
 /* Do the n accesses, each with its result. */

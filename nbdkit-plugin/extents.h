@@ -3,8 +3,8 @@
  * nbdinfo --map and qemu-img map see a sparse or trimmed array's holes).
  *
  * Chunk by chunk: a data chunk is a hole where the member that holds it
- * is live and the chunk is a hole on it (members.h: gr_members_hole;
- * local files only, everything else counts as data).  A chunk whose
+ * is live and the chunk is a hole on it (members.h: gr_members_hole:
+ * local files and remote members; block devices count as data).  A chunk whose
  * member is failed, missing or being rebuilt is a hole where the first k
  * live chunks of its stripe are all holes: k zero chunks of a codeword
  * make every chunk of it zero.  Anything not known to be a hole is

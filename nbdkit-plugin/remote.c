@@ -46,6 +46,7 @@ struct gr_remote {
   char *uri;
   unsigned timeout_ms, retries;
   bool can_flush, can_fua, can_zero;
+  bool can_status;              /* answers base:allocation */
   uint64_t max_piece;
   pthread_mutex_t lock;         /* conn[].busy; leaf */
   pthread_cond_t freed;
@@ -82,6 +83,9 @@ connect_uri (const char *uri, uint64_t deadline, int *err, char *why,
   /* The operator wrote the URI on the command line: its tls-psk-file and
    * socket= parameters are to be used. */
   nbd_set_uri_allow_local_file (h, true);
+  /* Holes (GR_ROP_HOLE) where the server tells them. */
+  if (nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)
+    goto fail;
   if (nbd_aio_connect_uri (h, uri) == -1)
     goto fail;
   while (nbd_aio_is_connecting (h) || nbd_aio_is_created (h)) {
@@ -149,6 +153,8 @@ gr_remote_open (const char *uri, bool read_only, unsigned timeout_ms,
   r->can_flush = nbd_can_flush (h) == 1;
   r->can_fua = nbd_can_fua (h) == 1;
   r->can_zero = nbd_can_zero (h) == 1;
+  r->can_status = nbd_can_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION)
+    == 1;
   max = nbd_get_block_size (h, LIBNBD_SIZE_MAXIMUM);
   r->max_piece = max > 0 && (uint64_t) max < MAX_PIECE ? (uint64_t) max
     : MAX_PIECE;
@@ -189,6 +195,7 @@ struct piece {
   uint64_t off, len;
   char *buf;
   bool then_flush;              /* a DSYNC write on a server without FUA */
+  bool data;                    /* GR_ROP_HOLE: not all of it a hole */
   bool done;
   int err;
 };
@@ -263,6 +270,28 @@ piece_done (void *user_data, int *error)
   return 1;
 }
 
+/* Block status of a GR_ROP_HOLE piece: a hole only where the server
+ * says unallocated and reading as zeros for all of it. */
+static int
+piece_extents (void *user_data, const char *context, uint64_t offset,
+               uint32_t *entries, size_t nr_entries, int *error)
+{
+  struct piece *p = user_data;
+  uint64_t o = offset;
+
+  if (p->s->closing || strcmp (context, LIBNBD_CONTEXT_BASE_ALLOCATION))
+    return 0;
+  for (size_t i = 0; i + 1 < nr_entries && o < p->off + p->len; i += 2) {
+    if ((entries[i + 1] & (LIBNBD_STATE_HOLE | LIBNBD_STATE_ZERO)) !=
+        (LIBNBD_STATE_HOLE | LIBNBD_STATE_ZERO))
+      p->data = true;
+    o += entries[i];
+  }
+  if (offset > p->off || o < p->off + p->len)
+    p->data = true;             /* not all of it described */
+  return 0;
+}
+
 /* Send piece p on its slot's connection. */
 static void
 send_piece (struct piece *p)
@@ -274,6 +303,7 @@ send_piece (struct piece *p)
 
   p->done = false;
   p->err = 0;
+  p->data = false;
   if (p->len == 0 && p->v->op != GR_ROP_FLUSH) {
     p->done = true;
     return;
@@ -312,6 +342,17 @@ send_piece (struct piece *p)
       return;
     }
     cookie = nbd_aio_flush (h, cb, 0);
+    break;
+  case GR_ROP_HOLE:
+    if (!r->can_status) {
+      p->data = true;           /* not told: data */
+      p->done = true;
+      return;
+    }
+    cookie = nbd_aio_block_status (h, p->len, p->off,
+                                   (nbd_extent_callback) {
+                                     .callback = piece_extents,
+                                     .user_data = p }, cb, 0);
     break;
   }
   if (cookie == -1) {
@@ -485,7 +526,7 @@ piece_max (const struct gr_rcmd *v)
   switch (v->op) {
   case GR_ROP_READ: case GR_ROP_WRITE: case GR_ROP_WRITE_FUA:
     return v->r->max_piece;
-  case GR_ROP_ZERO_TRIM: case GR_ROP_ZERO:
+  case GR_ROP_ZERO_TRIM: case GR_ROP_ZERO: case GR_ROP_HOLE:
     return MAX_ZERO;
   default:
     return UINT64_MAX;
@@ -500,6 +541,7 @@ gr_remote_start (struct gr_rcmd **v, size_t n)
 
   for (i = 0; i < n; i++) {
     v[i]->res = 0;
+    v[i]->hole = v[i]->op == GR_ROP_HOLE;
     np += v[i]->len == 0 || v[i]->op == GR_ROP_FLUSH ? 1
       : (v[i]->len + piece_max (v[i]) - 1) / piece_max (v[i]);
   }
@@ -640,9 +682,12 @@ gr_remote_finish (struct gr_remote_batch *b)
     if (!retry (b, attempt))
       break;
   }
-  for (i = 0; i < b->np; i++)
+  for (i = 0; i < b->np; i++) {
     if (b->p[i].err && b->p[i].v->res == 0)
       b->p[i].v->res = -b->p[i].err;
+    if (b->p[i].data)
+      b->p[i].v->hole = false;
+  }
   /* A connection left broken is made again by the next batch. */
   for (j = 0; j < b->ns; j++)
     slot_give (&b->s[j]);
@@ -678,8 +723,10 @@ gr_remote_close (struct gr_remote *r)
 struct gr_remote_batch *
 gr_remote_start (struct gr_rcmd **v, size_t n)
 {
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
     v[i]->res = -ENOTSUP;
+    v[i]->hole = false;
+  }
   return NULL;
 }
 

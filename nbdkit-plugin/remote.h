@@ -41,6 +41,7 @@ enum gr_rop {
   GR_ROP_ZERO_TRIM,             /* zeros; the space may go */
   GR_ROP_ZERO,                  /* zeros; the space stays */
   GR_ROP_FLUSH,
+  GR_ROP_HOLE,                  /* block status: is it all a hole? */
 };
 struct gr_rcmd {
   struct gr_remote *r;
@@ -49,6 +50,9 @@ struct gr_rcmd {
   uint64_t off, len;
   int res;                      /* 0, or -errno (-EOPNOTSUPP: no zero on
                                  * this export; -ETIMEDOUT) */
+  bool hole;                    /* GR_ROP_HOLE: the server said that all
+                                 * of it is unallocated and reads as
+                                 * zeros */
 };
 struct gr_remote_batch;
 /* Send the n commands; NULL if none could be (every res set then). */

@@ -4,7 +4,9 @@
 # exactly at the chunks written (a 4K write, a write across chunks, whole
 # stripes) and holes elsewhere; a trim of whole stripes turns them back
 # into holes; with a member missing, its chunks are data exactly in the
-# stripes that hold data (decided from the stripe's live chunks).  Every
+# stripes that hold data (decided from the stripe's live chunks); with
+# the members behind stock NBD servers (remote members, block status of
+# the server) the map is the same.  Every
 # extent reported as a hole reads back as zeros and the whole array
 # equals the reference image (nothing reported lies).
 
@@ -115,4 +117,26 @@ PYEOF
   fail "member $gone holds no unwritten chunk of a stripe with data: the degraded case would test nothing"
 # shellcheck disable=SC2086
 check "member $gone missing" $degraded
+stop_nbdkit "$pid"
+mv "$tmpdir/gone" "${members[$gone]}"
+
+# The same members as remote ones (stock nbdkit file servers on Unix
+# sockets, which answer block status from SEEK_DATA), member 2 local:
+# the same map as healthy.
+if ! run_nbdkit "$PLUGIN" --dump-plugin | grep -qx 'gpuraid_nbd_members=yes'; then
+  echo "$0: SKIP of the remote part: plugin built without libnbd"
+  echo "$0: PASS"
+  exit 0
+fi
+args=()
+for (( i = 0; i < n; i++ )); do
+  if [ $i = 2 ]; then args+=("member=${members[$i]}"); continue; fi
+  nbdkit -P "$tmpdir/host$i.pid" -U "$tmpdir/host$i.sock" file "${members[$i]}" ||
+    fail "nbdkit file for member $i"
+  cleanup_fn kill "$(cat "$tmpdir/host$i.pid")"
+  args+=("member=nbd+unix:///?socket=$tmpdir/host$i.sock")
+done
+start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m || fail "remote start"
+# shellcheck disable=SC2086
+check "remote members" $want
 echo "$0: PASS"
