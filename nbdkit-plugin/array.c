@@ -58,6 +58,8 @@ probe_member (struct probes *ps, int i)
   case GR_DISK_CANNOT_OPEN:
     gr_debug ("member %d (%s): cannot open: %s", i, p->path, why);
     p->open_errno = err ? err : EIO;
+    snprintf (p->open_why, sizeof p->open_why, "%.*s",
+              (int) sizeof p->open_why - 1, why);
     return 0;
   case GR_DISK_NOT_STORAGE:
   case GR_DISK_NO_NBD:

@@ -47,6 +47,13 @@ code_name (uint32_t code)
   return code == GR_CODE_CRS ? "crs" : "rs";
 }
 
+/* Why probe p could not be opened or read. */
+static const char *
+open_reason (const struct gr_probe *p)
+{
+  return p->open_why[0] ? p->open_why : strerror (p->open_errno);
+}
+
 static void
 init (struct gr_assembly *a)
 {
@@ -89,7 +96,7 @@ gr_assemble_create (const struct gr_probe *p, int np,
   for (i = 0; i < n; i++) {
     if (p[i].open_errno) {
       refuse (a, "member %d (%s): cannot open: %s", i, p[i].path,
-              strerror (p[i].open_errno));
+              open_reason (&p[i]));
       return;
     }
     if (p[i].sb_status != -ENOENT && !args->force) {
@@ -233,7 +240,7 @@ check_superblocks (const struct gr_probe *p, int np,
     refuse (a, "no member could be opened:");
     for (i = 0; i < np; i++)
       append (a->error, sizeof a->error, "%s member %d (%s): %s",
-              i ? ";" : "", i, p[i].path, strerror (p[i].open_errno));
+              i ? ";" : "", i, p[i].path, open_reason (&p[i]));
     return -1;
   }
   if (args->m >= 0 && (uint32_t) args->m != p[ref].sb.m) {
@@ -342,7 +349,7 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
         a->path[i] = p[i].path;
         snprintf (a->why[i], sizeof a->why[i], "missing; probably member=%s,"
                   " which cannot be opened: %s", p[i].path,
-                  strerror (p[i].open_errno));
+                  open_reason (&p[i]));
       }
       else
         snprintf (a->why[i], sizeof a->why[i], "missing");
@@ -378,7 +385,7 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
     if (p[i].open_errno && !attributed[i])
       append (a->warning, sizeof a->warning, "%smember=%s cannot be opened "
               "(%s); treating it as missing", a->warning[0] ? "; " : "",
-              p[i].path, strerror (p[i].open_errno));
+              p[i].path, open_reason (&p[i]));
 }
 
 /* Would bringing back the members marked failed or stale that are

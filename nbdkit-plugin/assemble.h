@@ -26,6 +26,8 @@ struct gr_probe {
   const char *path;
   int open_errno;               /* 0: opened; else missing, with the reason
                                  * it could not be opened or read */
+  char open_why[160];           /* that reason in words, if not just
+                                 * strerror (a remote member's: libnbd's) */
   uint64_t size;
   int sb_status;                /* gr_sb_decode's result; -ENOENT: none */
   struct gr_sb sb;
@@ -78,7 +80,7 @@ struct gr_assembly {
   int slot[GR_MAX_MEMBERS];     /* the probe in each slot, or -1 */
   enum gr_slot_state state[GR_MAX_MEMBERS];
   const char *path[GR_MAX_MEMBERS];     /* a path for the slot, or NULL */
-  char why[GR_MAX_MEMBERS][192];        /* why a slot is not active */
+  char why[GR_MAX_MEMBERS][512];        /* why a slot is not active */
   bool reordered;               /* members not in index order */
   enum gr_resync_need resync;
   bool bitmap_kept;             /* resync: the newest dirty superblock

@@ -46,6 +46,7 @@ TESTS_SCRIPTS = \
 	tests/test-spare.sh \
 	tests/test-fault.sh \
 	tests/test-remote.sh \
+	tests/test-remote-tls.sh \
 	tests/test-drill.sh \
 	tests/test-group-commit.sh \
 	tests/test-accel-auto.sh \
