@@ -1059,13 +1059,17 @@ main (void)
   if (want ("b")) {
     bench_host (GR_CODE_RS, 10, 4);
     bench_host (GR_CODE_CRS, 10, 4);
-    if (!quick)
+    if (!quick) {
       bench_host (GR_CODE_RS, 8, 8);
+      bench_host (GR_CODE_RS, 16, 16);
+    }
   }
   if (want ("c")) {
     printf ("\n");
     bench_isal (10, 4);
     bench_isal (8, 8);
+    if (!quick)
+      bench_isal (16, 16);
   }
   printf ("\n%d configurations reported, each checked against the CPU in "
           "this run: %d wrong\n", nchecked, nwrong);
