@@ -54,6 +54,8 @@ struct gr_coding {
   int fallen_back;              /* atomic: the GPU failed */
   void *(*host_alloc) (size_t size);
   void (*host_free) (void *p);
+  const char *(*gpu_error) (void);      /* the GPU's last failure, or
+                                         * NULL (a stand-in) */
 
   size_t gpu_from[GR_ROUTE_NKINDS];
   int inflight;                 /* atomic */
@@ -204,6 +206,7 @@ gr_coding_start_gpu (struct gr_coding *c)
       c->gpu_all = c->forced;
       c->host_alloc = gr_gpudev_host_alloc;
       c->host_free = gr_gpudev_host_free;
+      c->gpu_error = gr_gpudev_last_error;
     }
   }
   if (!c->use_gpu && gr_fakegpu_mode () != GR_FAKE_NONE) {
@@ -369,10 +372,13 @@ release (struct gr_coding *c)
 static void
 gpu_failed (struct gr_coding *c, const char *op, int r)
 {
+  const char *why = c->gpu_error ? c->gpu_error () : "";
+
   if (!__atomic_exchange_n (&c->fallen_back, 1, __ATOMIC_ACQ_REL))
-    nbdkit_error ("GPU %s failed: %s; redoing it and all later coding on the "
-             "CPU backend %s", op, strerror (-r),
-             gr_backend_name (c->cpu_be));
+    nbdkit_error ("GPU %s failed: %s%s%s%s; redoing it and all later coding "
+                  "on the CPU backend %s", op, strerror (-r),
+                  why[0] ? " (" : "", why, why[0] ? ")" : "",
+                  gr_backend_name (c->cpu_be));
 }
 
 static int

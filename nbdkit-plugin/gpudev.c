@@ -148,6 +148,12 @@ gr_gpudev_host_free (void *p)
   gr_gpu_host_free (p);
 }
 
+const char *
+gr_gpudev_last_error (void)
+{
+  return gr_gpu_last_error ();
+}
+
 void
 gr_gpudev_release (void)
 {
@@ -193,6 +199,12 @@ gr_gpudev_host_alloc (size_t size)
 void
 gr_gpudev_host_free (void *p)
 {
+}
+
+const char *
+gr_gpudev_last_error (void)
+{
+  return "";
 }
 
 void

@@ -25,6 +25,8 @@ int gr_gpudev_coder (struct gr_coder **out, int device, int k, int m,
 /* Page-locked host memory (NULL if none). */
 void *gr_gpudev_host_alloc (size_t size);
 void gr_gpudev_host_free (void *p);
+/* The CUDA message of the engine's last failure ("" if none). */
+const char *gr_gpudev_last_error (void);
 /* Free the engine's buffers and streams (at shutdown). */
 void gr_gpudev_release (void);
 
