@@ -33,6 +33,11 @@ bench-array-gpu: all scripts/nbdbench
 bench-connections: all scripts/nbdbench
 	scripts/bench-connections
 
+# Where the server's CPU goes on writes (perf): file plugin and arrays,
+# accel=cpu and gpu, CPU-s/GB in categories (docs/performance.md).
+bench-cpu-profile: all scripts/nbdbench
+	scripts/bench-cpu-profile
+
 # Rebuild of one member onto a blank file, accel=cpu and gpu.
 bench-rebuild: all scripts/nbdbench
 	scripts/bench-rebuild
@@ -42,4 +47,5 @@ bench-rebuild: all scripts/nbdbench
 bench-remote: all scripts/nbdbench
 	scripts/bench-remote
 
-.PHONY: bench-array-gpu bench-connections bench-rebuild bench-remote
+.PHONY: bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
+        bench-remote
