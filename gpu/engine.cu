@@ -421,91 +421,6 @@ acquire_slots (struct slot **got, int want)
 
 /* ---- jobs -------------------------------------------------------------- */
 
-struct job {
-  const struct gr_gpu_tab *tab;
-  int col0, ncols, nrows, acc, direct;
-  const uint8_t *const *in;     /* nstripes * ncols */
-  uint8_t *const *out;          /* nstripes * nrows */
-  size_t nstripes, len;
-};
-
-struct chunk {
-  size_t s0, ns, o0, w, wp;
-};
-
-static int
-is_pinned (const void *p)
-{
-  struct cudaPointerAttributes a;
-
-  if (cudaPointerGetAttributes (&a, p) != cudaSuccess) {
-    (void) cudaGetLastError ();
-    return 0;
-  }
-  return a.type == cudaMemoryTypeHost;
-}
-
-static int
-chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
-{
-  const size_t in_bytes = ch->ns * j->ncols * ch->wp;
-  const size_t out_bytes = ch->ns * j->nrows * ch->wp;
-  uint8_t *h_in = sl->h, *h_out = sl->h + in_bytes;
-  uint8_t *d_in = sl->d, *d_out = sl->d + in_bytes;
-  const size_t pad = ch->wp - ch->w;
-  cudaError_t e = cudaSuccess;
-  size_t s;
-  int c;
-
-  for (s = 0; s < ch->ns; s++)
-    for (c = 0; c < j->ncols; c++) {
-      uint8_t *dst = h_in + (s * j->ncols + c) * ch->wp;
-      memcpy (dst, j->in[(ch->s0 + s) * j->ncols + c] + ch->o0, ch->w);
-      if (pad)
-        memset (dst + ch->w, 0, pad);
-    }
-  if (j->acc)
-    for (s = 0; s < ch->ns; s++)
-      for (c = 0; c < j->nrows; c++) {
-        uint8_t *dst = h_out + (s * j->nrows + c) * ch->wp;
-        memcpy (dst, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0, ch->w);
-        if (pad)
-          memset (dst + ch->w, 0, pad);
-      }
-  e = cudaMemcpyAsync (d_in, h_in, in_bytes + (j->acc ? out_bytes : 0),
-                       cudaMemcpyHostToDevice, sl->st);
-  if (e != cudaSuccess)
-    return gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
-
-  e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
-                     ch->ns, ch->wp, sl->st);
-  if (e != cudaSuccess)
-    return gr_gpu_fail (e, "kernel launch");
-
-  e = cudaMemcpyAsync (h_out, d_out, out_bytes, cudaMemcpyDeviceToHost,
-                       sl->st);
-  if (e != cudaSuccess)
-    return gr_gpu_fail (e, "cudaMemcpyAsync (download)");
-  return 0;
-}
-
-static int
-chunk_finish (const struct job *j, struct slot *sl, const struct chunk *ch)
-{
-  const size_t in_bytes = ch->ns * j->ncols * ch->wp;
-  const uint8_t *h_out = sl->h + in_bytes;
-  cudaError_t e;
-
-  e = cudaStreamSynchronize (sl->st);
-  if (e != cudaSuccess)
-    return gr_gpu_fail (e, "cudaStreamSynchronize (copy or kernel)");
-  for (size_t s = 0; s < ch->ns; s++)
-    for (int c = 0; c < j->nrows; c++)
-      memcpy (j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
-              h_out + (s * j->nrows + c) * ch->wp, ch->w);
-  return 0;
-}
-
 /* Copies of the direct path: rows (one block's byte range each) that
  * follow each other in both memories merge into one run; runs of equal
  * length at equal distances in both memories merge into one
@@ -588,7 +503,12 @@ copier_run (struct copier *c, uint8_t *d, const uint8_t *s, size_t l)
 static void
 copier_row (struct copier *c, uint8_t *d, const uint8_t *s, size_t l)
 {
-  if (c->l1 && d == c->d1 + c->l1 && s == c->s1 + c->l1) {
+  /* Rows back to back in both memories merge, unless the merged run
+   * would leave one page-locked allocation on the host side (two
+   * allocations can lie back to back: one copy over both is refused). */
+  if (c->l1 && d == c->d1 + c->l1 && s == c->s1 + c->l1 &&
+      host_span_ok (c->kind == cudaMemcpyHostToDevice ? c->s1 : c->d1,
+                    c->l1 + l)) {
     c->l1 += l;
     return;
   }
@@ -616,6 +536,106 @@ copier_init (struct copier *c, enum cudaMemcpyKind kind, cudaStream_t st)
   c->kind = kind;
   c->st = st;
   c->e = cudaSuccess;
+}
+
+struct job {
+  const struct gr_gpu_tab *tab;
+  int col0, ncols, nrows, acc, direct;
+  int out_pinned;               /* staged path: outputs page-locked, so
+                                 * downloaded straight into them */
+  const uint8_t *const *in;     /* nstripes * ncols */
+  uint8_t *const *out;          /* nstripes * nrows */
+  size_t nstripes, len;
+};
+
+struct chunk {
+  size_t s0, ns, o0, w, wp;
+};
+
+static int
+is_pinned (const void *p)
+{
+  struct cudaPointerAttributes a;
+
+  if (cudaPointerGetAttributes (&a, p) != cudaSuccess) {
+    (void) cudaGetLastError ();
+    return 0;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+static int
+chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
+{
+  const size_t in_bytes = ch->ns * j->ncols * ch->wp;
+  const size_t out_bytes = ch->ns * j->nrows * ch->wp;
+  uint8_t *h_in = sl->h, *h_out = sl->h + in_bytes;
+  uint8_t *d_in = sl->d, *d_out = sl->d + in_bytes;
+  const size_t pad = ch->wp - ch->w;
+  cudaError_t e = cudaSuccess;
+  size_t s;
+  int c;
+
+  for (s = 0; s < ch->ns; s++)
+    for (c = 0; c < j->ncols; c++) {
+      uint8_t *dst = h_in + (s * j->ncols + c) * ch->wp;
+      memcpy (dst, j->in[(ch->s0 + s) * j->ncols + c] + ch->o0, ch->w);
+      if (pad)
+        memset (dst + ch->w, 0, pad);
+    }
+  if (j->acc)
+    for (s = 0; s < ch->ns; s++)
+      for (c = 0; c < j->nrows; c++) {
+        uint8_t *dst = h_out + (s * j->nrows + c) * ch->wp;
+        memcpy (dst, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0, ch->w);
+        if (pad)
+          memset (dst + ch->w, 0, pad);
+      }
+  e = cudaMemcpyAsync (d_in, h_in, in_bytes + (j->acc ? out_bytes : 0),
+                       cudaMemcpyHostToDevice, sl->st);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
+
+  e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
+                     ch->ns, ch->wp, sl->st);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "kernel launch");
+
+  if (j->out_pinned) {
+    struct copier cp;
+
+    copier_init (&cp, cudaMemcpyDeviceToHost, sl->st);
+    for (s = 0; s < ch->ns; s++)
+      for (c = 0; c < j->nrows; c++)
+        copier_row (&cp, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
+                    d_out + (s * j->nrows + c) * ch->wp, ch->w);
+    e = copier_end (&cp);
+  }
+  else
+    e = cudaMemcpyAsync (h_out, d_out, out_bytes, cudaMemcpyDeviceToHost,
+                         sl->st);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaMemcpyAsync (download)");
+  return 0;
+}
+
+static int
+chunk_finish (const struct job *j, struct slot *sl, const struct chunk *ch)
+{
+  const size_t in_bytes = ch->ns * j->ncols * ch->wp;
+  const uint8_t *h_out = sl->h + in_bytes;
+  cudaError_t e;
+
+  e = cudaStreamSynchronize (sl->st);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaStreamSynchronize (copy or kernel)");
+  if (j->out_pinned)
+    return 0;                   /* downloaded in place */
+  for (size_t s = 0; s < ch->ns; s++)
+    for (int c = 0; c < j->nrows; c++)
+      memcpy (j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
+              h_out + (s * j->nrows + c) * ch->wp, ch->w);
+  return 0;
 }
 
 /* Are the batch's blocks page-locked?  A sample of them is checked (the
@@ -860,6 +880,11 @@ run_job (struct job *j)
   }
   nchunks = (j->nstripes + cs - 1) / cs * ((j->len + w - 1) / w);
   j->direct = 0;
+  /* Outputs in page-locked memory (a write's parity in the plugin's
+   * scratch, its data in the request) come down straight into place:
+   * only the inputs pay the CPU copy. */
+  j->out_pinned = !j->acc && j->len >= DIRECT_MIN &&
+    all_pinned ((const uint8_t *const *) j->out, j->nstripes * j->nrows);
 
   nslots = acquire_slots (got, nchunks < NSLOTS ? (int) nchunks : NSLOTS);
   if (nslots < 0)

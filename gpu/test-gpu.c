@@ -115,18 +115,20 @@ fill_r (uint64_t *s, uint8_t *p, size_t n)
  * block ends exactly at the end of its allocation). */
 struct batch {
   size_t ns, len;
-  int n, pinned;                /* 0 malloc, 1 page-locked, 2 one region */
+  int n, k, pinned;             /* 0 malloc, 1 page-locked, 2 one region,
+                                 * 3 parity page-locked, data malloc */
   uint8_t **mem, **blk;
 };
 
 static int
-batch_new (struct batch *b, size_t ns, int n, size_t len, int misalign,
-           int pinned, uint64_t *s)
+batch_new (struct batch *b, size_t ns, int n, int k, size_t len,
+           int misalign, int pinned, uint64_t *s)
 {
   size_t i;
 
   b->ns = ns;
   b->n = n;
+  b->k = k;
   b->len = len;
   b->pinned = pinned;
   b->mem = calloc (ns * n, sizeof *b->mem);
@@ -146,7 +148,8 @@ batch_new (struct batch *b, size_t ns, int n, size_t len, int misalign,
   for (i = 0; i < ns * n; i++) {
     size_t off = misalign ? rnd_r (s) % 17 : 0;
 
-    b->mem[i] = pinned ? gr_gpu_host_alloc (len + 16) : malloc (len + 16);
+    b->mem[i] = pinned == 1 || (pinned == 3 && (int) (i % n) >= k)
+      ? gr_gpu_host_alloc (len + 16) : malloc (len + 16);
     if (b->mem[i] == NULL)
       return -1;
     b->blk[i] = b->mem[i] + off;
@@ -159,7 +162,8 @@ static void
 batch_free (struct batch *b)
 {
   for (size_t i = 0; b->mem && i < b->ns * b->n; i++) {
-    if (b->pinned)
+    if (b->pinned == 1 || b->pinned == 2 ||
+        (b->pinned == 3 && (int) (i % b->n) >= b->k))
       gr_gpu_host_free (b->mem[i]);
     else
       free (b->mem[i]);
@@ -267,11 +271,12 @@ test_case (struct gr_coder *cr, struct gr_coder *cg, size_t ns, size_t len,
   printf ("  %d+%d %s: %zu stripes x %zu bytes%s%s\n", k, m, code, ns, len,
           misalign ? ", misaligned" : "",
           pinned == 2 ? ", page-locked, back to back"
+          : pinned == 3 ? ", parity page-locked, data not"
           : pinned ? ", page-locked" : "");
   fflush (stdout);
-  if (batch_new (&a, ns, n, len, misalign, 0, &rng) < 0 ||
-      batch_new (&b, ns, n, len, misalign, pinned, &rng) < 0 ||
-      batch_new (&w, ns, n, len, misalign, pinned, &rng) < 0) {
+  if (batch_new (&a, ns, n, k, len, misalign, 0, &rng) < 0 ||
+      batch_new (&b, ns, n, k, len, misalign, pinned, &rng) < 0 ||
+      batch_new (&w, ns, n, k, len, misalign, pinned, &rng) < 0) {
     FAIL ("out of memory");
     goto out;
   }
@@ -398,8 +403,8 @@ thr_main (void *arg)
   for (int round = 0; round < (quick ? 2 : 6); round++) {
     const size_t ns = 1 + rnd_r (&s) % 9;
 
-    if (batch_new (&a, ns, n, len, 1, 0, &s) < 0 ||
-        batch_new (&b, ns, n, len, 1, 0, &s) < 0) {
+    if (batch_new (&a, ns, n, 0, len, 1, 0, &s) < 0 ||
+        batch_new (&b, ns, n, 0, len, 1, 0, &s) < 0) {
       FAIL ("out of memory");
       break;
     }
@@ -516,6 +521,10 @@ run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
         test_case (cr, cg, quick ? 2 : 3, ci == 0 ? pl + 3 : pl, 1, 1, 0, 3);
         /* ... with blocks back to back (merged copies) */
         test_case (cr, cg, quick ? 2 : 3, pl, 0, 2, 0, 3);
+        /* ... parity only (an array's write: the request's data, the
+         * parity in page-locked scratch): staged up, straight down */
+        test_case (cr, cg, quick ? 3 : 5, 65536, 1, 3, 0, 3);
+        test_case (cr, cg, 2, ci == 0 ? pl + 3 : pl, 0, 3, 0, 3);
       }
       if (k == 10 && m == 4) {  /* direct path: chunks, 2D copies */
         const size_t old = gr_gpu_set_chunk (0);
