@@ -28,7 +28,8 @@
  * pay PCIe; blocks in page-locked memory (gr_gpu_host_alloc) skip the
  * engine's own staging copy and go through a pipeline of small chunks
  * (one slot), blocks back to back or equally spaced in such memory in
- * single or 2D copies.  docs/performance.md has the measured figures.
+ * single or 2D copies; a batch whose outputs alone are page-locked has
+ * them downloaded in place (only its inputs are staged).  docs/performance.md has the measured figures.
  */
 #ifndef GPURAID_GPU_H
 #define GPURAID_GPU_H
