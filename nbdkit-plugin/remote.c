@@ -1,22 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - remote members: NBD exports through libnbd's asynchronous
- * API.  See remote.h.
- *
- * Each remote member has up to four connections (one unless the server
- * allows multi-conn: a flush on one then covers the writes of all).  A
- * batch takes one connection of each remote member it touches (in
- * address order, so that batches never wait on each other in a cycle),
- * sends all its commands at once and polls all those connections
- * together until every command has its reply or a member has sent
- * nothing for the timeout (counted from when its commands went out, or
- * from its last reply: a member that hangs never makes the others of the
- * batch time out).  A connection that dies is made again and its failed
- * commands sent again, up to the retry count, with backoff, before the
- * deadline.  A member that times out is closed (its commands
- * can never complete into our buffers after that) and unresponsive from
- * then on: every later access fails at once, as on a dead disk.  An
- * error that the server itself returns (the connection stays up) is not
- * retried: it is the member's error, as EIO from a local disk is. */
+/* gpuraid - remote members through libnbd.  See remote.h. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -29,6 +12,16 @@
 #include <sys/socket.h>
 
 #include "remote.h"
+
+bool
+gr_remote_built (void)
+{
+#ifdef GR_HAVE_LIBNBD
+  return true;
+#else
+  return false;
+#endif
+}
 
 #ifdef GR_HAVE_LIBNBD
 #include <libnbd.h>
@@ -54,12 +47,6 @@ struct gr_remote {
   struct conn conn[REMOTE_CONNS];
   int unresponsive;             /* atomic: an access timed out */
 };
-
-bool
-gr_remote_built (void)
-{
-  return true;
-}
 
 static uint64_t
 now_ms (void)
@@ -91,20 +78,20 @@ connect_uri (const char *uri, uint64_t deadline, int *err, char *why,
   while (nbd_aio_is_connecting (h) || nbd_aio_is_created (h)) {
     const uint64_t t = now_ms ();
 
-    if (t >= deadline) {
-      *err = ETIMEDOUT;
-      snprintf (why, whylen, "no answer before the timeout");
-      nbd_close (h);
-      return NULL;
-    }
+    if (t >= deadline)
+      break;
     if (nbd_poll (h, (int) (deadline - t < 1000 ? deadline - t : 1000))
         == -1)
       goto fail;
   }
-  if (!nbd_aio_is_ready (h))
-    goto fail;
-  return h;
-
+  if (nbd_aio_is_ready (h))
+    return h;
+  if (nbd_aio_is_connecting (h) || nbd_aio_is_created (h)) {
+    *err = ETIMEDOUT;
+    snprintf (why, whylen, "no answer before the timeout");
+    nbd_close (h);
+    return NULL;
+  }
  fail:
   *err = nbd_get_errno () ? nbd_get_errno () : ECONNREFUSED;
   snprintf (why, whylen, "%s", nbd_get_error () ? nbd_get_error ()
@@ -186,7 +173,16 @@ gr_remote_close (struct gr_remote *r)
 
 /* --- batches ------------------------------------------------------------- */
 
-struct slot;
+/* A remote member's part of the batch, on one connection. */
+struct slot {
+  struct gr_remote *r;
+  int c;                        /* conn index held; -1: none */
+  uint64_t deadline;            /* from when its commands went out */
+  size_t pending;               /* commands sent, not yet answered */
+  bool closing;                 /* failed: late callbacks ignored */
+  bool timed_out;               /* no more tries */
+  int conn_err;                 /* the connection could not be made */
+};
 
 /* One command: a whole access, or a piece of a large one. */
 struct piece {
@@ -198,17 +194,6 @@ struct piece {
   bool data;                    /* GR_ROP_HOLE: not all of it a hole */
   bool done;
   int err;
-};
-
-/* A remote member's part of the batch, on one connection. */
-struct slot {
-  struct gr_remote *r;
-  int c;                        /* conn index held; -1: none */
-  uint64_t deadline;            /* from when its commands went out */
-  size_t pending;               /* commands sent, not yet answered */
-  bool closing;                 /* failed: late callbacks ignored */
-  bool timed_out;               /* no more tries */
-  int conn_err;                 /* the connection could not be made */
 };
 
 struct gr_remote_batch {
@@ -276,15 +261,14 @@ static int
 piece_extents (void *user_data, const char *context, uint64_t offset,
                uint32_t *entries, size_t nr_entries, int *error)
 {
+  const uint32_t hole = LIBNBD_STATE_HOLE | LIBNBD_STATE_ZERO;
   struct piece *p = user_data;
   uint64_t o = offset;
 
   if (p->s->closing || strcmp (context, LIBNBD_CONTEXT_BASE_ALLOCATION))
     return 0;
   for (size_t i = 0; i + 1 < nr_entries && o < p->off + p->len; i += 2) {
-    if ((entries[i + 1] & (LIBNBD_STATE_HOLE | LIBNBD_STATE_ZERO)) !=
-        (LIBNBD_STATE_HOLE | LIBNBD_STATE_ZERO))
-      p->data = true;
+    p->data |= (entries[i + 1] & hole) != hole;
     o += entries[i];
   }
   if (offset > p->off || o < p->off + p->len)
@@ -304,14 +288,11 @@ send_piece (struct piece *p)
   p->done = false;
   p->err = 0;
   p->data = false;
-  if (p->len == 0 && p->v->op != GR_ROP_FLUSH) {
-    p->done = true;
-    return;
-  }
+  if (p->len == 0 && p->v->op != GR_ROP_FLUSH)
+    goto done;
   if (h == NULL) {
     p->err = p->s->conn_err ? p->s->conn_err : ENOTCONN;
-    p->done = true;
-    return;
+    goto done;
   }
   switch (p->v->op) {
   case GR_ROP_READ:
@@ -329,38 +310,34 @@ send_piece (struct piece *p)
   case GR_ROP_ZERO:
     if (!r->can_zero) {
       p->err = EOPNOTSUPP;
-      p->done = true;
-      return;
+      goto done;
     }
     cookie = nbd_aio_zero (h, p->len, p->off, cb,
                            p->v->op == GR_ROP_ZERO
                            ? LIBNBD_CMD_FLAG_NO_HOLE : 0);
     break;
   case GR_ROP_FLUSH:
-    if (!r->can_flush) {
-      p->done = true;           /* nothing a flush could add */
-      return;
-    }
+    if (!r->can_flush)
+      goto done;                /* nothing a flush could add */
     cookie = nbd_aio_flush (h, cb, 0);
     break;
   case GR_ROP_HOLE:
-    if (!r->can_status) {
-      p->data = true;           /* not told: data */
-      p->done = true;
-      return;
-    }
+    p->data = !r->can_status;   /* not told: data */
+    if (p->data)
+      goto done;
     cookie = nbd_aio_block_status (h, p->len, p->off,
                                    (nbd_extent_callback) {
                                      .callback = piece_extents,
                                      .user_data = p }, cb, 0);
     break;
   }
-  if (cookie == -1) {
-    p->err = nbd_get_errno () ? nbd_get_errno () : EIO;
-    p->done = true;
+  if (cookie != -1) {
+    p->s->pending++;
     return;
   }
-  p->s->pending++;
+  p->err = nbd_get_errno () ? nbd_get_errno () : EIO;
+ done:
+  p->done = true;
 }
 
 /* The commands of s still out fail with err; their callbacks, if libnbd
@@ -511,26 +488,14 @@ slot_give (struct slot *s)
   pthread_mutex_unlock (&s->r->lock);
 }
 
-static int
-cmp_slot (const void *a, const void *b)
-{
-  const uintptr_t x = (uintptr_t) ((const struct slot *) a)->r;
-  const uintptr_t y = (uintptr_t) ((const struct slot *) b)->r;
-
-  return x < y ? -1 : x > y;
-}
-
+/* A command's largest piece: reads and writes as the server says, the
+ * others up to MAX_ZERO (a flush is never cut). */
 static uint64_t
 piece_max (const struct gr_rcmd *v)
 {
-  switch (v->op) {
-  case GR_ROP_READ: case GR_ROP_WRITE: case GR_ROP_WRITE_FUA:
-    return v->r->max_piece;
-  case GR_ROP_ZERO_TRIM: case GR_ROP_ZERO: case GR_ROP_HOLE:
-    return MAX_ZERO;
-  default:
-    return UINT64_MAX;
-  }
+  return v->op == GR_ROP_FLUSH ? UINT64_MAX : v->op == GR_ROP_READ ||
+    v->op == GR_ROP_WRITE || v->op == GR_ROP_WRITE_FUA ? v->r->max_piece
+    : MAX_ZERO;
 }
 
 struct gr_remote_batch *
@@ -556,14 +521,15 @@ gr_remote_start (struct gr_rcmd **v, size_t n)
   }
   /* The slots: one per remote member, in address order. */
   for (i = 0; i < n; i++) {
-    struct gr_remote *r = v[i]->r;
+    const uintptr_t r = (uintptr_t) v[i]->r;
 
-    for (j = 0; j < b->ns && b->s[j].r != r; j++)
+    for (j = 0; j < b->ns && (uintptr_t) b->s[j].r < r; j++)
       ;
-    if (j == b->ns)
-      b->s[b->ns++] = (struct slot) { .r = r, .c = -1 };
+    if (j == b->ns || (uintptr_t) b->s[j].r != r) {
+      memmove (&b->s[j + 1], &b->s[j], (b->ns++ - j) * sizeof *b->s);
+      b->s[j] = (struct slot) { .r = v[i]->r, .c = -1 };
+    }
   }
-  qsort (b->s, b->ns, sizeof *b->s, cmp_slot);
   /* The pieces. */
   for (i = 0; i < n; i++) {
     const uint64_t max = piece_max (v[i]);
@@ -697,12 +663,6 @@ gr_remote_finish (struct gr_remote_batch *b)
 }
 
 #else /* !GR_HAVE_LIBNBD */
-
-bool
-gr_remote_built (void)
-{
-  return false;
-}
 
 enum gr_remote_open_outcome
 gr_remote_open (const char *uri, bool read_only, unsigned timeout_ms,

@@ -5,8 +5,23 @@
  *
  * One owner of state: struct gr_remote holds an export's connections.
  * A batch of commands on several exports is sent by gr_remote_start and
- * waited for by gr_remote_finish (remote.c says how: connections,
- * timeouts, retries). */
+ * waited for by gr_remote_finish.
+ *
+ * Each remote member has up to four connections (one unless the server
+ * allows multi-conn: a flush on one then covers the writes of all).  A
+ * batch takes one connection of each remote member it touches (in
+ * address order, so that batches never wait on each other in a cycle),
+ * sends all its commands at once and polls all those connections
+ * together until every command has its reply or a member has sent
+ * nothing for the timeout (counted from when its commands went out, or
+ * from its last reply: a member that hangs never makes the others of the
+ * batch time out).  A connection that dies is made again and its failed
+ * commands sent again, up to the retry count, with backoff, before the
+ * deadline.  A member that times out is closed (its commands can never
+ * complete into our buffers after that) and unresponsive from then on:
+ * every later access fails at once, as on a dead disk.  An error that
+ * the server itself returns (the connection stays up) is not retried: it
+ * is the member's error, as EIO from a local disk is. */
 #ifndef GPURAID_REMOTE_H
 #define GPURAID_REMOTE_H
 
