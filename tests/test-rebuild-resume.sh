@@ -134,7 +134,17 @@ begin_rebuild
 wait_front 30
 sleep 1.2                               # a checkpoint past stripe 0
 small_writes 0 60                       # below and above the front
+# Hold the front still before reading it: the batches in flight end and
+# at 1 byte/s no other is given out (nor a checkpoint taken), so the
+# checkpoint at the kill is at or below front0.
+"$CTL" -c "$ctl" rate 1 >/dev/null || fail "rate 1"
 front0=$(front)
+for (( i = 0; i < 50; i++ )); do
+  sleep 0.2
+  now=$(front)
+  [ "$now" = "$front0" ] && break
+  front0=$now
+done
 kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
 members[1]=$tmpdir/new1.img
 set_args
