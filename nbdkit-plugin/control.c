@@ -149,16 +149,8 @@ answer (struct gr_control *c, char *line, FILE *f)
     gr_status_write (c->a, c->coding, f, arg != NULL);
   }
   else if (strcmp (line, "progress") == 0 && arg == NULL) {
-    struct gr_resync_progress p;
-    const char *op = gr_status_operation (c->a, &p);
-
     fputs ("ok\n", f);
-    if (op)
-      fprintf (f, "%s %s %" PRIu64 " %" PRIu64 " %.3f %" PRIu64 "\n", op,
-               gr_status_state_name (p.state), p.done_bytes, p.total_bytes,
-               p.seconds, p.rate_limit == GR_PACE_AUTO ? 0 : p.rate_limit);
-    else
-      fputs ("none\n", f);
+    gr_status_progress_write (c->a, f);
   }
   else if (strcmp (line, "fail") == 0 && arg) {
     const char *why;

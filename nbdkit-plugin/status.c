@@ -35,8 +35,8 @@ member_state_name (enum gr_member_state s)
   return "?";
 }
 
-const char *
-gr_status_state_name (enum gr_resync_state s)
+static const char *
+state_name (enum gr_resync_state s)
 {
   switch (s) {
   case GR_RESYNC_RUNNING: return "running";
@@ -62,8 +62,11 @@ array_state (struct gr_array *a, struct gr_members *ms, int m)
   return nf == 0 ? "healthy" : "degraded";
 }
 
-const char *
-gr_status_operation (struct gr_array *a, struct gr_resync_progress *p)
+/* The operation gpuraidctl wait follows: a running one (rebuild, scrub,
+ * resync), else the last rebuild or scrub, else the resync; its name
+ * and progress, or NULL for none. */
+static const char *
+operation (struct gr_array *a, struct gr_resync_progress *p)
 {
   struct gr_scrub *sc = gr_heal_scrub_last (gr_array_heal (a));
   struct gr_resync_progress rb, scp = { .state = GR_RESYNC_DONE };
@@ -157,7 +160,7 @@ scrub_status (struct gr_array *a, FILE *f, bool json, uint64_t resume_at,
              "\"checked_stripes\": %"
              PRIu64 ", \"mismatched_stripes\": %" PRIu64 ", \"located\": %"
              PRIu64 ", \"repaired\": %" PRIu64 ", \"skipped_stripes\": %"
-             PRIu64 ", \"reports\": [", gr_status_state_name (p.state),
+             PRIu64 ", \"reports\": [", state_name (p.state),
              gr_scrub_repairing (sc) ? "true" : "false", p.done_bytes,
              p.total_bytes, rate, limit_of (p.rate_limit),
              auto_of (p.rate_limit), ct.checked, ct.mismatched,
@@ -173,7 +176,7 @@ scrub_status (struct gr_array *a, FILE *f, bool json, uint64_t resume_at,
     return;
   }
   fprintf (f, "scrub      %s%s: %.1f%% (%" PRIu64 " of %" PRIu64 " MiB), "
-           "%.1f MiB/s", gr_status_state_name (p.state),
+           "%.1f MiB/s", state_name (p.state),
            gr_scrub_repairing (sc) ? " --repair" : "",
            p.total_bytes ? 100.0 * p.done_bytes / p.total_bytes : 100.0,
            p.done_bytes >> 20, p.total_bytes >> 20, rate / 1048576);
@@ -271,7 +274,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
       fprintf (f, "{\"state\": \"%s\", \"done_bytes\": %" PRIu64
                ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": %.0f"
                ", \"rate_limit\": %" PRIu64 ", \"rate_auto\": %s}",
-               gr_status_state_name (p.state), p.done_bytes, p.total_bytes,
+               state_name (p.state), p.done_bytes, p.total_bytes,
                rate_of (&p), limit_of (p.rate_limit), auto_of (p.rate_limit));
     else
       fputs ("null", f);
@@ -289,7 +292,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
         fprintf (f, "], \"state\": \"%s\", \"done_bytes\": %" PRIu64
                  ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
                  "%.0f, \"rate_limit\": %" PRIu64 ", \"rate_auto\": %s}",
-                 gr_status_state_name (q.state), q.done_bytes, q.total_bytes,
+                 state_name (q.state), q.done_bytes, q.total_bytes,
                  rate_of (&q), limit_of (q.rate_limit),
                  auto_of (q.rate_limit));
       }
@@ -334,7 +337,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     const double rate = rate_of (&p);
 
     fprintf (f, "resync     %s: %.1f%% (%" PRIu64 " of %" PRIu64 " MiB), "
-             "%.1f MiB/s", gr_status_state_name (p.state),
+             "%.1f MiB/s", state_name (p.state),
              p.total_bytes ? 100.0 * p.done_bytes / p.total_bytes : 100.0,
              p.done_bytes >> 20, p.total_bytes >> 20, rate / 1048576);
     if (p.state == GR_RESYNC_RUNNING && rate > 0)
@@ -359,7 +362,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
         if (which[j])
           fprintf (f, "%s%d", c++ ? "," : " ", j);
       fprintf (f, " %s: %.1f%% (%" PRIu64 " of %" PRIu64
-               " MiB), %.1f MiB/s\n", gr_status_state_name (q.state),
+               " MiB), %.1f MiB/s\n", state_name (q.state),
                q.total_bytes ? 100.0 * q.done_bytes / q.total_bytes : 100.0,
                q.done_bytes >> 20, q.total_bytes >> 20,
                rate_of (&q) / 1048576);
@@ -390,3 +393,16 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
              "-", "-", "-", "-", "-", spare);
 }
 
+void
+gr_status_progress_write (struct gr_array *a, FILE *f)
+{
+  struct gr_resync_progress p;
+  const char *op = operation (a, &p);
+
+  if (op)
+    fprintf (f, "%s %s %" PRIu64 " %" PRIu64 " %.3f %" PRIu64 "\n", op,
+             state_name (p.state), p.done_bytes, p.total_bytes, p.seconds,
+             limit_of (p.rate_limit));
+  else
+    fputs ("none\n", f);
+}

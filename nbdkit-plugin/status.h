@@ -16,12 +16,10 @@
 
 void gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
                       bool json);
-/* The operation gpuraidctl wait follows: a running one (rebuild, scrub,
- * resync), else the last rebuild or scrub, else the resync; its name
- * and progress, or NULL for none. */
-const char *gr_status_operation (struct gr_array *a,
-                                 struct gr_resync_progress *p);
-/* running, done, stopped or failed. */
-const char *gr_status_state_name (enum gr_resync_state s);
+/* The operation gpuraidctl wait follows, as one line: its name (a
+ * running rebuild, scrub or resync, else the last rebuild or scrub, else
+ * the resync), state (running, done, stopped, failed), done and total
+ * bytes, seconds and rate limit (0: none or auto); or "none". */
+void gr_status_progress_write (struct gr_array *a, FILE *f);
 
 #endif /* GPURAID_STATUS_H */
