@@ -65,8 +65,8 @@ struct gr_rebuild {
   bool which[GR_MAX_MEMBERS];   /* the members of the pass */
   bool added[GR_MAX_MEMBERS];   /* joining at the next batch */
   bool closed;                  /* the pass takes no more members */
-  uint64_t pos, from;           /* stripes: where it is, and where it
-                                 * went on from last (start, join) */
+  uint64_t pos, from;           /* stripes: the written front, and where
+                                 * it went on from last (start, join) */
   double t0;                    /* seconds when it went on from there */
   uint64_t moved;               /* array bytes done, for the pace */
   int state;                    /* enum gr_resync_state */
@@ -184,6 +184,14 @@ run_batch (struct gr_rebuild *rb, struct lane *ln)
   t[1] = gr_pace_seconds (rb->pace);
   pthread_mutex_lock (&rb->pl);
   rb->busy[2] += t[1] - t[0];
+  /* The position the status shows is the written front, as the
+   * checkpoints are (moved here, in batch order, not when the issuer
+   * next looks at this lane: it may be waiting for the rate limit). */
+  if (r == GR_EXEC_DONE) {
+    pthread_mutex_lock (&rb->lock);
+    rb->pos = ln->s0 + ln->ns;
+    pthread_mutex_unlock (&rb->lock);
+  }
   pass_turn (rb, STEP_WRITE);
   ln->out = r;
   ln->state = DONE;
@@ -211,7 +219,7 @@ lane_thread (void *arg)
   }
 }
 
-/* Wait until lane ln is idle; a batch it has done moves the pass's
+/* Wait until lane ln is idle; a batch it has done moves the issuer's
  * position to its end (*pos).  false if that batch failed. */
 static bool
 retire (struct gr_rebuild *rb, struct lane *ln, uint64_t *pos)
@@ -228,11 +236,6 @@ retire (struct gr_rebuild *rb, struct lane *ln, uint64_t *pos)
       *pos = ln->s0 + ln->ns;
   }
   pthread_mutex_unlock (&rb->pl);
-  if (ok) {
-    pthread_mutex_lock (&rb->lock);
-    rb->pos = *pos;
-    pthread_mutex_unlock (&rb->lock);
-  }
   return ok;
 }
 
