@@ -565,9 +565,10 @@ plan_encode (void *arg, bool gpu, uint8_t *const *blocks, size_t nstripes,
 
 static int
 plan_reconstruct (void *arg, bool gpu, const int *erased, int nerased,
-                  uint8_t *const *blocks, size_t len)
+                  uint8_t *const *blocks, size_t nstripes, size_t len)
 {
-  return gr_coding_reconstruct (arg, gpu, erased, nerased, blocks, len);
+  return gr_coding_reconstruct_n (arg, gpu, erased, nerased, blocks,
+                                  nstripes, len);
 }
 
 static int

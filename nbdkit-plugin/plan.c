@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "plan-internal.h"
 
 /* Parity of full-stripe writes is encoded in batches of this much. */
 #define FULL_BATCH_PARITY (32u << 20)
@@ -97,65 +98,6 @@ piece_init (struct piece *pc, const struct gr_geom *g, uint32_t lm,
 
 /* --- building plans ------------------------------------------------------ */
 
-static struct gr_loc
-loc (enum gr_space space, size_t off)
-{
-  return (struct gr_loc) { .space = space, .off = off };
-}
-
-static void
-add_io (struct gr_io *v, size_t *nv, enum gr_io_kind kind, int member,
-        uint64_t off, uint64_t len, struct gr_loc buf)
-{
-  v[(*nv)++] = (struct gr_io) { .kind = kind, .member = member, .off = off,
-                                .len = len, .buf = buf };
-}
-
-static void
-add_read (struct gr_plan *p, int member, uint64_t off, uint64_t len,
-          struct gr_loc dst)
-{
-  add_io (p->read, &p->nread, GR_IO_READ, member, off, len, dst);
-}
-
-static void
-add_write (struct gr_plan *p, int member, uint64_t off, uint64_t len,
-           struct gr_loc src)
-{
-  add_io (p->write, &p->nwrite, GR_IO_WRITE, member, off, len, src);
-}
-
-static void
-add_move (struct gr_plan *p, enum gr_step_kind kind, struct gr_loc dst,
-          struct gr_loc src, size_t len)
-{
-  if (len > 0)
-    p->step[p->nstep++] = (struct gr_step) { .kind = kind, .dst = dst,
-                                             .src = src, .len = len };
-}
-
-static void
-add_coding (struct gr_plan *p, enum gr_step_kind kind, size_t nstripes,
-            size_t len, int index, bool gpu)
-{
-  p->step[p->nstep++] = (struct gr_step) { .kind = kind, .blk0 = 0,
-                                           .nstripes = nstripes, .len = len,
-                                           .index = index, .gpu = gpu };
-}
-
-/* Is code index i of stripe s on a failed member? */
-static bool
-lost (const struct gr_plan_ctx *c, uint64_t s, int i)
-{
-  return c->failed[gr_map_member (c->g, s, i)];
-}
-
-static uint64_t
-moff (const struct gr_plan_ctx *c, uint64_t s, uint32_t chunk_off)
-{
-  return gr_map_member_offset (c->g, s, chunk_off);
-}
-
 static void
 start (struct gr_plan *p, enum gr_plan_kind kind, enum gr_lock_mode lock,
        const struct gr_span *sp)
@@ -191,17 +133,16 @@ read_and_reconstruct (const struct gr_plan_ctx *c, struct gr_plan *p,
 {
   int k = c->g->k, n = k + c->g->m, i;
   bool lst[GR_MAX_MEMBERS];
-  int surv[GR_MAX_MEMBERS];
+  int surv[GR_MAX_MEMBERS], er[GR_MAX_MEMBERS], ne;
 
   for (i = 0; i < n; i++)
     lst[i] = lost (c, s, i);
   /* At most m lost (checked by the caller): never -EIO here. */
-  p->nerased = gr_reconstruct_choose (k, c->g->m, lst, want, p->erased,
-                                      surv);
+  ne = gr_reconstruct_choose (k, c->g->m, lst, want, er, surv);
   for (i = 0; i < k; i++)
     add_read (p, gr_map_member (c->g, s, surv[i]), moff (c, s, lo), L,
               p->blk[surv[i]]);
-  add_coding (p, GR_STEP_RECONSTRUCT, 1, L, 0, gpu);
+  add_reconstruct (p, 0, 1, L, er, ne, gpu);
 }
 
 /* Are the chunks of sp that it touches all on live members? */
@@ -619,8 +560,7 @@ gr_plan_next (const struct gr_plan_ctx *c0, enum gr_req req, uint64_t offset,
   p->journal = false;
   p->lo = p->hi = 0;
   p->scratch_len = 0;
-  p->nread = p->nstep = p->nwrite = p->nblk = 0;
-  p->nerased = 0;
+  plan_reset (p);
 
   /* A member being rebuilt is live below its front: a plan that starts
    * there stops at the front, one that starts above it treats the member

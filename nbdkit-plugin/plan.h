@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - the planner: what a request does to the members (pure).
+/* gpuraid - the planner: what a request or a job's batch does to the
+ * members (pure).
  *
- * Deciding apart from doing, like md's raid5.c: for a range of a request
- * and a snapshot of which members have failed, gr_plan_next returns a
- * plan for the first part of the range, a value that lists
+ * Deciding apart from doing, like md's raid5.c (analyse_stripe decides,
+ * handle_stripe does, for requests, resync, check and rebuild alike):
+ * for a range of a request and a snapshot of which members have failed,
+ * gr_plan_next returns a plan for the first part of the range; for a
+ * batch of stripes of a background job, gr_plan_rebuild,
+ * gr_plan_check and gr_plan_replay (and gr_plan_next with
+ * GR_REQ_RESYNC) return one for the batch.  A plan is a value that lists
  *   - the member reads (member, offset, length, destination),
  *   - the steps on the plan's buffers: moves (zero, copy, XOR) and coding
  *     operations (encode, parity update of data chunk i, reconstruct of a
@@ -29,7 +34,11 @@
 #include "gf/gf.h"
 #include "raidmap/raidmap.h"
 
-enum gr_space { GR_SPACE_REQ, GR_SPACE_SCRATCH, GR_SPACE_ZERO };
+enum gr_space {
+  GR_SPACE_REQ, GR_SPACE_SCRATCH, GR_SPACE_ZERO,
+  GR_SPACE_NONE,                /* a block that is not there (a lost
+                                 * chunk a check passes over) */
+};
 
 struct gr_loc {
   enum gr_space space;
@@ -42,6 +51,11 @@ enum gr_io_kind {
   GR_IO_WRITE_CHANGED,          /* write only if it differs from cmp */
   GR_IO_PUNCH,                  /* fallocate punch-hole (no buffer) */
   GR_IO_ZERO_RANGE,             /* fallocate zero-range (no buffer) */
+  GR_IO_WRITE_LOCATED,          /* a check's repair: written only if the
+                                 * check located one corrupt chunk in
+                                 * stripe slot `slot` of the plan, to
+                                 * that chunk's member (member is -1 in
+                                 * the plan) */
 };
 
 /* One member access. */
@@ -52,6 +66,8 @@ struct gr_io {
   uint64_t len;
   struct gr_loc buf;            /* read: destination; write: source */
   struct gr_loc cmp;            /* GR_IO_WRITE_CHANGED: the bytes read */
+  uint32_t slot;                /* GR_IO_WRITE_LOCATED: the stripe, from
+                                 * the plan's s0 */
 };
 
 /* The coding operations, as the router (coding.h) weighs them. */
@@ -64,20 +80,53 @@ enum gr_step_kind {
   GR_STEP_ENCODE,               /* parity of nstripes stripes */
   GR_STEP_UPDATE,               /* parity ^= G[.][index] * delta */
   GR_STEP_RECONSTRUCT,          /* rebuild the erased blocks */
+  GR_STEP_VERIFY,               /* a check's verdicts (below) */
 };
 
 /* Coding steps work on blocks of len bytes: plan->blk[blk0 ...], n per
  * stripe (code index order) for ENCODE and RECONSTRUCT (which rebuilds
- * plan->erased); for UPDATE the delta is blk[blk0 + index], the parity
- * blk[blk0 + k ...] and m blocks of scratch for the GPU's partial results
- * blk[blk0 + n ...]. */
+ * the erasure set plan->er[er0 .. er0 + ner), the same for each of its
+ * nstripes stripes); for UPDATE the delta is blk[blk0 + index], the
+ * parity blk[blk0 + k ...] and m blocks of scratch for the GPU's partial
+ * results blk[blk0 + n ...].
+ *
+ * VERIFY gives each of the plan's nstripes stripes a verdict
+ * (plan->verdict[slot]): stripe slot t's chunks as read are blk[blk0 +
+ * t * n ...] (GR_SPACE_NONE where lost), the same chunks computed again
+ * from the others by the coding steps before it are blk[cmp0 + t * n
+ * ...] (GR_SPACE_NONE where not computed); the stripe is consistent when
+ * every computed chunk equals the one read.  When not, and at least two
+ * live chunks of redundancy are left, each live chunk in turn is taken
+ * as erased: if exactly one choice makes the rest consistent, that chunk
+ * is the corrupt one (located), and its bytes rebuilt from the others
+ * are left in blk[fix0 + t]; it never guesses.  tmp0: n blocks of
+ * scratch it works in. */
 struct gr_step {
   enum gr_step_kind kind;
   struct gr_loc dst, src;       /* moves */
   size_t len;                   /* moves: bytes; coding: block length */
   size_t blk0, nstripes;        /* coding */
+  size_t er0;                   /* RECONSTRUCT: its erasure set */
+  int ner;
+  size_t cmp0, fix0, tmp0;      /* VERIFY */
   int index;                    /* UPDATE: the data chunk */
   bool gpu;                     /* coding: the route chosen (coding.h) */
+};
+
+/* What VERIFY found in a stripe. */
+enum gr_verdict_kind {
+  GR_VERDICT_CONSISTENT,
+  GR_VERDICT_LOCATED,           /* one corrupt chunk: index */
+  GR_VERDICT_UNLOCATED,         /* not consistent, and no single chunk
+                                 * explains it */
+  GR_VERDICT_UNDECIDABLE,       /* not consistent, one chunk of
+                                 * redundancy left: which chunk is wrong
+                                 * cannot be told */
+  GR_VERDICT_SKIPPED,           /* not checked (the plan did nothing) */
+};
+struct gr_verdict {
+  enum gr_verdict_kind kind;
+  int index;                    /* LOCATED: the chunk's code index */
 };
 
 enum gr_plan_kind {
@@ -92,6 +141,15 @@ enum gr_plan_kind {
   GR_PLAN_SKIP,                 /* nothing to do (trim of part of a stripe) */
   GR_PLAN_RESYNC,               /* whole stripes: recompute the parity,
                                  * rewrite what differs */
+  GR_PLAN_REBUILD,              /* a rebuild's batch: k survivors of each
+                                 * stripe, the replacements' chunks
+                                 * reconstructed and written */
+  GR_PLAN_CHECK,                /* a scrub's batch: every live chunk
+                                 * read, verdicts; with repair, a located
+                                 * chunk rewritten */
+  GR_PLAN_REPLAY,               /* a journal entry: parity recomputed
+                                 * from the live data and the journaled
+                                 * chunks, written */
   GR_PLAN_REFUSE,               /* more than m members lost: EIO */
 };
 
@@ -122,9 +180,18 @@ struct gr_plan {
   struct gr_loc *blk;
   size_t nblk;
   uint8_t **ptr;                /* gr_steps_run: blk resolved */
-  int nerased;                  /* RECONSTRUCT's erased set, ascending */
-  int erased[GR_MAX_MEMBERS];
-  size_t cap_io, cap_step, cap_blk;
+  int *er;                      /* RECONSTRUCT steps' erasure sets */
+  size_t ner;
+  /* REBUILD: the members whose rebuild front the plan moves to member
+   * byte rb_end once written (its writes to them are done only once the
+   * front may move there: exec.h). */
+  bool rb_adv[GR_MAX_MEMBERS];
+  uint64_t rb_end;
+  struct gr_verdict *verdict;   /* CHECK: one a stripe (VERIFY's) */
+  int *wer, *wner;              /* the planner's work arrays (batch
+                                 * plans: cap_stripes * m and
+                                 * cap_stripes entries) */
+  size_t cap_io, cap_step, cap_blk, cap_er, cap_stripes;
 };
 
 /* What a request asks for. */
@@ -163,6 +230,57 @@ struct gr_plan_ctx {
 };
 
 /* gr_plan_new and gr_plan_free: steps.h (the plan's arrays). */
+
+/* A job's batch of stripes can be planned whole (its plan's arrays were
+ * sized for it: steps.h gr_plan_new_batch). */
+bool gr_plan_fits (const struct gr_plan *p, const struct gr_geom *g,
+                   uint64_t nstripes);
+
+/* A batch of stripes [s0, s0 + ns) with nothing to do (a job passes
+ * over it). */
+enum gr_plan_kind gr_plan_skip (const struct gr_plan_ctx *c, uint64_t s0,
+                                uint64_t ns, struct gr_plan *p);
+
+/* A rebuild's batch: the members in want[] (being rebuilt: c->failed
+ * says lost, c->rb_front their fronts, or NULL for 0) rebuilt on stripes
+ * [s0, s0 + ns) where their front is not past the stripe, each stripe's
+ * chunks reconstructed from its first k live chunks (a member being
+ * rebuilt is no survivor), one coding step per erasure pattern; blocks
+ * in scratch (ns * (k + m) chunks).  The members written get rb_adv and
+ * rb_end.  GR_PLAN_SKIP if no stripe needs it, GR_PLAN_REFUSE if a
+ * stripe has fewer than k live chunks. */
+enum gr_plan_kind gr_plan_rebuild (const struct gr_plan_ctx *c,
+                                   const bool *want, uint64_t s0,
+                                   uint64_t ns, struct gr_plan *p);
+
+/* A scrub's batch, stripes [s0, s0 + ns): every live chunk read, the
+ * chunks that redundancy determines computed again (on a healthy array
+ * the parity, in one encode; degraded, the live chunks beyond the first
+ * k, one reconstruct per erasure pattern) and VERIFY's verdicts; with
+ * repair a GR_IO_WRITE_LOCATED write per stripe.  GR_PLAN_REFUSE if no
+ * live chunk of redundancy is left (m or more members lost). */
+enum gr_plan_kind gr_plan_check (const struct gr_plan_ctx *c, bool repair,
+                                 uint64_t s0, uint64_t ns,
+                                 struct gr_plan *p);
+
+/* A journal entry (journal.h) to replay: the stripe, its coding range
+ * and its journaled data chunks (code index index[x]'s bytes [lo, hi) at
+ * request offset x * (hi - lo)). */
+struct gr_replay_entry {
+  uint64_t stripe;
+  uint32_t lo, hi;
+  int nlost;
+  int index[GR_MAX_MEMBERS];
+};
+/* Its plan: the live data chunks not journaled read over [lo, hi), the
+ * parity encoded from them and the journaled ones (from the request
+ * buffer), written to every live parity chunk, and a journaled chunk
+ * written where its member is live again (below a rebuild's front).
+ * Live: not failed, or below its rb_front.  GR_PLAN_REFUSE if a data
+ * chunk that was not journaled is not live. */
+enum gr_plan_kind gr_plan_replay (const struct gr_plan_ctx *c,
+                                  const struct gr_replay_entry *e,
+                                  struct gr_plan *p);
 
 /* Plan the first part of [offset, offset + len) (inside the array, len
  * >= 1; for GR_REQ_RESYNC whole stripes) and return its kind; the plan

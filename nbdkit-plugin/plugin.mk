@@ -8,7 +8,7 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # serves gpuraidctl; config, calibrate, gpudev, fakegpu, log, uring beside.
 # members do their I/O through disk (local files; remote: NBD exports).
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
-              assemble.o resync.o journal.o bitmap.o io.o extents.o plan.o exec.o \
+              assemble.o resync.o journal.o bitmap.o io.o extents.o plan.o plan-jobs.o exec.o \
               members.o replacing.o disk.o remote.o fullio.o control.o \
               status.o pace.o rebuild.o scrub.o heal.o \
               coding.o scratch.o \
@@ -53,6 +53,7 @@ nbdkit-plugin/test-superblock: nbdkit-plugin/test-superblock.o \
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lisal
 
 nbdkit-plugin/test-plan: nbdkit-plugin/test-plan.o nbdkit-plugin/plan.o \
+                         nbdkit-plugin/plan-jobs.o \
                          nbdkit-plugin/steps.o \
                          raidmap/libgrmap.a $(LIBGF)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - running a plan's steps in memory.  See steps.h. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +23,104 @@ gr_steps_xor (uint8_t *d, const uint8_t *s, size_t len)
     d[x] ^= s[x];
 }
 
+/* --- VERIFY --------------------------------------------------------------- */
+
+/* Is stripe rd (n chunks as read, NULL where lost; excl >= 0: taken as
+ * erased too) one codeword?  Its chunks beyond the first k available are
+ * rebuilt from those into tmp and compared, so the excluded chunk's
+ * rebuilt bytes are left in tmp[excl].  -1 when it cannot be checked (a
+ * coding error: errno set, or no redundancy: errno 0), else 0 or 1. */
+static int
+codeword (const struct gr_geom *g, const struct gr_step *st,
+          uint8_t *const *rd, uint8_t *const *tmp, int excl,
+          const struct gr_plan_coder *cd)
+{
+  const int k = g->k, n = k + g->m;
+  bool gone[GR_MAX_MEMBERS], surv[GR_MAX_MEMBERS] = { false };
+  int er[GR_MAX_MEMBERS], sv[GR_MAX_MEMBERS], ner = 0, ncheck = 0, c;
+  uint8_t *t[GR_MAX_MEMBERS];
+
+  for (c = 0; c < n; c++)
+    gone[c] = rd[c] == NULL || c == excl;
+  if (gr_reconstruct_choose (k, g->m, gone, NULL, er, sv) < 0) {
+    errno = 0;
+    return -1;
+  }
+  for (c = 0; c < k; c++)
+    surv[sv[c]] = true;
+  for (c = 0; c < n; c++) {
+    t[c] = surv[c] ? rd[c] : tmp[c];
+    if (!surv[c])
+      er[ner++] = c;
+    if (!surv[c] && !gone[c])
+      ncheck++;
+  }
+  if (ncheck == 0) {
+    errno = 0;
+    return -1;
+  }
+  if (cd->reconstruct (cd->arg, st->gpu, er, ner, t, 1, st->len) == -1)
+    return -1;
+  for (c = 0; c < n; c++)
+    if (!surv[c] && !gone[c] && memcmp (t[c], rd[c], st->len) != 0)
+      return 0;
+  return 1;
+}
+
+/* The verdicts of VERIFY step st (plan.h). */
+static int
+verify (struct gr_plan *p, const struct gr_step *st, const struct gr_geom *g,
+        const struct gr_plan_coder *cd)
+{
+  const int n = g->k + g->m;
+  uint8_t *const *tmp = p->ptr + st->tmp0;
+
+  for (size_t t = 0; t < st->nstripes; t++) {
+    uint8_t *const *rd = p->ptr + st->blk0 + t * n;
+    uint8_t *const *cp = p->ptr + st->cmp0 + t * n;
+    struct gr_verdict *v = &p->verdict[t];
+    int nlost = 0, c, q;
+
+    *v = (struct gr_verdict) { .kind = GR_VERDICT_CONSISTENT, .index = -1 };
+    for (c = 0; c < n; c++) {
+      nlost += rd[c] == NULL;
+      if (rd[c] && cp[c] && memcmp (rd[c], cp[c], st->len) != 0)
+        v->kind = GR_VERDICT_UNLOCATED;
+    }
+    if (v->kind == GR_VERDICT_CONSISTENT)
+      continue;
+    /* Each live chunk in turn taken as erased: exactly one choice that
+     * makes the rest consistent names the corrupt chunk.  Two live
+     * chunks of redundancy are needed for that. */
+    if (g->m - nlost < 2) {
+      v->kind = GR_VERDICT_UNDECIDABLE;
+      continue;
+    }
+    for (c = 0; c < n; c++) {
+      if (rd[c] == NULL)
+        continue;
+      q = codeword (g, st, rd, tmp, c, cd);
+      if (q == -1 && errno != 0)
+        return -1;
+      if (q != 1)
+        continue;
+      if (v->kind == GR_VERDICT_LOCATED) {
+        v->kind = GR_VERDICT_UNLOCATED;
+        break;
+      }
+      v->kind = GR_VERDICT_LOCATED;
+      v->index = c;
+      memcpy (p->ptr[st->fix0 + t], tmp[c], st->len);
+    }
+    if (v->kind != GR_VERDICT_LOCATED)
+      v->index = -1;
+  }
+  return 0;
+}
+
 int
 gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
-                   const struct gr_bufs *b, const struct gr_plan_coder *cd)
+              const struct gr_bufs *b, const struct gr_plan_coder *cd)
 {
   int k = g->k, n = k + g->m;
   size_t i;
@@ -50,8 +146,11 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
       r = cd->encode (cd->arg, st->gpu, bp, st->nstripes, st->len);
       break;
     case GR_STEP_RECONSTRUCT:
-      r = cd->reconstruct (cd->arg, st->gpu, p->erased, p->nerased, bp,
-                           st->len);
+      r = cd->reconstruct (cd->arg, st->gpu, p->er + st->er0, st->ner, bp,
+                           st->nstripes, st->len);
+      break;
+    case GR_STEP_VERIFY:
+      r = verify (p, st, g, cd);
       break;
     case GR_STEP_UPDATE:
       r = cd->update (cd->arg, st->gpu, st->index, bp[st->index], bp + k,
@@ -66,30 +165,60 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
 
 /* --- the plan's arrays --------------------------------------------------- */
 
-struct gr_plan *
-gr_plan_new (const struct gr_geom *g)
+static struct gr_plan *
+plan_alloc (const struct gr_geom *g, uint64_t max_stripes)
 {
   struct gr_plan *p = calloc (1, sizeof *p);
-  size_t n = (size_t) g->k + g->m;
+  const size_t n = (size_t) g->k + g->m, ns = max_stripes;
 
   if (p == NULL)
     return NULL;
   /* Per thread, and nbdkit may run hundreds: a 32 MiB read of 64K chunks
-   * fits one plan, larger counts take several. */
+   * fits one plan, larger counts take several.  A job's batch plan has
+   * room for its whole batch (plan-jobs.c: gr_plan_fits). */
   p->cap_io = 512 + 2 * n;
   p->cap_blk = 512 + 2 * n;
   p->cap_step = 4 * n + 8;
+  p->cap_er = GR_MAX_MEMBERS;
+  p->cap_stripes = ns;
+  if (ns > 0) {
+    if (p->cap_io < ns * n + n)
+      p->cap_io = ns * n + n;
+    if (p->cap_blk < ns * (3 * n + 1) + n)
+      p->cap_blk = ns * (3 * n + 1) + n;
+    if (p->cap_step < ns + 4)
+      p->cap_step = ns + 4;
+    if (p->cap_er < ns * g->m)
+      p->cap_er = ns * g->m;
+    p->verdict = malloc (ns * sizeof *p->verdict);
+    p->wer = malloc (ns * g->m * sizeof *p->wer);
+    p->wner = malloc (ns * sizeof *p->wner);
+    if (p->verdict == NULL || p->wer == NULL || p->wner == NULL)
+      goto nomem;
+  }
   p->read = malloc (p->cap_io * sizeof *p->read);
   p->write = malloc (p->cap_io * sizeof *p->write);
   p->blk = malloc (p->cap_blk * sizeof *p->blk);
   p->step = malloc (p->cap_step * sizeof *p->step);
   p->ptr = malloc (p->cap_blk * sizeof *p->ptr);
-  if (p->read == NULL || p->write == NULL || p->blk == NULL ||
-      p->step == NULL || p->ptr == NULL) {
-    gr_plan_free (p);
-    return NULL;
-  }
-  return p;
+  p->er = malloc (p->cap_er * sizeof *p->er);
+  if (p->read && p->write && p->blk && p->step && p->ptr && p->er)
+    return p;
+ nomem:
+  gr_plan_free (p);
+  return NULL;
+}
+
+struct gr_plan *
+gr_plan_new (const struct gr_geom *g)
+{
+  return plan_alloc (g, 0);
+}
+
+struct gr_plan *
+gr_plan_new_batch (const struct gr_geom *g, uint64_t max_stripes)
+{
+  return plan_alloc (g, max_stripes < 1 ? 1 : max_stripes);
 }
 
 void
@@ -101,6 +230,10 @@ gr_plan_free (struct gr_plan *p)
     free (p->blk);
     free (p->step);
     free (p->ptr);
+    free (p->er);
+    free (p->verdict);
+    free (p->wer);
+    free (p->wner);
     free (p);
   }
 }

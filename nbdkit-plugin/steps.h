@@ -18,6 +18,10 @@
 /* A plan with room for geometry g (its arrays, used here); NULL if out
  * of memory. */
 struct gr_plan *gr_plan_new (const struct gr_geom *g);
+/* A plan with room for a job's batch of up to max_stripes stripes as
+ * well (plan.h: gr_plan_fits); NULL if out of memory. */
+struct gr_plan *gr_plan_new_batch (const struct gr_geom *g,
+                                   uint64_t max_stripes);
 void gr_plan_free (struct gr_plan *p);
 
 /* The buffers of a plan being run: the request's (at the plan's first
@@ -34,6 +38,8 @@ gr_steps_at (const struct gr_bufs *b, struct gr_loc l)
 {
   if (l.space == GR_SPACE_ZERO)
     return (uint8_t *) b->zero;         /* any offset: zeros */
+  if (l.space == GR_SPACE_NONE)
+    return NULL;
   return (l.space == GR_SPACE_REQ ? b->req : b->scratch) + l.off;
 }
 
@@ -42,7 +48,7 @@ struct gr_plan_coder {
   int (*encode) (void *arg, bool gpu, uint8_t *const *blocks,
                  size_t nstripes, size_t len);
   int (*reconstruct) (void *arg, bool gpu, const int *erased, int nerased,
-                      uint8_t *const *blocks, size_t len);
+                      uint8_t *const *blocks, size_t nstripes, size_t len);
   int (*update) (void *arg, bool gpu, int index, const uint8_t *delta,
                  uint8_t *const *parity, uint8_t *const *pdelta,
                  size_t len);
@@ -53,7 +59,8 @@ struct gr_plan_coder {
 void gr_steps_xor (uint8_t *d, const uint8_t *s, size_t len);
 
 /* Run p's steps in order on the buffers b (after its reads, before its
- * writes).  0, or -1 with errno set by a failed coding operation. */
+ * writes); VERIFY's verdicts into p->verdict.  0, or -1 with errno set
+ * by a failed coding operation. */
 int gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
                   const struct gr_bufs *b, const struct gr_plan_coder *cd);
 

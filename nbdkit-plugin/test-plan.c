@@ -15,7 +15,16 @@
  *   - reads return the reference image, healthy and degraded, after
  *     writes, zeros and trims made healthy and degraded; the live members
  *     always hold one consistent codeword per stripe; a resync repairs
- *     corrupted parity.
+ *     corrupted parity;
+ *   - the jobs' batches: a rebuild of every subset of every failed set
+ *     (beyond 5 members: each member and all; random fronts) leaves each replacement the reference chunks from
+ *     its front on and nothing else written, reading k chunks a stripe;
+ *     a check (scrub) finds every stripe consistent but one with one
+ *     corrupt chunk (located, or undecidable with one chunk of
+ *     redundancy left) or two (not located), and its repair writes only
+ *     the located chunk, right; a journal replay of a torn write makes
+ *     the stripe the new data's codeword (refused when a lost chunk was
+ *     not journaled).
  * The GPU route is chosen at random per plan, so that both placements of
  * the blocks (in the request or all in scratch) run. */
 #undef NDEBUG
@@ -44,12 +53,17 @@ struct sim {
   uint64_t size;
   uint8_t *zero;
   struct gr_plan *plan;
+  struct gr_plan *batch;          /* a job's batch plan */
   uint64_t nplans[GR_PLAN_REFUSE + 1];
+  bool live_failed[GR_MAX_MEMBERS];     /* failed, but may be accessed
+                                         * (a replacement) */
+  bool written[GR_MAX_MEMBERS];
 };
 
 static const char *const kind_names[] = {
   "read", "read-degraded", "write-full", "write-rcw", "write-rmw",
-  "write-degraded", "fallocate", "skip", "resync", "refuse",
+  "write-degraded", "fallocate", "skip", "resync", "rebuild", "check",
+  "replay", "refuse",
 };
 
 /* --- the plan's coding calls, on the ref coder ---------------------------- */
@@ -67,10 +81,10 @@ sim_encode (void *arg, bool gpu, uint8_t *const *blocks, size_t nstripes,
 
 static int
 sim_reconstruct (void *arg, bool gpu, const int *erased, int nerased,
-                 uint8_t *const *blocks, size_t len)
+                 uint8_t *const *blocks, size_t nstripes, size_t len)
 {
   struct sim *s = arg;
-  int r = gr_reconstruct (s->coder, erased, nerased, blocks, 1, len);
+  int r = gr_reconstruct (s->coder, erased, nerased, blocks, nstripes, len);
 
   CHECK (r == 0, "reconstruct: %d", r);
   return r == 0 ? 0 : -1;
@@ -198,12 +212,13 @@ sim_io (struct sim *s, const struct gr_plan *p, const struct gr_io *io,
   uint8_t *mp;
 
   CHECK (io->member >= 0 && io->member < s->n, "member %d", io->member);
-  CHECK (!s->failed[io->member], "%s: %s of failed member %d",
-         kind_names[p->kind], is_read ? "read" : "write", io->member);
+  CHECK (!s->failed[io->member] || s->live_failed[io->member],
+         "%s: %s of failed member %d", kind_names[p->kind],
+         is_read ? "read" : "write", io->member);
   CHECK (io->off >= DATA_OFFSET && io->off + io->len <= s->mem_size,
          "member access [%" PRIu64 ", +%" PRIu64 ") outside the data area",
          io->off, io->len);
-  if (s->failed[io->member])
+  if (s->failed[io->member] && !s->live_failed[io->member])
     return;
   mp = s->mem[io->member] + io->off;
   switch (io->kind) {
@@ -211,7 +226,9 @@ sim_io (struct sim *s, const struct gr_plan *p, const struct gr_io *io,
     memcpy (gr_steps_at (b, io->buf), mp, io->len);
     break;
   case GR_IO_WRITE:
+  case GR_IO_WRITE_LOCATED:     /* resolved by the caller */
     memcpy (mp, gr_steps_at (b, io->buf), io->len);
+    s->written[io->member] = true;
     break;
   case GR_IO_WRITE_CHANGED:
     if (memcmp (gr_steps_at (b, io->buf), gr_steps_at (b, io->cmp), io->len)
@@ -499,6 +516,343 @@ copy_members (struct sim *dst, const struct sim *src)
   memcpy (dst->ref, src->ref, src->size);
 }
 
+/* --- the jobs' batches ------------------------------------------------------ */
+
+/* Run a job's batch plan p on the simulated members as the executor
+ * does: reads, steps, writes (a check's repair to the located chunk's
+ * member, a rebuild's only to members whose front it moves). */
+static void
+sim_batch (struct sim *s, struct gr_plan *p, uint8_t *req)
+{
+  struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s };
+  struct gr_bufs b;
+  uint8_t *scratch = malloc (p->scratch_len + 1);
+  size_t j;
+
+  CHECK (p->nread <= p->cap_io && p->nwrite <= p->cap_io &&
+         p->nblk <= p->cap_blk && p->nstep <= p->cap_step &&
+         p->ner <= p->cap_er, "%s: plan over capacity",
+         kind_names[p->kind]);
+  memset (scratch, 0xa5, p->scratch_len + 1);
+  b = (struct gr_bufs) { .req = req, .scratch = scratch, .zero = s->zero };
+  for (j = 0; j < p->nread; j++)
+    sim_io (s, p, &p->read[j], &b, true);
+  CHECK (gr_steps_run (p, &s->g, &b, &cd) == 0, "steps");
+  for (j = 0; j < p->nwrite; j++) {
+    struct gr_io io = p->write[j];
+
+    if (io.kind == GR_IO_WRITE_LOCATED) {
+      const struct gr_verdict *v = &p->verdict[io.slot];
+
+      CHECK (io.slot < p->nstripes, "located write of slot %u", io.slot);
+      if (v->kind != GR_VERDICT_LOCATED)
+        continue;
+      io.member = gr_map_member (&s->g, p->s0 + io.slot, v->index);
+    }
+    if (p->kind == GR_PLAN_REBUILD)
+      CHECK (p->rb_adv[io.member], "rebuild writes member %d, whose front "
+             "it does not move", io.member);
+    sim_io (s, p, &io, &b, false);
+  }
+  CHECK (scratch[p->scratch_len] == 0xa5, "scratch overrun");
+  free (scratch);
+}
+
+/* The chunk of member mem at stripe st as the reference image makes it
+ * (data, or parity encoded from it by the ref coder) into out. */
+static void
+ref_chunk (struct sim *s, uint64_t st, int mem, uint8_t *out)
+{
+  const int k = s->g.k, n = s->n, i = gr_map_index (&s->g, st, mem);
+  const uint32_t C = s->g.chunk;
+  uint8_t *blk = malloc ((size_t) n * C), *bp[GR_MAX_MEMBERS];
+
+  for (int c = 0; c < n; c++) {
+    bp[c] = blk + (size_t) c * C;
+    if (c < k)
+      memcpy (bp[c], s->ref + (st * k + c) * C, C);
+  }
+  CHECK (gr_encode (s->coder, bp, 1, C) == 0, "encode");
+  memcpy (out, bp[i], C);
+  free (blk);
+}
+
+/* Cut [0, stripes) into random batches; run gen on each. */
+#define EACH_BATCH(s, s0, ns)                                           \
+  for (uint64_t s0 = 0, ns = 1; s0 < (s)->g.stripes; s0 += ns)         \
+    if ((ns = 1 + test_rand () % 5) > (s)->g.stripes - s0 ? (ns = (s)->g.stripes - s0) : ns)
+
+/* Rebuild: the failed members in want (each with a random front, below
+ * which its replacement holds what it holds) rebuilt in random batches:
+ * afterwards each holds the reference chunk at every stripe from its
+ * front on and nothing below it changed; no plan touches a live member
+ * but to read, k of them for each stripe that needs it, or a failed
+ * member not wanted. */
+static void
+check_rebuild (struct sim *s, const bool *want, const char *what)
+{
+  const int n = s->n, k = s->g.k;
+  const uint32_t C = s->g.chunk;
+  uint64_t front[GR_MAX_MEMBERS] = { 0 };
+  struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
+                           .gpu = sim_gpu, .rb_front = front };
+  uint8_t *before[GR_MAX_MEMBERS] = { NULL }, *chunk = malloc (C);
+  int i;
+
+  for (i = 0; i < n; i++) {
+    if (!want[i])
+      continue;
+    front[i] = test_rand () % 3 ? test_rand () % (s->g.stripes + 1) : 0;
+    test_fill (s->mem[i], s->mem_size);
+    before[i] = malloc (s->mem_size);
+    memcpy (before[i], s->mem[i], s->mem_size);
+    s->live_failed[i] = true;
+  }
+  EACH_BATCH (s, s0, ns) {
+    struct gr_plan *p = s->batch;
+    uint64_t reads = 0;
+    bool adv[GR_MAX_MEMBERS] = { false };
+
+    for (uint64_t st = s0; st < s0 + ns; st++)
+      for (i = 0; i < n; i++)
+        if (want[i] && front[i] <= st) {
+          adv[i] = true;
+          reads += k;
+          break;
+        }
+    for (i = 0; i < n; i++)
+      if (want[i] && front[i] < s0 + ns)
+        adv[i] = true;
+    memset (s->written, 0, sizeof s->written);
+    gr_plan_rebuild (&c, want, s0, ns, p);
+    s->nplans[p->kind]++;
+    if (reads == 0) {
+      CHECK (p->kind == GR_PLAN_SKIP, "%s: batch %" PRIu64 "+%" PRIu64
+             " below every front is %s", what, s0, ns, kind_names[p->kind]);
+      continue;
+    }
+    CHECK (p->kind == GR_PLAN_REBUILD, "%s: rebuild plan %s", what,
+           kind_names[p->kind]);
+    if (p->kind != GR_PLAN_REBUILD)
+      break;
+    CHECK (p->nread == reads, "%s: rebuild of %" PRIu64 "+%" PRIu64
+           " reads %zu chunks, want %" PRIu64, what, s0, ns, p->nread,
+           reads);
+    CHECK (p->rb_end == gr_map_member_offset (&s->g, s0 + ns, 0),
+           "%s: rebuild front end", what);
+    for (i = 0; i < n; i++)
+      CHECK (p->rb_adv[i] == adv[i], "%s: member %d's front %s", what, i,
+             adv[i] ? "not moved" : "moved");
+    sim_batch (s, p, NULL);
+    for (i = 0; i < n; i++)
+      CHECK (!s->written[i] || want[i], "%s: rebuild wrote member %d",
+             what, i);
+  }
+  for (i = 0; i < n && test_failures == 0; i++) {
+    if (!want[i])
+      continue;
+    for (uint64_t st = 0; st < s->g.stripes; st++) {
+      const uint64_t off = gr_map_member_offset (&s->g, st, 0);
+
+      if (st < front[i])
+        CHECK (memcmp (s->mem[i] + off, before[i] + off, C) == 0,
+               "%s: member %d written below its front at stripe %" PRIu64,
+               what, i, st);
+      else {
+        ref_chunk (s, st, i, chunk);
+        CHECK (memcmp (s->mem[i] + off, chunk, C) == 0, "%s: member %d's "
+               "chunk of stripe %" PRIu64 " not rebuilt", what, i, st);
+      }
+    }
+  }
+  for (i = 0; i < n; i++) {
+    s->live_failed[i] = false;
+    free (before[i]);
+  }
+  free (chunk);
+}
+
+/* Check (scrub): in random batches, with 0, 1 or 2 chunks of a random
+ * stripe corrupted on live members: every other stripe consistent, the
+ * corrupted one located (one chunk, two live chunks of redundancy or
+ * more), undecidable (one), or not located (two chunks); with repair
+ * only a located chunk is written, and then it is right again. */
+static void
+check_check (struct sim *s, const char *what)
+{
+  const int n = s->n, m = s->g.m;
+  const uint32_t C = s->g.chunk;
+  struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
+                           .gpu = sim_gpu };
+  int nfailed = 0, live[GR_MAX_MEMBERS], nlive = 0, i;
+  uint8_t *chunk = malloc (C);
+
+  for (i = 0; i < n; i++) {
+    nfailed += s->failed[i];
+    if (!s->failed[i])
+      live[nlive++] = i;
+  }
+  for (int round = 0; round <= 2 && test_failures == 0; round++) {
+    int ncorrupt = round;
+    const bool repair = test_rand () & 1;
+    const uint64_t bad = test_rand () % s->g.stripes;
+    int badm[2] = { -1, -1 };
+
+    for (int x = 0; x < ncorrupt && x < nlive; x++) {
+      do
+        badm[x] = live[test_rand () % nlive];
+      while (x == 1 && badm[1] == badm[0] && nlive > 1);
+      s->mem[badm[x]][gr_map_member_offset (&s->g, bad, 0) +
+                      test_rand () % C] ^= (uint8_t) (1 + test_rand () % 255);
+    }
+    if (ncorrupt == 2 && (badm[1] < 0 || badm[0] == badm[1]))
+      ncorrupt = 1;             /* one member (one live, or twice) */
+    if (nlive == 0)
+      ncorrupt = 0;
+    EACH_BATCH (s, s0, ns) {
+      struct gr_plan *p = s->batch;
+
+      memset (s->written, 0, sizeof s->written);
+      gr_plan_check (&c, repair, s0, ns, p);
+      s->nplans[p->kind]++;
+      CHECK ((p->kind == GR_PLAN_REFUSE) == (nfailed >= m), "%s: check "
+             "with %d of %d lost is %s", what, nfailed, m,
+             kind_names[p->kind]);
+      if (p->kind != GR_PLAN_CHECK)
+        break;
+      CHECK (p->lock == (repair ? GR_LOCK_EXCL : GR_LOCK_SHARED),
+             "%s: check's lock", what);
+      CHECK (io_bytes (p->read, p->nread) == (uint64_t) nlive * ns * C,
+             "%s: check reads %" PRIu64 " bytes", what,
+             io_bytes (p->read, p->nread));
+      sim_batch (s, p, NULL);
+      for (uint64_t t = 0; t < ns; t++) {
+        const struct gr_verdict *v = &p->verdict[t];
+        enum gr_verdict_kind want = GR_VERDICT_CONSISTENT;
+
+        if (s0 + t == bad && ncorrupt > 0)
+          want = m - nfailed < 2 ? GR_VERDICT_UNDECIDABLE
+            : ncorrupt == 1 ? GR_VERDICT_LOCATED : GR_VERDICT_UNLOCATED;
+        CHECK (v->kind == want, "%s: stripe %" PRIu64 " (%d corrupt): "
+               "verdict %d, want %d", what, s0 + t,
+               s0 + t == bad ? ncorrupt : 0, v->kind, want);
+        if (want == GR_VERDICT_LOCATED)
+          CHECK (v->index == gr_map_index (&s->g, bad, badm[0]), "%s: "
+                 "located chunk %d, corrupt %d", what, v->index,
+                 gr_map_index (&s->g, bad, badm[0]));
+      }
+      for (i = 0; i < n; i++)
+        CHECK (!s->written[i] || (repair && ncorrupt == 1 &&
+                                  m - nfailed >= 2 && i == badm[0] &&
+                                  bad >= s0 && bad < s0 + ns),
+               "%s: check wrote member %d", what, i);
+    }
+    /* Put the stripe right for the next round (repaired, or not). */
+    for (int x = 0; x < ncorrupt; x++) {
+      const uint64_t off = gr_map_member_offset (&s->g, bad, 0);
+
+      ref_chunk (s, bad, badm[x], chunk);
+      if (repair && ncorrupt == 1 && m - nfailed >= 2)
+        CHECK (memcmp (s->mem[badm[x]] + off, chunk, C) == 0,
+               "%s: chunk not repaired", what);
+      memcpy (s->mem[badm[x]] + off, chunk, C);
+    }
+  }
+  free (chunk);
+}
+
+/* Journal replay: a write of new data into [lo, hi) of a random stripe,
+ * torn (each live data chunk written or not, parity stale), its lost
+ * data chunks journaled; the replay makes the stripe the new data's
+ * codeword on every live member, and a lost chunk whose member is live
+ * again (below a front) is written.  Refused when a lost data chunk was
+ * not journaled. */
+static void
+check_replay (struct sim *s, const char *what)
+{
+  const int k = s->g.k, n = s->n;
+  const uint32_t C = s->g.chunk;
+  uint64_t front[GR_MAX_MEMBERS] = { 0 };
+  struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
+                           .gpu = sim_gpu, .rb_front = front };
+  struct gr_replay_entry e;
+  const uint64_t st = test_rand () % s->g.stripes;
+  uint32_t lo = (uint32_t) (test_rand () % C), hi;
+  uint8_t *payload = malloc ((size_t) k * C), *chunk = malloc (C);
+  int i, dropped = -1;
+
+  lo -= lo % s->lm;
+  hi = lo + s->lm * (uint32_t) (1 + test_rand () % ((C - lo) / s->lm));
+  e = (struct gr_replay_entry) { .stripe = st, .lo = lo, .hi = hi };
+  /* Some failed members are live again at st (rebuilt below a front),
+   * holding the stripe's old chunk. */
+  for (i = 0; i < n; i++)
+    if (s->failed[i] && test_rand () % 2) {
+      front[i] = st + 1;
+      s->live_failed[i] = true;
+      ref_chunk (s, st, i, chunk);
+      memcpy (s->mem[i] + gr_map_member_offset (&s->g, st, 0), chunk, C);
+    }
+  for (i = 0; i < k; i++) {
+    const int mem = gr_map_member (&s->g, st, i);
+    uint8_t *d = s->ref + (st * k + i) * C + lo;
+
+    /* New data where it is journaled (a failed member: lost when it was
+     * written, and perhaps written to its replacement too) or reached a
+     * live member. */
+    if (s->failed[mem]) {
+      test_fill (d, hi - lo);
+      memcpy (payload + (size_t) e.nlost * (hi - lo), d, hi - lo);
+      e.index[e.nlost++] = i;
+      if (s->live_failed[mem] && test_rand () & 1)
+        memcpy (s->mem[mem] + gr_map_member_offset (&s->g, st, lo), d,
+                hi - lo);
+    }
+    else if (test_rand () & 1) {
+      test_fill (d, hi - lo);
+      memcpy (s->mem[mem] + gr_map_member_offset (&s->g, st, lo), d,
+              hi - lo);
+    }
+  }
+  /* Sometimes the journal lacks the last lost chunk: the plan must
+   * refuse unless that member is live again. */
+  if (e.nlost > 0 && test_rand () % 4 == 0 &&
+      !s->live_failed[gr_map_member (&s->g, st, e.index[e.nlost - 1])])
+    dropped = e.index[--e.nlost];
+  gr_plan_replay (&c, &e, s->batch);
+  s->nplans[s->batch->kind]++;
+  CHECK ((s->batch->kind == GR_PLAN_REFUSE) == (dropped >= 0),
+         "%s: replay with chunk %d not journaled is %s", what, dropped,
+         kind_names[s->batch->kind]);
+  if (s->batch->kind == GR_PLAN_REPLAY) {
+    sim_batch (s, s->batch, payload);
+    for (i = 0; i < n; i++) {
+      const uint64_t off = gr_map_member_offset (&s->g, st, lo);
+
+      if (s->failed[i] && !s->live_failed[i])
+        continue;
+      ref_chunk (s, st, i, chunk);
+      CHECK (memcmp (s->mem[i] + off, chunk + lo, hi - lo) == 0,
+             "%s: replay of stripe %" PRIu64 " [%u, %u): member %d wrong",
+             what, st, lo, hi, i);
+    }
+  }
+  /* The members as the reference says, for what follows. */
+  for (i = 0; i < n; i++) {
+    const uint64_t off = gr_map_member_offset (&s->g, st, 0);
+
+    if (s->failed[i])
+      memset (s->mem[i] + off, 0xee, C);
+    else {
+      ref_chunk (s, st, i, chunk);
+      memcpy (s->mem[i] + off, chunk, C);
+    }
+    s->live_failed[i] = false;
+  }
+  free (payload);
+  free (chunk);
+}
+
 /* One geometry: fill it healthy, then every failed set. */
 static void
 test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
@@ -523,6 +877,7 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
   s.ref = calloc (1, s.size);
   s.zero = calloc (1, chunk);
   s.plan = gr_plan_new (&s.g);
+  s.batch = gr_plan_new_batch (&s.g, 5);
   base = s;
   base.ref = calloc (1, s.size);
   for (i = 0; i < s.n; i++) {
@@ -547,6 +902,8 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
   CHECK (sim_request (&s, GR_REQ_RESYNC, 0, s.size, NULL, 0) == 0,
          "resync");
   check_consistent (&s, "after resync");
+  check_check (&s, what);
+  check_replay (&s, what);
   copy_members (&base, &s);
 
   /* Every failed set of at most m + 1 members. */
@@ -565,6 +922,15 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
     snprintf (what, sizeof what, "%d+%d %s chunk %u, failed set 0x%x", k,
               m, code == GR_CODE_RS ? "rs" : "crs", chunk, set);
     if (nf > m) {
+      bool want[GR_MAX_MEMBERS];
+
+      for (i = 0; i < s.n; i++)
+        want[i] = s.failed[i];
+      gr_plan_rebuild (&(struct gr_plan_ctx) { .g = &s.g, .lm = s.lm,
+                         .failed = s.failed, .gpu = sim_gpu }, want, 0,
+                       1, s.batch);
+      CHECK (s.batch->kind == GR_PLAN_REFUSE, "%s: rebuild not refused",
+             what);
       random_ops (&s, ops / 2, true, what);
       CHECK (sim_request (&s, GR_REQ_RESYNC, 0, s.size, NULL, 0) == -EIO,
              "%s: resync not refused", what);
@@ -573,6 +939,27 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
     CHECK (sim_request (&s, GR_REQ_RESYNC, 0, s.size, NULL, 0) == -EIO,
            "%s: degraded resync not refused", what);
     check_rebuild_front (&s, what);
+    check_check (&s, what);
+    check_replay (&s, what);
+    {
+      /* Every non-empty subset of the failed set rebuilt (beyond 5
+       * members, each member alone and all together). */
+      for (unsigned sub = set; sub; sub = (sub - 1) & set) {
+        bool want[GR_MAX_MEMBERS];
+        char w2[160];
+
+        if (s.n > 5 && sub != set && __builtin_popcount (sub) > 1)
+          continue;
+
+        for (i = 0; i < s.n; i++)
+          want[i] = (sub >> i) & 1;
+        snprintf (w2, sizeof w2, "%s, rebuilding 0x%x", what, sub);
+        check_rebuild (&s, want, w2);
+        for (i = 0; i < s.n; i++)
+          if (want[i])
+            memset (s.mem[i], 0xee, s.mem_size);
+      }
+    }
     check_read_all (&s, what);
     random_ops (&s, ops, false, what);
     check_read_all (&s, what);
@@ -587,6 +974,7 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
   free (base.ref);
   free (s.zero);
   gr_plan_free (s.plan);
+  gr_plan_free (s.batch);
   gr_coder_free (s.coder);
 }
 
