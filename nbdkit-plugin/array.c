@@ -14,6 +14,7 @@
 #include "assemble.h"
 #include "bitmap.h"
 #include "journal.h"
+#include "replay.h"
 #include "log.h"
 #include "members.h"
 #include "resync.h"
@@ -267,7 +268,7 @@ repair_degraded (struct gr_array *arr, const struct gr_assembly *a,
   unsigned n = 0;
 
   if (gr_journal_slots (arr->journal))
-    r = gr_journal_replay (arr->journal, coding, &n);
+    r = gr_replay_journal (arr->x, arr->journal, &n);
   if (r == GR_REPLAY_FAILED)
     return -1;
   if (r == GR_REPLAY_DONE && (a->sb.flags & GR_SB_FLAG_JOURNALED)) {
@@ -471,7 +472,7 @@ gr_array_members (const struct gr_array *a)
 
 bool
 gr_array_resync_progress (const struct gr_array *a,
-                          struct gr_resync_progress *p)
+                          struct gr_progress *p)
 {
   if (a->resync == NULL)
     return false;
@@ -482,11 +483,11 @@ gr_array_resync_progress (const struct gr_array *a,
 enum gr_array_fail_outcome
 gr_array_fail (struct gr_array *a, int i, const char *why)
 {
-  struct gr_resync_progress p;
+  struct gr_progress p;
 
   if (i < 0 || i >= gr_members_n (a->ms))
     return GR_ARRAY_FAIL_NO_SUCH_MEMBER;
-  if (gr_array_resync_progress (a, &p) && p.state == GR_RESYNC_RUNNING)
+  if (gr_array_resync_progress (a, &p) && p.state == GR_JOB_RUNNING)
     return GR_ARRAY_FAIL_RESYNCING;
   switch (gr_members_fail_keeping (a->ms, i, why)) {
   case GR_FAIL_DONE: return GR_ARRAY_FAIL_DONE;

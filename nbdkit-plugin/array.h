@@ -38,7 +38,7 @@ struct gr_members *gr_array_members (const struct gr_array *a);
 
 /* The background resync's progress; false if none was started. */
 bool gr_array_resync_progress (const struct gr_array *a,
-                               struct gr_resync_progress *p);
+                               struct gr_progress *p);
 /* The background resync's rate limit (bytes a second, 0: none), from
  * now on and for a resync started later. */
 void gr_array_set_rate (struct gr_array *a, uint64_t rate);

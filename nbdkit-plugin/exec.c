@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "exec-internal.h"
 #include "journal.h"
 #include "scratch.h"
 #include "bitmap.h"
@@ -14,26 +15,12 @@
 #include "steps.h"
 #include "replacing.h"
 
-#define NLOCKS 1024                     /* stripe lock table size */
-
 /* Each thread's plan and the member I/O vector its reads and writes go
  * through. */
 struct work {
   struct gr_plan *plan;
   struct gr_mio *mio;
-};
-
-struct gr_exec {
-  struct gr_geom g;
-  struct gr_members *ms;
-  struct gr_coding *coding;
-  struct gr_journal *journal;           /* none: NULL or no slots */
-  struct gr_scratch *scratch;
-  struct gr_bitmap *bitmap;             /* may be NULL */
-  pthread_rwlock_t locks[NLOCKS];
-  uint8_t *zero;                        /* a chunk of zeros */
-  pthread_key_t work_key;
-  uint64_t requests;                    /* atomic: the clients' */
+  size_t cap;                   /* of mio */
 };
 
 static void
@@ -124,32 +111,44 @@ gr_exec_requests (const struct gr_exec *x)
   return &x->requests;
 }
 
+/* The calling thread's work, its I/O vector with room for plan p's
+ * accesses (NULL: the thread's own plan). */
 static struct work *
-get_work (struct gr_exec *x)
+get_work (struct gr_exec *x, const struct gr_plan *p)
 {
   struct work *w = pthread_getspecific (x->work_key);
 
-  if (w)
-    return w;
-  w = calloc (1, sizeof *w);
-  if (w)
-    w->plan = gr_plan_new (&x->g);
-  if (w && w->plan)
-    w->mio = malloc (w->plan->cap_io * sizeof *w->mio);
-  if (w == NULL || w->plan == NULL || w->mio == NULL ||
-      pthread_setspecific (x->work_key, w) != 0) {
-    work_free (w);
-    nbdkit_error ("plan: out of memory");
-    errno = ENOMEM;
-    return NULL;
+  if (w == NULL) {
+    w = calloc (1, sizeof *w);
+    if (w)
+      w->plan = gr_plan_new (&x->g);
+    if (w == NULL || w->plan == NULL ||
+        pthread_setspecific (x->work_key, w) != 0)
+      goto nomem;
+  }
+  if (p == NULL)
+    p = w->plan;
+  if (w->cap < p->cap_io) {
+    struct gr_mio *v = realloc (w->mio, p->cap_io * sizeof *v);
+
+    if (v == NULL)
+      goto nomem;
+    w->mio = v;
+    w->cap = p->cap_io;
   }
   return w;
+ nomem:
+  if (w && pthread_getspecific (x->work_key) != w)
+    work_free (w);
+  nbdkit_error ("plan: out of memory");
+  errno = ENOMEM;
+  return NULL;
 }
 
 struct gr_plan *
 gr_exec_plan (struct gr_exec *x)
 {
-  struct work *w = get_work (x);
+  struct work *w = get_work (x, NULL);
 
   return w ? w->plan : NULL;
 }
@@ -209,8 +208,8 @@ lock_range (const struct gr_plan *p, int *lo1, int *hi1, int *lo2, int *hi2)
   }
 }
 
-static void
-lock_stripes (struct gr_exec *x, const struct gr_plan *p)
+void
+gr_exec_lock_plan (struct gr_exec *x, const struct gr_plan *p)
 {
   int lo1, hi1, lo2, hi2, i;
 
@@ -223,8 +222,8 @@ lock_stripes (struct gr_exec *x, const struct gr_plan *p)
       : pthread_rwlock_wrlock (&x->locks[i]);
 }
 
-static void
-unlock_stripes (struct gr_exec *x, const struct gr_plan *p)
+void
+gr_exec_unlock_plan (struct gr_exec *x, const struct gr_plan *p)
 {
   int lo1, hi1, lo2, hi2, i;
 
@@ -233,23 +232,6 @@ unlock_stripes (struct gr_exec *x, const struct gr_plan *p)
     pthread_rwlock_unlock (&x->locks[i]);
   for (i = hi1; i >= lo1; i--)
     pthread_rwlock_unlock (&x->locks[i]);
-}
-
-void
-gr_exec_lock (struct gr_exec *x, uint64_t s0, uint64_t ns,
-              enum gr_lock_mode mode)
-{
-  const struct gr_plan lp = { .s0 = s0, .nstripes = ns, .lock = mode };
-
-  lock_stripes (x, &lp);
-}
-
-void
-gr_exec_unlock (struct gr_exec *x, uint64_t s0, uint64_t ns)
-{
-  const struct gr_plan lp = { .s0 = s0, .nstripes = ns };
-
-  unlock_stripes (x, &lp);
 }
 
 /* --- running a plan ------------------------------------------------------ */
@@ -265,40 +247,76 @@ mio_kind (enum gr_io_kind k)
   }
 }
 
-/* The plan's reads; false if one was not done. */
+/* Does plan p rebuild a lost chunk from parity? */
 static bool
-do_reads (struct gr_exec *x, struct work *w, const struct gr_plan *p,
-          const struct gr_bufs *b, enum gr_mio_policy policy)
+rebuilds (const struct gr_plan *p)
+{
+  for (size_t i = 0; i < p->nstep; i++)
+    if (p->step[i].kind == GR_STEP_RECONSTRUCT)
+      return true;
+  return false;
+}
+
+enum gr_exec_outcome
+gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
+                    const struct gr_bufs *b, struct gr_mio *mio,
+                    enum gr_mio_policy policy)
 {
   size_t i;
 
+  if (p->lock != GR_LOCK_NONE && p->nread > 0 &&
+      gr_members_generation (x->ms) != p->gen)
+    return GR_EXEC_REPLAN;
+  if (x->bitmap && rebuilds (p) &&
+      gr_bitmap_pending (x->bitmap, p->s0, p->nstripes)) {
+    nbdkit_error ("stripes %" PRIu64 "-%" PRIu64 ": a lost chunk would be "
+                  "rebuilt from parity that may be inconsistent since the "
+                  "crash (not resynced): EIO", p->s0,
+                  p->s0 + p->nstripes - 1);
+    errno = EIO;
+    return GR_EXEC_ERROR;
+  }
   for (i = 0; i < p->nread; i++) {
     const struct gr_io *io = &p->read[i];
 
-    w->mio[i] = (struct gr_mio) { .kind = GR_MIO_READ, .member = io->member,
-                                  .off = io->off, .len = io->len,
-                                  .buf = gr_steps_at (b, io->buf) };
+    mio[i] = (struct gr_mio) { .kind = GR_MIO_READ, .member = io->member,
+                               .off = io->off, .len = io->len,
+                               .buf = gr_steps_at (b, io->buf) };
   }
-  gr_members_io (x->ms, w->mio, p->nread, policy);
+  gr_members_io (x->ms, mio, p->nread, policy);
   for (i = 0; i < p->nread; i++)
-    if (w->mio[i].result != GR_MIO_DONE)
-      return false;
-  return true;
+    if (mio[i].result != GR_MIO_DONE) {
+      if (policy == GR_MIO_REPORT) {
+        errno = EIO;
+        return GR_EXEC_ERROR;
+      }
+      return GR_EXEC_REPLAN;    /* a member failed: again without it */
+    }
+  return GR_EXEC_DONE;
 }
 
-/* The plan's writes; GR_EXEC_DONE, UNSUPPORTED or (with GR_MIO_REPORT)
- * ERROR. */
-static enum gr_exec_outcome
-do_writes (struct gr_exec *x, struct work *w, const struct gr_plan *p,
-           const struct gr_bufs *b, enum gr_mio_policy policy,
-           struct gr_exec_result *res)
+enum gr_exec_outcome
+gr_exec_code_stage (struct gr_exec *x, struct gr_plan *p,
+                    const struct gr_bufs *b)
 {
-  enum gr_exec_outcome r = GR_EXEC_DONE;
+  struct gr_plan_coder coder = gr_coding_plan_coder (x->coding);
+
+  return gr_steps_run (p, &x->g, b, &coder) == -1 ? GR_EXEC_ERROR
+    : GR_EXEC_DONE;
+}
+
+/* The plan's writes as member accesses into mio; how many. */
+static size_t
+write_list (struct gr_exec *x, const struct gr_plan *p,
+            const struct gr_bufs *b, struct gr_mio *mio,
+            struct gr_exec_result *res)
+{
   size_t i, nw = 0;
 
   for (i = 0; i < p->nwrite; i++) {
     const struct gr_io *io = &p->write[i];
     uint8_t *src = gr_steps_at (b, io->buf);
+    int member = io->member;
 
     if (io->kind == GR_IO_WRITE_CHANGED) {
       uint64_t s, logical;
@@ -313,104 +331,49 @@ do_writes (struct gr_exec *x, struct work *w, const struct gr_plan *p,
         gr_verbose ("resync: stripe %" PRIu64 ": parity %d on member %d "
                     "rewritten", s, idx - x->g.k, io->member);
     }
-    w->mio[nw++] = (struct gr_mio) { .kind = mio_kind (io->kind),
-                                     .member = io->member, .off = io->off,
-                                     .len = io->len, .buf = src };
-  }
-  gr_members_io (x->ms, w->mio, nw, policy);
-  for (i = 0; i < nw; i++)
-    switch (w->mio[i].result) {
-    case GR_MIO_DONE:
-      res->touched[w->mio[i].member] = true;
-      break;
-    case GR_MIO_UNSUPPORTED:
-      r = GR_EXEC_UNSUPPORTED;
-      break;
-    case GR_MIO_FAILED:
-      if (policy == GR_MIO_REPORT && r == GR_EXEC_DONE) {
-        errno = EIO;
-        r = GR_EXEC_ERROR;
-      }
-      break;
-    case GR_MIO_SKIPPED:
-      break;
-    }
-  return r;
-}
+    if (io->kind == GR_IO_WRITE_LOCATED) {
+      const struct gr_verdict *v = &p->verdict[io->slot];
 
-/* Does plan p rebuild a lost chunk from parity? */
-static bool
-rebuilds (const struct gr_plan *p)
-{
-  for (size_t i = 0; i < p->nstep; i++)
-    if (p->step[i].kind == GR_STEP_RECONSTRUCT)
-      return true;
-  return false;
+      if (v->kind != GR_VERDICT_LOCATED)
+        continue;
+      member = gr_map_member (&x->g, p->s0 + io->slot, v->index);
+    }
+    /* A rebuild writes a member only once its front may move there. */
+    if (p->kind == GR_PLAN_REBUILD && !p->rb_adv[member])
+      continue;
+    mio[nw++] = (struct gr_mio) { .kind = mio_kind (io->kind),
+                                  .member = member, .off = io->off,
+                                  .len = io->len, .buf = src };
+  }
+  return nw;
 }
 
 enum gr_exec_outcome
-gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
-             enum gr_mio_policy policy, struct gr_exec_result *res)
+gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
+                     const struct gr_bufs *b, struct gr_mio *mio,
+                     enum gr_mio_policy policy, struct gr_exec_result *res)
 {
-  struct work *w = get_work (x);
-  struct gr_plan_coder coder = gr_coding_plan_coder (x->coding);
-  struct gr_bufs b = { .req = req, .zero = x->zero };
-  bool locked = false, marked = false;
-  enum gr_exec_outcome r;
+  enum gr_exec_outcome r = GR_EXEC_DONE;
+  bool marked = false;
+  size_t i, nw;
+  int m;
 
-  if (w == NULL)
-    return GR_EXEC_ERROR;
-  if (x->bitmap && rebuilds (p) &&
-      gr_bitmap_pending (x->bitmap, p->s0, p->nstripes)) {
-    nbdkit_error ("stripes %" PRIu64 "-%" PRIu64 ": a lost chunk would be "
-                  "rebuilt from parity that may be inconsistent since the "
-                  "crash (not resynced): EIO", p->s0,
-                  p->s0 + p->nstripes - 1);
-    errno = EIO;
-    return GR_EXEC_ERROR;
-  }
-  if (p->scratch_len > 0 &&
-      (b.scratch = gr_scratch_get (x->scratch, p->scratch_len)) == NULL)
-    return GR_EXEC_ERROR;
-
-  /* All reads happen before any write, under the lock, from members
-   * that have not failed since the plan was made. */
-  if (p->nread > 0 && p->lock != GR_LOCK_NONE) {
-    lock_stripes (x, p);
-    locked = true;
-    if (gr_members_generation (x->ms) != p->gen) {
-      r = GR_EXEC_REPLAN;
-      goto out;
-    }
-  }
-  if (p->nread > 0 && !do_reads (x, w, p, &b, policy)) {
-    r = GR_EXEC_REPLAN;
-    if (policy == GR_MIO_REPORT) {
-      errno = EIO;
-      r = GR_EXEC_ERROR;
-    }
-    goto out;
-  }
-  if (gr_steps_run (p, &x->g, &b, &coder) == -1) {
-    r = GR_EXEC_ERROR;
-    goto out;
-  }
-  if (p->nwrite > 0 && !locked && p->lock != GR_LOCK_NONE) {
-    lock_stripes (x, p);
-    locked = true;
-    /* Made before a member failed, or before a rebuild's front moved
-     * past these stripes: it would miss a member it must write. */
-    if (gr_members_generation (x->ms) != p->gen) {
-      r = GR_EXEC_REPLAN;
-      goto out;
-    }
-  }
-  /* The regions' bits are on disk before any member write. */
-  if (p->nwrite > 0 && x->bitmap) {
-    if (gr_bitmap_start_write (x->bitmap, p->s0, p->nstripes) == -1) {
-      r = GR_EXEC_ERROR;
-      goto out;
-    }
+  /* A rebuild's fronts: a replacement whose rebuild has ended is not
+   * written; the others move once their writes are there (healthy reads
+   * take no lock). */
+  if (p->kind == GR_PLAN_REBUILD)
+    for (m = 0; m < x->g.k + x->g.m; m++)
+      if (p->rb_adv[m] &&
+          !gr_members_rebuild_advance (x->ms, m, p->rb_end, false))
+        p->rb_adv[m] = false;
+  nw = write_list (x, p, b, mio, res);
+  if (nw == 0)
+    goto fronts;
+  /* The regions' bits are on disk before any member write (a rebuild
+   * writes only replacements, trusted below their checkpoint). */
+  if (x->bitmap && p->kind != GR_PLAN_REBUILD) {
+    if (gr_bitmap_start_write (x->bitmap, p->s0, p->nstripes) == -1)
+      return GR_EXEC_ERROR;
     marked = true;
   }
   if (p->journal && x->journal) {
@@ -422,223 +385,86 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
       r = GR_EXEC_REPLAN;
       goto out;
     }
-    if (gr_journal_begin (x->journal, p, failed, &b) == -1) {
+    if (gr_journal_begin (x->journal, p, failed, b) == -1) {
       r = GR_EXEC_ERROR;
       goto out;
     }
-    r = do_writes (x, w, p, &b, policy, res);
+    gr_members_io (x->ms, mio, nw, policy);
     gr_journal_end (x->journal, p);
   }
   else
-    r = do_writes (x, w, p, &b, policy, res);
+    gr_members_io (x->ms, mio, nw, policy);
+  for (i = 0; i < nw; i++)
+    switch (mio[i].result) {
+    case GR_MIO_DONE:
+      res->touched[mio[i].member] = true;
+      break;
+    case GR_MIO_UNSUPPORTED:
+      r = GR_EXEC_UNSUPPORTED;
+      break;
+    case GR_MIO_FAILED:
+      if (p->kind == GR_PLAN_REBUILD)
+        p->rb_adv[mio[i].member] = false;
+      if (policy == GR_MIO_REPORT && r == GR_EXEC_DONE) {
+        errno = EIO;
+        r = GR_EXEC_ERROR;
+      }
+      break;
+    case GR_MIO_SKIPPED:
+      break;
+    }
+ fronts:
+  if (p->kind == GR_PLAN_REBUILD)
+    for (m = 0; m < x->g.k + x->g.m; m++)
+      if (p->rb_adv[m])
+        gr_members_rebuild_advance (x->ms, m, p->rb_end, true);
  out:
   if (marked)
     gr_bitmap_end_write (x->bitmap, p->s0, p->nstripes);
-  if (locked)
-    unlock_stripes (x, p);
-  if (p->scratch_len > 0)
-    gr_scratch_put (x->scratch);
   return r;
 }
 
-/* --- a rebuild's batches ------------------------------------------------- */
-
-struct gr_exec_rbatch {
-  struct gr_exec *x;
-  uint64_t max_ns;
-  uint8_t *buf;
-  uint64_t s0, ns;
-  bool locked;
-  struct gr_mio *v;
-  int (*er)[GR_MAX_MEMBERS];    /* each stripe's erasure list */
-  int *ner;
-  uint8_t **blk;
-  bool *done;                   /* stripe: nothing to rebuild there */
-  bool adv[GR_MAX_MEMBERS];     /* members whose front the batch moves */
-  uint64_t front[GR_MAX_MEMBERS];
-};
-
-struct gr_exec_rbatch *
-gr_exec_rbatch_new (struct gr_exec *x, uint64_t max_ns, uint8_t *buf)
-{
-  const size_t n = (size_t) (x->g.k + x->g.m);
-  struct gr_exec_rbatch *b = calloc (1, sizeof *b);
-
-  if (b == NULL)
-    goto nomem;
-  b->x = x;
-  b->max_ns = max_ns;
-  b->buf = buf;
-  b->v = malloc (max_ns * n * sizeof *b->v);
-  b->er = malloc (max_ns * sizeof *b->er);
-  b->ner = malloc (max_ns * sizeof *b->ner);
-  b->blk = malloc (max_ns * n * sizeof *b->blk);
-  b->done = malloc (max_ns * sizeof *b->done);
-  if (b->v && b->er && b->ner && b->blk && b->done)
-    return b;
- nomem:
-  nbdkit_error ("rebuild: %m");
-  gr_exec_rbatch_free (b);
-  return NULL;
-}
-
-void
-gr_exec_rbatch_free (struct gr_exec_rbatch *b)
-{
-  if (b == NULL)
-    return;
-  free (b->v);
-  free (b->er);
-  free (b->ner);
-  free (b->blk);
-  free (b->done);
-  free (b);
-}
-
-void
-gr_exec_rebuild_lock (struct gr_exec_rbatch *b, uint64_t s0, uint64_t ns)
-{
-  b->s0 = s0;
-  b->ns = ns < b->max_ns ? ns : b->max_ns;
-  gr_exec_lock (b->x, s0, b->ns, GR_LOCK_EXCL);
-  b->locked = true;
-}
-
 enum gr_exec_outcome
-gr_exec_rebuild_read (struct gr_exec_rbatch *b, const bool *which)
+gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
+             enum gr_mio_policy policy, struct gr_exec_result *res)
 {
-  struct gr_exec *x = b->x;
-  const struct gr_geom *g = &x->g;
-  const int k = g->k, m = g->m, n = k + m;
-  const size_t chunk = g->chunk;
-  const uint64_t s0 = b->s0;
-  bool failed[GR_MAX_MEMBERS];
-  size_t nv = 0, s;
-  int i;
+  struct work *w = get_work (x, p);
+  struct gr_bufs b = { .req = req, .zero = x->zero };
+  bool locked = false;
+  enum gr_exec_outcome r;
 
-  memset (b->adv, 0, sizeof b->adv);
-  if (x->bitmap && gr_bitmap_pending (x->bitmap, s0, b->ns)) {
-    nbdkit_error ("rebuild: stripes %" PRIu64 "-%" PRIu64 " have parity "
-                  "that may be inconsistent since a crash (not resynced): "
-                  "no member can be rebuilt from it", s0, s0 + b->ns - 1);
-    errno = EIO;
+  if (w == NULL)
     return GR_EXEC_ERROR;
+  if (p->scratch_len > 0 &&
+      (b.scratch = gr_scratch_get (x->scratch, p->scratch_len)) == NULL)
+    return GR_EXEC_ERROR;
+
+  /* All reads happen before any write, under the lock, from members
+   * that have not failed since the plan was made. */
+  if (p->nread > 0 && p->lock != GR_LOCK_NONE) {
+    gr_exec_lock_plan (x, p);
+    locked = true;
   }
-  (void) gr_members_snapshot (x->ms, failed);
-  /* The fronts only the rebuild moves; they may lag behind batches that
-   * are still being written (those stripes are then simply done
-   * again). */
-  gr_members_rebuilding (x->ms, b->front);
-  /* Each stripe: the first k survivors read, the members' chunks rebuilt
-   * from them (with any other lost chunk). */
-  for (s = 0; s < b->ns; s++) {
-    bool lost[GR_MAX_MEMBERS], want[GR_MAX_MEMBERS] = { false };
-    int surv[GR_MAX_MEMBERS], c, nwant = 0;
-
-    b->done[s] = false;
-    for (c = 0; c < n; c++)
-      lost[c] = failed[gr_map_member (g, s0 + s, c)];
-    for (i = 0; i < n; i++)
-      if (which[i] && failed[i] && gr_members_state (x->ms, i)
-          == GR_MEMBER_REBUILDING && b->front[i] <= s0 + s) {
-        want[gr_map_index (g, s0 + s, i)] = true;
-        b->adv[i] = true;
-        nwant++;
-      }
-    if (nwant == 0) {
-      b->done[s] = true;        /* below every front: rebuilt already */
-      continue;
-    }
-    b->ner[s] = gr_reconstruct_choose (k, m, lost, want, b->er[s], surv);
-    if (b->ner[s] < 0)
-      return GR_EXEC_REPLAN;    /* more than m lost: the caller stops */
-    for (c = 0; c < k; c++)
-      b->v[nv++] = (struct gr_mio) {
-        .kind = GR_MIO_READ, .member = gr_map_member (g, s0 + s, surv[c]),
-        .off = gr_map_member_offset (g, s0 + s, 0), .len = chunk,
-        .buf = b->buf + (s * n + (size_t) surv[c]) * chunk };
-  }
-  gr_members_io (x->ms, b->v, nv, GR_MIO_FAIL_MEMBER);
-  for (size_t j = 0; j < nv; j++)
-    if (b->v[j].result != GR_MIO_DONE)
-      return GR_EXEC_REPLAN;    /* a survivor failed: again without it */
-  return GR_EXEC_DONE;
-}
-
-enum gr_exec_outcome
-gr_exec_rebuild_code (struct gr_exec_rbatch *b)
-{
-  struct gr_exec *x = b->x;
-  const int k = x->g.k, n = k + x->g.m;
-  const size_t chunk = x->g.chunk;
-
-  /* One coding operation per erasure pattern: the batch's stripes that
-   * lose the same chunks, side by side (parity rotates, so there are few
-   * patterns). */
-  for (size_t s = 0; s < b->ns; s++) {
-    size_t grp = 0, t;
-
-    if (b->done[s])
-      continue;
-    for (t = s; t < b->ns; t++)
-      if (!b->done[t] && b->ner[t] == b->ner[s] &&
-          memcmp (b->er[t], b->er[s],
-                  (size_t) b->ner[s] * sizeof b->er[s][0]) == 0) {
-        for (int c = 0; c < n; c++)
-          b->blk[grp * n + c] = b->buf + (t * n + (size_t) c) * chunk;
-        b->done[t] = true;
-        grp++;
-      }
-    if (gr_coding_reconstruct_n (x->coding,
-                                 gr_coding_route (x->coding,
-                                                  GR_OP_RECONSTRUCT,
-                                                  grp * k * chunk,
-                                                  b->ner[s]),
-                                 b->er[s], b->ner[s], b->blk, grp,
-                                 chunk) == -1)
-      return GR_EXEC_ERROR;
-  }
-  return GR_EXEC_DONE;
-}
-
-void
-gr_exec_rebuild_write (struct gr_exec_rbatch *b, bool coded)
-{
-  struct gr_exec *x = b->x;
-  const struct gr_geom *g = &x->g;
-  const int n = g->k + g->m;
-  const uint64_t end = gr_map_member_offset (g, b->s0 + b->ns, 0);
-  size_t nv = 0, s;
-  int i;
-
-  if (!coded)
+  r = gr_exec_read_stage (x, p, &b, w->mio, policy);
+  if (r == GR_EXEC_DONE)
+    r = gr_exec_code_stage (x, p, &b);
+  if (r != GR_EXEC_DONE)
     goto out;
-  /* The rebuild's writes first (a failed one ends that member's
-   * rebuild); a front moves only once they are there: healthy reads take
-   * no lock. */
-  for (i = 0; i < n; i++) {
-    if (!b->adv[i])
-      continue;
-    if (!gr_members_rebuild_advance (x->ms, i, end, false)) {
-      b->adv[i] = false;
-      continue;
+  if (p->nwrite > 0 && !locked && p->lock != GR_LOCK_NONE) {
+    gr_exec_lock_plan (x, p);
+    locked = true;
+    /* Made before a member failed, or before a rebuild's front moved
+     * past these stripes: it would miss a member it must write. */
+    if (gr_members_generation (x->ms) != p->gen) {
+      r = GR_EXEC_REPLAN;
+      goto out;
     }
-    for (s = b->front[i] > b->s0 ? b->front[i] - b->s0 : 0; s < b->ns; s++)
-      b->v[nv++] = (struct gr_mio) {
-        .kind = GR_MIO_WRITE, .member = i,
-        .off = gr_map_member_offset (g, b->s0 + s, 0), .len = g->chunk,
-        .buf = b->buf + (s * n + (size_t) gr_map_index (g, b->s0 + s, i))
-               * g->chunk };
   }
-  gr_members_io (x->ms, b->v, nv, GR_MIO_FAIL_MEMBER);
-  for (size_t j = 0; j < nv; j++)
-    if (b->v[j].result != GR_MIO_DONE)
-      b->adv[b->v[j].member] = false;
-  for (i = 0; i < n; i++)
-    if (b->adv[i])
-      gr_members_rebuild_advance (x->ms, i, end, true);
+  r = gr_exec_write_stage (x, p, &b, w->mio, policy, res);
  out:
-  if (b->locked)
-    gr_exec_unlock (x, b->s0, b->ns);
-  b->locked = false;
+  if (locked)
+    gr_exec_unlock_plan (x, p);
+  if (p->scratch_len > 0)
+    gr_scratch_put (x->scratch);
+  return r;
 }

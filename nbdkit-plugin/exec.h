@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - the executor: runs a plan (plan.h) on the members.
+/* gpuraid - the executor: runs a plan (plan.h) on the members, a
+ * request's one at a time, a background job's batches in lanes.
  *
  * For a plan it takes the stripe locks the plan asks for (writes hold
  * their stripes exclusively, degraded reads shared, healthy reads none;
@@ -12,8 +13,13 @@
  * other writes go on, so the live members still hold one consistent
  * codeword in which the failed member's chunk is simply erased.
  *
+ * Only the executor (and the start-up measurement, calibrate.h) calls
+ * the coding module's operations: requests, rebuilds, scrubs, the
+ * resync and the journal's replay all code through plans.
+ *
  * One owner: struct gr_exec holds the stripe lock table, the zero buffer
- * and each thread's plan and I/O vectors. */
+ * and each thread's plan and I/O vectors; struct gr_exec_lanes a job's
+ * lanes (exec-lanes.c). */
 #ifndef GPURAID_EXEC_H
 #define GPURAID_EXEC_H
 
@@ -92,38 +98,52 @@ enum gr_exec_outcome gr_exec_run (struct gr_exec *x, struct gr_plan *p,
                                   uint8_t *req, enum gr_mio_policy policy,
                                   struct gr_exec_result *res);
 
-/* Hold stripes [s0, s0 + ns) against plans, in mode GR_LOCK_SHARED
- * (plans that write wait) or GR_LOCK_EXCL (all but healthy reads wait),
- * as a background job that does its own I/O (scrub.h). */
-void gr_exec_lock (struct gr_exec *x, uint64_t s0, uint64_t ns,
-                   enum gr_lock_mode mode);
-void gr_exec_unlock (struct gr_exec *x, uint64_t s0, uint64_t ns);
+/* --- a background job's batches, in lanes ------------------------------ */
 
-/* A rebuild's batch: the members in which[] (being rebuilt, members.h)
- * rebuilt on stripes [s0, s0 + ns), each where its front is not past the
- * stripe, in steps, so that a pass can read one batch while it codes the
- * one before and writes the one before that (rebuild.h).  The thread
- * that locks a batch does all its steps; batches of a pass must be
- * locked and written in stripe order.  buf: max_ns * (k + m) chunks of
- * scratch.  NULL after nbdkit_error. */
-struct gr_exec_rbatch;
-struct gr_exec_rbatch *gr_exec_rbatch_new (struct gr_exec *x, uint64_t max_ns,
-                                           uint8_t *buf);
-void gr_exec_rbatch_free (struct gr_exec_rbatch *b);
-/* Hold its stripes exclusively (until the write step); ns <= max_ns. */
-void gr_exec_rebuild_lock (struct gr_exec_rbatch *b, uint64_t s0,
+/* Batches in flight, each on its own thread (a lane): one is read while
+ * the one before is coded and the one before that is written. */
+#define GR_EXEC_LANES 3
+
+/* What a job does with its batches (job.h runs the jobs). */
+struct gr_exec_batches {
+  enum gr_lock_mode lock;       /* a batch's stripes are held so */
+  enum gr_mio_policy policy;
+  /* Plan batch [s0, s0 + ns) into p (made with gr_plan_new_batch for
+   * the largest batch), its stripes held, from context c (made now).
+   * GR_PLAN_SKIP: nothing to do; GR_PLAN_REFUSE: the batch fails. */
+  enum gr_plan_kind (*plan) (void *arg, const struct gr_plan_ctx *c,
+                             uint64_t s0, uint64_t ns, struct gr_plan *p);
+  /* Batch p ran (outcome o; GR_EXEC_ERROR for a refused plan, whose
+   * kind is then GR_PLAN_REFUSE): called in batch order, once its
+   * writes are done and its stripes released. */
+  void (*done) (void *arg, const struct gr_plan *p, enum gr_exec_outcome o,
+                const struct gr_exec_result *res);
+  void *arg;
+};
+
+/* Lanes that run batches of up to max_ns stripes through the stages
+ * (exec.c): the locks, the coding and the writes taken in batch order,
+ * one batch at a time each (batches never wait for each other's locks
+ * out of order, one coder is busy at a time, writes land in order); a
+ * batch whose plan meets a failed member is planned again, its stripes
+ * still held.  After a batch that failed, none is written.  Each lane's
+ * buffer: scratch bytes, page-locked where a GPU codes.  NULL after
+ * nbdkit_error. */
+struct gr_exec_lanes;
+struct gr_exec_lanes *gr_exec_lanes_new (struct gr_exec *x,
+                                         const struct gr_exec_batches *ops,
+                                         uint64_t max_ns, size_t scratch);
+/* Give out batch [s0, s0 + ns) (ns <= max_ns), once a lane is free.
+ * false if the batch that lane ran last failed (this one is not given
+ * out). */
+bool gr_exec_lanes_submit (struct gr_exec_lanes *l, uint64_t s0,
                            uint64_t ns);
-/* Read k survivors of each stripe.  GR_EXEC_REPLAN if a survivor failed
- * (read again: it plans without it) or more than m are lost,
- * GR_EXEC_ERROR (errno) if the stripes' parity is not resynced. */
-enum gr_exec_outcome gr_exec_rebuild_read (struct gr_exec_rbatch *b,
-                                           const bool *which);
-/* Reconstruct the members' chunks: one coding operation per erasure
- * pattern.  GR_EXEC_ERROR (errno) if the coding failed. */
-enum gr_exec_outcome gr_exec_rebuild_code (struct gr_exec_rbatch *b);
-/* If coded: write the chunks and move the fronts past them (a
- * replacement whose write fails is no longer being rebuilt, members.h,
- * and its front stays; the others go on).  Then unlock, coded or not. */
-void gr_exec_rebuild_write (struct gr_exec_rbatch *b, bool coded);
+/* Wait for every batch given out; false if one failed since the last
+ * drain. */
+bool gr_exec_lanes_drain (struct gr_exec_lanes *l);
+/* Seconds the lanes have spent reading, coding and writing (summed). */
+void gr_exec_lanes_busy (struct gr_exec_lanes *l, double busy[3]);
+/* Drain and stop the lanes, free them. */
+void gr_exec_lanes_free (struct gr_exec_lanes *l);
 
 #endif /* GPURAID_EXEC_H */

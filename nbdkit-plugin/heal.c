@@ -48,16 +48,16 @@ struct gr_heal {
 static bool
 blocks_rebuild_locked (struct gr_heal *h)
 {
-  struct gr_resync_progress p;
+  struct gr_progress p;
 
   if (h->rs) {
     gr_resync_progress (h->rs, &p);
-    if (p.state == GR_RESYNC_RUNNING)
+    if (p.state == GR_JOB_RUNNING)
       return true;
   }
   if (h->scrub) {
     gr_scrub_progress (h->scrub, &p);
-    if (p.state == GR_RESYNC_RUNNING)
+    if (p.state == GR_JOB_RUNNING)
       return true;
   }
   return false;
@@ -67,11 +67,11 @@ blocks_rebuild_locked (struct gr_heal *h)
 static bool
 running_locked (struct gr_heal *h)
 {
-  struct gr_resync_progress p;
+  struct gr_progress p;
 
   if (h->rebuild) {
     gr_rebuild_progress (h->rebuild, &p);
-    if (p.state == GR_RESYNC_RUNNING)
+    if (p.state == GR_JOB_RUNNING)
       return true;
   }
   return blocks_rebuild_locked (h);
@@ -215,7 +215,7 @@ replace_locked (struct gr_heal *h, int i, const char *path, int *err)
 static void
 use_spare_locked (struct gr_heal *h)
 {
-  struct gr_resync_progress p;
+  struct gr_progress p;
   int i, s, err;
 
   for (i = 0; i < gr_members_n (h->ms); i++) {
@@ -264,7 +264,7 @@ use_spare_locked (struct gr_heal *h)
       continue;
     if (h->scrub) {             /* a rebuild comes first */
       gr_scrub_progress (h->scrub, &p);
-      if (p.state == GR_RESYNC_RUNNING) {
+      if (p.state == GR_JOB_RUNNING) {
         gr_warn ("scrub stopped to rebuild member %d onto a spare; the "
                  "next gpuraidctl scrub goes on from there", i);
         gr_scrub_stop (h->scrub);
@@ -507,7 +507,7 @@ gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
 }
 
 int
-gr_heal_rebuild_progress (struct gr_heal *h, struct gr_resync_progress *p,
+gr_heal_rebuild_progress (struct gr_heal *h, struct gr_progress *p,
                           bool *which)
 {
   int count = -1;
@@ -550,13 +550,13 @@ gr_heal_scrub (struct gr_heal *h, bool repair, uint64_t *from)
 bool
 gr_heal_scrub_stop (struct gr_heal *h)
 {
-  struct gr_resync_progress p;
+  struct gr_progress p;
   bool stopped = false;
 
   pthread_mutex_lock (&h->lock);
   if (h->scrub) {
     gr_scrub_progress (h->scrub, &p);
-    if (p.state == GR_RESYNC_RUNNING) {
+    if (p.state == GR_JOB_RUNNING) {
       gr_scrub_stop (h->scrub);
       stopped = true;
     }
@@ -572,9 +572,37 @@ gr_heal_scrub_last (struct gr_heal *h)
 }
 
 enum gr_heal_job
-gr_heal_last_job (struct gr_heal *h)
+gr_heal_operation (struct gr_heal *h, struct gr_progress *p)
 {
-  return h->last_job;
+  struct gr_progress rb, sc, rs;
+  enum gr_heal_job job = GR_HEAL_JOB_NONE;
+
+  pthread_mutex_lock (&h->lock);
+  if (h->rebuild)
+    gr_rebuild_progress (h->rebuild, &rb);
+  if (h->scrub)
+    gr_scrub_progress (h->scrub, &sc);
+  if (h->rs)
+    gr_resync_progress (h->rs, &rs);
+  if (h->rebuild && rb.state == GR_JOB_RUNNING)
+    job = GR_HEAL_JOB_REBUILD;
+  else if (h->scrub && sc.state == GR_JOB_RUNNING)
+    job = GR_HEAL_JOB_SCRUB;
+  else if (h->rs && (rs.state == GR_JOB_RUNNING ||
+                     (!h->rebuild && !h->scrub)))
+    job = GR_HEAL_JOB_RESYNC;
+  else if (h->last_job == GR_HEAL_JOB_SCRUB && h->scrub)
+    job = GR_HEAL_JOB_SCRUB;
+  else if (h->rebuild)
+    job = GR_HEAL_JOB_REBUILD;
+  pthread_mutex_unlock (&h->lock);
+  switch (job) {
+  case GR_HEAL_JOB_REBUILD: *p = rb; break;
+  case GR_HEAL_JOB_SCRUB: *p = sc; break;
+  case GR_HEAL_JOB_RESYNC: *p = rs; break;
+  case GR_HEAL_JOB_NONE: break;
+  }
+  return job;
 }
 
 bool

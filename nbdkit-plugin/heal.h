@@ -17,8 +17,10 @@
  * rebuild runs joins it (one pass rebuilds them all: rebuild.h).  One of
  * rebuild and scrub runs at a time, never during the resync.
  *
- * One owner: struct gr_heal holds the rebuild and the scrub started last,
- * the spares and the thread.  Its calls are serialised by its lock. */
+ * One owner: struct gr_heal holds the rebuild and the scrub started last
+ * (and the resync, given at start: the jobs, job.h), the spares and the
+ * thread, and answers which job runs.  Its calls are serialised by its
+ * lock. */
 #ifndef GPURAID_HEAL_H
 #define GPURAID_HEAL_H
 
@@ -82,7 +84,7 @@ void gr_heal_explain (enum gr_heal_outcome o, int err, char *buf,
  * members into which[] (GR_MAX_MEMBERS), how many; -1 if none was
  * started. */
 int gr_heal_rebuild_progress (struct gr_heal *h,
-                              struct gr_resync_progress *p, bool *which);
+                              struct gr_progress *p, bool *which);
 
 /* gpuraidctl scrub [--repair]: going on from where the last one stopped
  * (*from, a stripe).  STARTED, BUSY, READ_ONLY (repair), NO_REDUNDANCY
@@ -95,10 +97,14 @@ bool gr_heal_scrub_stop (struct gr_heal *h);
  * next gr_heal_scrub. */
 struct gr_scrub *gr_heal_scrub_last (struct gr_heal *h);
 
-/* Which of the rebuild and the scrub was started last. */
+/* The jobs (job.h) the healing owns, the resync given at start
+ * included. */
 enum gr_heal_job { GR_HEAL_JOB_NONE, GR_HEAL_JOB_REBUILD,
-                   GR_HEAL_JOB_SCRUB };
-enum gr_heal_job gr_heal_last_job (struct gr_heal *h);
+                   GR_HEAL_JOB_SCRUB, GR_HEAL_JOB_RESYNC };
+/* The one answer to "what is running" (status, gpuraidctl wait): a
+ * running rebuild, scrub or resync, else the rebuild or scrub started
+ * last, else the resync; its progress into p.  NONE if there is none. */
+enum gr_heal_job gr_heal_operation (struct gr_heal *h, struct gr_progress *p);
 /* A rebuild or a scrub is running. */
 bool gr_heal_busy (struct gr_heal *h);
 

@@ -207,6 +207,22 @@ gr_journal_end (struct gr_journal *j, const struct gr_plan *p)
 
 /* --- replay -------------------------------------------------------------- */
 
+/* Are the entry's nlost code indices distinct data chunks (below k)? */
+static bool
+indices_ok (const uint8_t *e, uint32_t nlost, int k)
+{
+  bool seen[GR_MAX_MEMBERS] = { false };
+
+  for (uint32_t x = 0; x < nlost; x++) {
+    const int i = e[56 + 2 * x] + (e[57 + 2 * x] << 8);
+
+    if (i >= k || seen[i])
+      return false;
+    seen[i] = true;
+  }
+  return true;
+}
+
 /* Read and check the entry of slot q on member i: its buffer (header and
  * payload, to free) or NULL. */
 static uint8_t *
@@ -231,6 +247,7 @@ read_entry (struct gr_journal *j, unsigned q, int i)
   plen = get32 (e + 52);
   if (get64 (e + 32) >= g->stripes || get64 (e + 32) % j->nslots != q ||
       lo >= hi || hi > g->chunk || nlost > (uint32_t) g->k ||
+      !indices_ok (e, nlost, g->k) ||
       plen != nlost * (hi - lo) || HDR + (size_t) plen > j->slot_size ||
       get32 (e + HDR - 4) != entry_crc (e, plen))
     goto bad;
@@ -240,127 +257,39 @@ read_entry (struct gr_journal *j, unsigned q, int i)
   return NULL;
 }
 
-/* Recompute the parity of the entry's stripe over [lo, hi) from the live
- * data chunks and the journaled lost ones.  -1 on an I/O error, 1 if a
- * data chunk is lost that the entry does not hold, else 0. */
-static int
-replay_entry (struct gr_journal *j, struct gr_coding *coding,
-              const uint8_t *e)
+bool
+gr_journal_entry (struct gr_journal *j, unsigned q,
+                  struct gr_replay_entry *e, uint8_t **payload)
 {
-  const struct gr_geom *g = &j->g;
-  uint64_t s = get64 (e + 32);
-  uint32_t lo = get32 (e + 40), hi = get32 (e + 44), nlost = get32 (e + 48);
-  size_t L = hi - lo, x;
-  const uint64_t moff = gr_map_member_offset (g, s, lo);
-  uint8_t *buf, *blk[GR_MAX_MEMBERS];
-  struct gr_mio v[GR_MAX_MEMBERS], w[GR_MAX_MEMBERS];
-  int i, nv = 0, nw = 0, r = 0;
+  uint8_t *best = NULL;
+  uint32_t x;
+  int i;
 
-  buf = malloc ((size_t) j->n * L);
-  if (buf == NULL)
-    return -1;
-  for (i = 0; i < j->n; i++)
-    blk[i] = buf + (size_t) i * L;
-  for (i = 0; i < g->k; i++) {
-    int mem = gr_map_member (g, s, i);
-    bool have = false;
+  /* The copies of the latest entry of the slot, on any live member. */
+  for (i = 0; i < j->n; i++) {
+    uint8_t *c;
 
-    for (x = 0; x < nlost; x++)
-      if (e[56 + 2 * x] + (e[57 + 2 * x] << 8) == i) {
-        memcpy (blk[i], e + HDR + x * L, L);
-        have = true;
-      }
-    /* A lost chunk on the rebuilt part of a replacement (a rebuild
-     * resumed from its checkpoint) is written there as journaled. */
-    if (have && gr_members_failed (j->ms, mem) &&
-        gr_members_in_use (j->ms, mem, moff, L))
-      w[nw++] = (struct gr_mio) { .kind = GR_MIO_WRITE, .member = mem,
-                                  .off = moff, .len = L, .buf = blk[i] };
-    if (have)
+    if (gr_members_failed (j->ms, i) || (c = read_entry (j, q, i)) == NULL)
       continue;
-    if (!gr_members_in_use (j->ms, mem, moff, L)) {
-      r = 1;
-      goto out;
-    }
-    v[nv++] = (struct gr_mio) { .kind = GR_MIO_READ, .member = mem,
-                                .off = moff, .len = L, .buf = blk[i] };
-  }
-  gr_members_io (j->ms, v, nv, GR_MIO_REPORT);
-  for (i = 0; i < nv; i++)
-    if (v[i].result != GR_MIO_DONE) {
-      r = -1;
-      goto out;
-    }
-  if (gr_coding_encode (coding, false, blk, 1, L) == -1) {
-    r = -1;
-    goto out;
-  }
-  nv = 0;
-  for (i = g->k; i < j->n; i++) {
-    int mem = gr_map_member (g, s, i);
-
-    if (gr_members_in_use (j->ms, mem, moff, L))
-      v[nv++] = (struct gr_mio) { .kind = GR_MIO_WRITE, .member = mem,
-                                  .off = moff, .len = L, .buf = blk[i] };
-  }
-  for (x = 0; x < (size_t) nw; x++)
-    v[nv++] = w[x];
-  gr_members_io (j->ms, v, nv, GR_MIO_REPORT);
-  for (i = 0; i < nv; i++)
-    if (v[i].result != GR_MIO_DONE)
-      r = -1;
- out:
-  free (buf);
-  return r;
-}
-
-enum gr_replay_outcome
-gr_journal_replay (struct gr_journal *j, struct gr_coding *coding,
-                   unsigned *nreplayed)
-{
-  enum gr_replay_outcome out = GR_REPLAY_DONE;
-  unsigned q;
-  int i, r;
-
-  *nreplayed = 0;
-  for (q = 0; q < j->nslots; q++) {
-    uint8_t *best = NULL;
-
-    /* The copies of the latest entry of the slot, on any live member. */
-    for (i = 0; i < j->n; i++) {
-      uint8_t *e;
-
-      if (gr_members_failed (j->ms, i) || (e = read_entry (j, q, i)) == NULL)
-        continue;
-      if (best == NULL || get64 (e + 24) > get64 (best + 24)) {
-        free (best);
-        best = e;
-      }
-      else
-        free (e);
-    }
-    if (best == NULL)
-      continue;
-    r = replay_entry (j, coding, best);
-    if (r == -1) {
-      nbdkit_error ("journal: replaying stripe %" PRIu64 " failed",
-                    get64 (best + 32));
+    if (best == NULL || get64 (c + 24) > get64 (best + 24)) {
       free (best);
-      return GR_REPLAY_FAILED;
-    }
-    if (r == 1) {
-      gr_warn ("journal: stripe %" PRIu64 " cannot be replayed: a data "
-               "chunk it did not journal is lost too", get64 (best + 32));
-      out = GR_REPLAY_PARTLY;
+      best = c;
     }
     else
-      (*nreplayed)++;
-    free (best);
+      free (c);
   }
-  for (i = 0; i < j->n; i++)
-    if (gr_members_sync (j->ms, i) == -1)
-      return GR_REPLAY_FAILED;
-  return out;
+  if (best == NULL)
+    return false;
+  e->stripe = get64 (best + 32);
+  e->lo = get32 (best + 40);
+  e->hi = get32 (best + 44);
+  e->nlost = (int) get32 (best + 48);
+  for (x = 0; x < (uint32_t) e->nlost; x++)
+    e->index[x] = best[56 + 2 * x] + (best[57 + 2 * x] << 8);
+  /* The payload from the buffer's start (its header dropped). */
+  memmove (best, best + HDR, (size_t) e->nlost * (e->hi - e->lo));
+  *payload = best;
+  return true;
 }
 
 int

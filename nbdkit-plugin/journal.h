@@ -11,7 +11,8 @@
  * latest entry of each journal slot is replayed: parity recomputed from
  * the live data chunks and the journaled lost ones, which makes the
  * stripe one codeword again whatever part of the write reached the
- * members.  docs/format.md ("The journal") has the layout and argument.
+ * members (replay.h).  docs/format.md ("The journal") has the layout and
+ * argument.
  *
  * One owner: struct gr_journal holds the slot locks and the sequence
  * counter.  A write to stripe s uses slot s mod nslots, held from its
@@ -23,7 +24,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "coding.h"
 #include "members.h"
 #include "plan.h"
 #include "steps.h"
@@ -48,18 +48,12 @@ int gr_journal_begin (struct gr_journal *j, const struct gr_plan *p,
                       const bool *failed, const struct gr_bufs *b);
 void gr_journal_end (struct gr_journal *j, const struct gr_plan *p);
 
-enum gr_replay_outcome {
-  GR_REPLAY_DONE,               /* every entry replayed */
-  GR_REPLAY_PARTLY,             /* some could not be (logged) */
-  GR_REPLAY_FAILED,             /* an I/O error: after nbdkit_error */
-};
-
-/* At start-up, on a dirty degraded array: replay the latest entry of
- * every slot on the live members (CPU coding), and sync.  *nreplayed
- * gets the count. */
-enum gr_replay_outcome gr_journal_replay (struct gr_journal *j,
-                                          struct gr_coding *coding,
-                                          unsigned *nreplayed);
+/* At start-up, on a dirty degraded array (replay.h replays them): the
+ * latest valid entry of slot q on any live member, into e, and its
+ * payload (e's journaled chunks, one after the other: to free).  false
+ * if the slot holds none. */
+bool gr_journal_entry (struct gr_journal *j, unsigned q,
+                       struct gr_replay_entry *e, uint8_t **payload);
 
 /* Zero the journal slots of the live members, before the first write of
  * a session (gr_members_on_dirty), so that every entry found after a

@@ -2,13 +2,16 @@
 # nbdkit-plugin/ - the gpuraid nbdkit plugin.
 PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # The data path, top-down: gpuraid (callbacks) -> io (requests) -> plan
-# (what to do) -> exec (doing it) -> members (member I/O and state) and
-# coding (where coding runs); array opens and closes (assemble decides,
-# resync repairs; rebuild and scrub heal in the background); control
-# serves gpuraidctl; config, calibrate, gpudev, fakegpu, log, uring beside.
+# (what to do) -> exec (doing it; a job's batches in lanes) -> members
+# (member I/O and state) and coding (where coding runs); array opens and
+# closes (assemble decides, replay and resync repair); the jobs (rebuild,
+# scrub, resync) run on one skeleton (job) whose batches are plans;
+# heal owns them; control serves gpuraidctl; config, calibrate, gpudev,
+# fakegpu, log, uring beside.  docs/design.md is the map.
 # members do their I/O through disk (local files; remote: NBD exports).
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               assemble.o resync.o journal.o bitmap.o io.o extents.o plan.o plan-jobs.o exec.o \
+              exec-lanes.o job.o replay.o \
               members.o replacing.o disk.o remote.o fullio.o control.o \
               status.o pace.o rebuild.o scrub.o heal.o \
               coding.o scratch.o \

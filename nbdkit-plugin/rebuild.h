@@ -3,30 +3,27 @@
  * in one pass.
  *
  * The replacements (replacing.h: gr_members_rebuild_begin) are filled
- * stripe by stripe from the first k survivors of each stripe, in batches
- * of stripes held exclusively (exec.h: gr_exec_rbatch; one coding
- * operation per erasure pattern of a batch, in a page-locked buffer
- * where a GPU codes; a tenth of a second's worth under a rate limit),
- * three in flight: each on its own thread (a lane), one read while the
- * one before is coded and the one before that written, the locks, the
- * coding and the writes taken in batch order (one coding at a time),
- * while the array serves requests: below a replacement's front it is
- * read and written like a live member, above it the member is lost.  A
- * member replaced while a pass runs joins it: the pass goes back to
- * stripe 0 and rebuilds each member where its front is behind, so all
- * end together.  At most rate bytes of array data a second; progress
- * logged every 10 % (nbdkit -v), and at the end how long the lanes were
- * reading, coding and writing.  At the end the replacements are synced
- * and the members are live again, recorded on every superblock in one
- * update.  Every second, and at a shutdown, the replacements are synced
- * and the least front is recorded as the checkpoint in the members'
- * superblocks (replacing.h): a start with the replacements in place,
- * after a shutdown or a crash, resumes from there.  A replacement
- * failing ends its member's rebuild (that member stays failed, the
- * others go on); more than m members lost stops the pass.
+ * stripe by stripe from the first k survivors of each stripe, as a job
+ * (job.h) whose batches are rebuild plans (plan.h: gr_plan_rebuild; one
+ * coding operation per erasure pattern of a batch, in a lane's
+ * page-locked buffer where a GPU codes; a tenth of a second's worth
+ * under a rate limit) run by the executor's lanes, three in flight, while
+ * the array serves requests: below a replacement's front it is read and
+ * written like a live member, above it the member is lost.  A member
+ * replaced while a pass runs joins it: the pass goes back to the least
+ * front among them and rebuilds each member where its front is behind,
+ * so all end together.  Progress logged every 10 % (nbdkit -v), and at
+ * the end how long the lanes were reading, coding and writing.  At the
+ * end the replacements are synced and the members are live again,
+ * recorded on every superblock in one update.  Every second, and at a
+ * shutdown, the replacements are synced and the least front is recorded
+ * as the checkpoint in the members' superblocks (replacing.h): a start
+ * with the replacements in place, after a shutdown or a crash, resumes
+ * from there.  A replacement failing ends its member's rebuild (that
+ * member stays failed, the others go on); more than m members lost stops
+ * the pass.
  *
- * One owner: struct gr_rebuild holds the threads (the pass, the lanes),
- * the lanes' buffers, its members and its progress. */
+ * One owner: struct gr_rebuild holds its job and its members. */
 #ifndef GPURAID_REBUILD_H
 #define GPURAID_REBUILD_H
 
@@ -51,7 +48,7 @@ bool gr_rebuild_add (struct gr_rebuild *rb, int i);
 /* Its progress, in the resync's terms (state, bytes of array data: the
  * position of the pass, which goes back to 0 when a member joins). */
 void gr_rebuild_progress (struct gr_rebuild *rb,
-                          struct gr_resync_progress *out);
+                          struct gr_progress *out);
 /* Its members (those still in it, or at its end) into which[i]; how
  * many. */
 int gr_rebuild_members (struct gr_rebuild *rb, bool *which);

@@ -5,151 +5,189 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "job.h"
 #include "log.h"
-#include "pace.h"
 #include "resync.h"
+
+/* Member bytes of every member read per batch, all lanes together. */
+#define BATCH_BYTES (64u << 20)
 
 struct gr_resync {
   struct gr_exec *x;
   struct gr_bitmap *b;
-  pthread_t thread;
-  struct gr_pace *pace;         /* the rate limit and the stop */
-  /* Progress, atomic: array bytes done and to do, and enum
-   * gr_resync_state. */
-  uint64_t done, total;
-  int state;
+  struct gr_job *job;
+  bool started;                 /* the session's dirty update is done */
+  uint64_t todo;                /* pending regions at the start */
+  pthread_mutex_t lock;         /* the counts below; leaf */
+  uint64_t ndone, stripes, rewritten;
 };
 
-enum region_outcome { REGION_DONE, REGION_STOPPED, REGION_FAILED };
-
-/* Resync the stripes of region r; rs->done counts array bytes. */
-static enum region_outcome
-resync_region (struct gr_resync *rs, uint64_t r, struct gr_plan *p,
-               struct gr_exec_result *res)
+/* The next batch: inside the pending region at or after *s. */
+static enum gr_job_next
+resync_next (void *arg, bool drained, uint64_t *s, uint64_t *end)
 {
+  struct gr_resync *rs = arg;
   const struct gr_geom *g = gr_exec_geom (rs->x);
-  uint64_t width = gr_map_stripe_width (g), rsz = gr_bitmap_region_size (rs->b);
-  uint64_t s0 = r * rsz, s1 = s0 + rsz < g->stripes ? s0 + rsz : g->stripes;
-  uint64_t pos = s0 * width, end = s1 * width;
-  struct gr_exec_snap sn;
-  struct gr_plan_ctx c;
+  const uint64_t rsz = gr_bitmap_region_size (rs->b);
+  const uint64_t nreg = gr_bitmap_regions (rs->b);
+  uint64_t r;
 
-  while (pos < end) {
-    enum gr_exec_outcome o;
-
-    gr_exec_plan_ctx (rs->x, &sn, &c);
-    if (gr_plan_next (&c, GR_REQ_RESYNC, pos, end - pos, p)
-        != GR_PLAN_RESYNC)
-      return REGION_FAILED;     /* degraded */
-    o = gr_exec_run (rs->x, p, NULL, GR_MIO_FAIL_MEMBER, res);
-    if (o == GR_EXEC_REPLAN)
-      continue;                 /* a member failed: the next plan says */
-    if (o != GR_EXEC_DONE)
-      return REGION_FAILED;
-    pos += p->len;
-    if (gr_pace_wait (rs->pace, __atomic_add_fetch (&rs->done, p->len,
-                                                     __ATOMIC_RELAXED)))
-      return REGION_STOPPED;
+  pthread_mutex_lock (&rs->lock);       /* rs->job is set */
+  pthread_mutex_unlock (&rs->lock);
+  /* The resync writes: the session's dirty update first (it carries the
+   * pending bits to every member). */
+  if (!rs->started) {
+    if (gr_members_begin_write (gr_exec_members (rs->x)) == -1) {
+      nbdkit_error ("resync: cannot start; %" PRIu64 " regions stay "
+                    "pending", rs->todo);
+      return GR_JOB_FAIL;
+    }
+    rs->started = true;
   }
-  return REGION_DONE;
+  if (*s >= g->stripes)
+    return GR_JOB_END;
+  r = *s / rsz;
+  if (*s % rsz == 0)
+    r = gr_bitmap_next_pending (rs->b, r);
+  if (r >= nreg)
+    return GR_JOB_END;
+  if (*s < r * rsz)
+    *s = r * rsz;
+  *end = (r + 1) * rsz < g->stripes ? (r + 1) * rsz : g->stripes;
+  return GR_JOB_GO;
 }
 
-static void *
-resync_thread (void *arg)
+static enum gr_plan_kind
+resync_plan (void *arg, const struct gr_plan_ctx *c, uint64_t s0,
+             uint64_t ns, struct gr_plan *p)
+{
+  const uint64_t width = gr_map_stripe_width (c->g);
+
+  /* Degraded: refused (the job stops). */
+  if (gr_plan_next (c, GR_REQ_RESYNC, s0 * width, ns * width, p)
+      == GR_PLAN_RESYNC && p->nstripes != ns) {
+    nbdkit_error ("resync: a plan covers %" PRIu64 " of the batch's %"
+                  PRIu64 " stripes", p->nstripes, ns);
+    return p->kind = GR_PLAN_REFUSE;
+  }
+  return p->kind;
+}
+
+/* A batch done: a region whose last batch it is is resynced. */
+static void
+resync_done (void *arg, const struct gr_plan *p, enum gr_exec_outcome o,
+             const struct gr_exec_result *res)
+{
+  struct gr_resync *rs = arg;
+  const struct gr_geom *g = gr_exec_geom (rs->x);
+  const uint64_t rsz = gr_bitmap_region_size (rs->b);
+  const uint64_t end = p->s0 + p->nstripes;
+
+  if (o != GR_EXEC_DONE)
+    return;
+  pthread_mutex_lock (&rs->lock);
+  rs->stripes += p->nstripes;
+  rs->rewritten += res->rewritten;
+  if (end % rsz == 0 || end == g->stripes) {
+    gr_bitmap_resynced (rs->b, p->s0 / rsz);
+    rs->ndone++;
+  }
+  pthread_mutex_unlock (&rs->lock);
+}
+
+/* Each tenth: a checkpoint (a restart goes on from here), progress. */
+static bool
+resync_tick (void *arg, enum gr_job_tick why, int pct)
+{
+  struct gr_resync *rs = arg;
+  struct gr_progress p;
+
+  if (why != GR_JOB_TENTH)
+    return true;
+  gr_bitmap_checkpoint (rs->b);
+  gr_job_progress (rs->job, &p);
+  pthread_mutex_lock (&rs->lock);
+  gr_debug ("resync: %d%% (%" PRIu64 " of %" PRIu64 " regions, %" PRIu64
+            " MiB in %.1f s, %" PRIu64 " parity chunks rewritten)", pct,
+            rs->ndone, rs->todo, p.done_bytes >> 20, p.seconds,
+            rs->rewritten);
+  pthread_mutex_unlock (&rs->lock);
+  return true;
+}
+
+static void
+resync_finish (void *arg, enum gr_job_state st)
 {
   struct gr_resync *rs = arg;
   struct gr_members *ms = gr_exec_members (rs->x);
-  const struct gr_geom *g = gr_exec_geom (rs->x);
-  uint64_t nreg = gr_bitmap_regions (rs->b), rsz = gr_bitmap_region_size (rs->b);
-  const uint64_t width = gr_map_stripe_width (g);
-  uint64_t r, todo = 0, ndone = 0, stripes = 0, total = 0;
-  struct gr_exec_result res = { .rewritten = 0 };
-  struct gr_plan *p = gr_exec_plan (rs->x);
-  int last_pct = 0;
 
-  for (r = gr_bitmap_next_pending (rs->b, 0); r < nreg;
-       r = gr_bitmap_next_pending (rs->b, r + 1)) {
-    uint64_t s1 = (r + 1) * rsz < g->stripes ? (r + 1) * rsz : g->stripes;
-
-    todo++;
-    total += (s1 - r * rsz) * width;
-  }
-  __atomic_store_n (&rs->total, total, __ATOMIC_RELAXED);
-  /* The resync writes: the session's dirty update first (it carries the
-   * pending bits to every member). */
-  if (p == NULL || gr_members_begin_write (ms) == -1) {
-    nbdkit_error ("resync: cannot start; %" PRIu64 " regions stay pending",
-                  todo);
-    gr_pace_finish (rs->pace);
-    __atomic_store_n (&rs->state, GR_RESYNC_FAILED, __ATOMIC_RELEASE);
-    return NULL;
-  }
-  for (r = gr_bitmap_next_pending (rs->b, 0); r < nreg;
-       r = gr_bitmap_next_pending (rs->b, r + 1)) {
-    uint64_t s1 = (r + 1) * rsz < g->stripes ? (r + 1) * rsz : g->stripes;
-
-    switch (resync_region (rs, r, p, &res)) {
-    case REGION_DONE:
-      break;
-    case REGION_STOPPED:
-      gr_bitmap_checkpoint (rs->b);
-      gr_debug ("resync: stopped at shutdown, %" PRIu64 " of %" PRIu64
-                " regions done; the rest at the next start", ndone, todo);
-      gr_pace_finish (rs->pace);
-      __atomic_store_n (&rs->state, GR_RESYNC_STOPPED, __ATOMIC_RELEASE);
-      return NULL;
-    case REGION_FAILED:
+  pthread_mutex_lock (&rs->lock);
+  switch (st) {
+  case GR_JOB_STOPPED:
+    gr_bitmap_checkpoint (rs->b);
+    gr_debug ("resync: stopped at shutdown, %" PRIu64 " of %" PRIu64
+              " regions done; the rest at the next start", rs->ndone,
+              rs->todo);
+    break;
+  case GR_JOB_FAILED:
+    if (rs->started)
       gr_warn ("resync stopped (%d of %d members failed): "
                "%" PRIu64 " of %" PRIu64 " regions were not resynced, and "
                "rebuilding a lost chunk from their parity fails with EIO",
-               gr_members_nfailed (ms), gr_members_n (ms), todo - ndone,
-               todo);
-      gr_pace_finish (rs->pace);
-      __atomic_store_n (&rs->state, GR_RESYNC_FAILED, __ATOMIC_RELEASE);
-      return NULL;
-    }
-    gr_bitmap_resynced (rs->b, r);
-    stripes += s1 - r * rsz;
-    ndone++;
-    if (ndone * 10 / todo > (uint64_t) last_pct) {
-      last_pct = (int) (ndone * 10 / todo);
-      gr_bitmap_checkpoint (rs->b);     /* a restart goes on from here */
-      gr_debug ("resync: %d0%% (%" PRIu64 " of %" PRIu64 " regions, %"
-                PRIu64 " MiB in %.1f s, %" PRIu64 " parity chunks "
-                "rewritten)", last_pct, ndone, todo,
-                __atomic_load_n (&rs->done, __ATOMIC_RELAXED) >> 20,
-                gr_pace_seconds (rs->pace), res.rewritten);
-    }
+               gr_members_nfailed (ms), gr_members_n (ms),
+               rs->todo - rs->ndone, rs->todo);
+    break;
+  default:
+    gr_warn ("resync done: %" PRIu64 " stripes checked, %" PRIu64 " parity "
+             "chunks were inconsistent and rewritten (%" PRIu64 " of %"
+             PRIu64 " regions, %.1f s)", rs->stripes, rs->rewritten,
+             rs->todo, gr_bitmap_regions (rs->b), gr_job_seconds (rs->job));
   }
-  gr_pace_finish (rs->pace);
-  __atomic_store_n (&rs->state, GR_RESYNC_DONE, __ATOMIC_RELEASE);
-  gr_warn ("resync done: %" PRIu64 " stripes checked, %" PRIu64 " parity "
-           "chunks were inconsistent and rewritten (%" PRIu64 " of %"
-           PRIu64 " regions, %.1f s)", stripes, res.rewritten, todo, nreg,
-           gr_pace_seconds (rs->pace));
-  return NULL;
+  pthread_mutex_unlock (&rs->lock);
 }
 
 struct gr_resync *
 gr_resync_start (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
 {
+  const struct gr_geom *g = gr_exec_geom (x);
+  const uint64_t nreg = gr_bitmap_regions (b), rsz = gr_bitmap_region_size (b);
+  const uint64_t width = gr_map_stripe_width (g);
+  const size_t n = (size_t) g->k + g->m;
   struct gr_resync *rs = calloc (1, sizeof *rs);
-  int e;
+  struct gr_job_def def;
+  uint64_t r, total = 0, batch;
 
-  if (rs == NULL ||
-      (rs->pace = gr_pace_new (rate, gr_exec_requests (x))) == NULL) {
+  if (rs == NULL) {
     nbdkit_error ("resync: %m");
-    free (rs);
     return NULL;
   }
   rs->x = x;
   rs->b = b;
-  rs->state = GR_RESYNC_RUNNING;
-  e = pthread_create (&rs->thread, NULL, resync_thread, rs);
-  if (e != 0) {
-    errno = e;
-    nbdkit_error ("resync: pthread_create: %m");
-    gr_pace_free (rs->pace);
+  pthread_mutex_init (&rs->lock, NULL);
+  for (r = gr_bitmap_next_pending (b, 0); r < nreg;
+       r = gr_bitmap_next_pending (b, r + 1)) {
+    uint64_t s1 = (r + 1) * rsz < g->stripes ? (r + 1) * rsz : g->stripes;
+
+    rs->todo++;
+    total += (s1 - r * rsz) * width;
+  }
+  batch = BATCH_BYTES / (n * g->chunk) / GR_EXEC_LANES;
+  if (batch < 1)
+    batch = 1;
+  def = (struct gr_job_def) {
+    .batches = { .lock = GR_LOCK_EXCL, .policy = GR_MIO_FAIL_MEMBER,
+                 .plan = resync_plan, .done = resync_done },
+    .batch = batch,
+    /* plan.c: every member's chunks, then the new parity */
+    .scratch = (n + g->m) * batch * g->chunk,
+    .total_bytes = total, .next = resync_next, .tick = resync_tick,
+    .finish = resync_finish, .arg = rs,
+  };
+  pthread_mutex_lock (&rs->lock);
+  rs->job = gr_job_start (x, &def, rate, 0, 0);
+  pthread_mutex_unlock (&rs->lock);
+  if (rs->job == NULL) {
+    pthread_mutex_destroy (&rs->lock);
     free (rs);
     return NULL;
   }
@@ -159,30 +197,25 @@ gr_resync_start (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
 bool
 gr_resync_stop (struct gr_resync *rs)
 {
-  bool complete;
+  struct gr_progress p;
 
-  gr_pace_stop (rs->pace);
-  pthread_join (rs->thread, NULL);
-  complete = rs->state == GR_RESYNC_DONE;
-  gr_pace_free (rs->pace);
+  gr_job_stop (rs->job);
+  gr_job_progress (rs->job, &p);
+  gr_job_free (rs->job);
+  pthread_mutex_destroy (&rs->lock);
   free (rs);
-  return complete;
+  return p.state == GR_JOB_DONE;
 }
 
 void
 gr_resync_set_rate (struct gr_resync *rs, uint64_t rate)
 {
-  gr_pace_set_rate (rs->pace, rate,
-                    __atomic_load_n (&rs->done, __ATOMIC_RELAXED));
+  gr_job_set_rate (rs->job, rate);
 }
 
 void
-gr_resync_progress (struct gr_resync *rs, struct gr_resync_progress *out)
+gr_resync_progress (struct gr_resync *rs, struct gr_progress *out)
 {
-  out->state = __atomic_load_n (&rs->state, __ATOMIC_ACQUIRE);
-  out->done_bytes = __atomic_load_n (&rs->done, __ATOMIC_RELAXED);
-  out->total_bytes = __atomic_load_n (&rs->total, __ATOMIC_RELAXED);
+  gr_job_progress (rs->job, out);
   out->from_bytes = 0;
-  out->seconds = gr_pace_seconds (rs->pace);
-  out->rate_limit = gr_pace_rate (rs->pace);
 }

@@ -6,14 +6,14 @@
  * from them.  The regions the write-intent bitmap holds pending
  * (bitmap.h) are resynced while the array serves requests: the parity of
  * each of their stripes is recomputed from its data and the parity chunks
- * that differ are rewritten (md's resync), as resync plans (plan.h) run
- * by the executor under the stripe locks, a batch of stripes at a time,
- * at most rate bytes of array data a second.  Progress is logged every
+ * that differ are rewritten (md's resync), as a job (job.h) whose
+ * batches are resync plans (plan.h) run by the executor's lanes under
+ * the stripe locks, at most rate bytes of array data a second.  Progress is logged every
  * 10 % (nbdkit -v) and the end once.  A member lost during the resync
  * stops it: the regions left stay pending (a rebuild from their parity is
  * refused), and the array stays dirty.
  *
- * One owner: struct gr_resync holds the thread and its progress. */
+ * One owner: struct gr_resync holds its job and its counts. */
 #ifndef GPURAID_RESYNC_H
 #define GPURAID_RESYNC_H
 
@@ -22,6 +22,7 @@
 
 #include "bitmap.h"
 #include "exec.h"
+#include "job.h"
 
 struct gr_resync;
 
@@ -34,23 +35,8 @@ struct gr_resync *gr_resync_start (struct gr_exec *x, struct gr_bitmap *b,
 /* A new limit (bytes of array data a second, 0: none), from now on. */
 void gr_resync_set_rate (struct gr_resync *rs, uint64_t rate);
 
-enum gr_resync_state {
-  GR_RESYNC_RUNNING,
-  GR_RESYNC_DONE,               /* every pending region resynced */
-  GR_RESYNC_STOPPED,            /* at shutdown: the rest at the next start */
-  GR_RESYNC_FAILED,             /* a member was lost (or it could not start):
-                                 * the regions left stay pending */
-};
-struct gr_resync_progress {
-  enum gr_resync_state state;
-  uint64_t done_bytes, total_bytes;     /* of array data */
-  uint64_t from_bytes;                  /* done before it started (one
-                                         * that went on from there) */
-  double seconds;                       /* since it started */
-  uint64_t rate_limit;                  /* 0: none */
-};
 void gr_resync_progress (struct gr_resync *rs,
-                         struct gr_resync_progress *out);
+                         struct gr_progress *out);
 
 /* Stop it (at shutdown) and wait for it.  true when every pending region
  * was resynced. */

@@ -2,18 +2,19 @@
 /* gpuraid - scrub: read every stripe, check its parity, name the corrupt
  * member and, when asked, repair it; online.
  *
- * Stripes are checked in batches held against writes (exec.h:
- * gr_exec_lock; exclusively when repairing).  On a healthy array a
- * batch's parity is computed again in one coding operation (the GPU's
- * when one is in use) and compared; on a degraded one each stripe's live
- * chunks beyond the first k survivors are rebuilt from those and
- * compared.  A stripe that does not match is examined alone: each live
- * chunk in turn is taken as erased, and if exactly one choice makes the
- * rest consistent, that chunk is the corrupt one (this needs two live
- * chunks of redundancy: with one it is only detected), rebuilt from the
- * others and, with repair, written back.  Otherwise it is reported and
- * nothing is written: the scrub never guesses.  Stripes whose parity
- * waits for a resync (bitmap.h) are skipped and counted.
+ * A job (job.h) whose batches are check plans (plan.h: gr_plan_check)
+ * run by the executor's lanes, their stripes held against writes
+ * (exclusively when repairing).  On a healthy array a batch's parity is
+ * computed again in one coding operation (the GPU's when one is in use)
+ * and compared; on a degraded one each stripe's live chunks beyond the
+ * first k survivors are rebuilt from those and compared.  A stripe that
+ * does not match is examined alone: each live chunk in turn is taken as
+ * erased, and if exactly one choice makes the rest consistent, that
+ * chunk is the corrupt one (this needs two live chunks of redundancy:
+ * with one it is only detected), rebuilt from the others and, with
+ * repair, written back.  Otherwise it is reported and nothing is
+ * written: the scrub never guesses.  Stripes whose parity waits for a
+ * resync (bitmap.h) are skipped and counted.
  *
  * Each mismatch is logged (the first 100) with its array bytes, member
  * and member offset; the first GR_SCRUB_REPORTS are kept for the status.
@@ -23,8 +24,7 @@
  * when it stops (shutdown, gpuraidctl scrub stop, a failure); 0 once it
  * has reached the end.
  *
- * One owner: struct gr_scrub holds the thread, its buffers, progress,
- * counts and reports. */
+ * One owner: struct gr_scrub holds its job, counts and reports. */
 #ifndef GPURAID_SCRUB_H
 #define GPURAID_SCRUB_H
 
@@ -66,7 +66,7 @@ struct gr_scrub *gr_scrub_start (struct gr_exec *x, struct gr_bitmap *b,
                                  bool repair, uint64_t rate, uint64_t from);
 /* Progress in the resync's terms (bytes of array data; done counts the
  * stripes before from). */
-void gr_scrub_progress (struct gr_scrub *sc, struct gr_resync_progress *out);
+void gr_scrub_progress (struct gr_scrub *sc, struct gr_progress *out);
 bool gr_scrub_repairing (const struct gr_scrub *sc);
 void gr_scrub_counts (struct gr_scrub *sc, struct gr_scrub_counts *out);
 /* The first reports (up to max); how many were copied. */

@@ -36,13 +36,13 @@ member_state_name (enum gr_member_state s)
 }
 
 static const char *
-state_name (enum gr_resync_state s)
+state_name (enum gr_job_state s)
 {
   switch (s) {
-  case GR_RESYNC_RUNNING: return "running";
-  case GR_RESYNC_DONE: return "done";
-  case GR_RESYNC_STOPPED: return "stopped";
-  case GR_RESYNC_FAILED: return "failed";
+  case GR_JOB_RUNNING: return "running";
+  case GR_JOB_DONE: return "done";
+  case GR_JOB_STOPPED: return "stopped";
+  case GR_JOB_FAILED: return "failed";
   }
   return "?";
 }
@@ -51,49 +51,27 @@ static const char *
 array_state (struct gr_array *a, struct gr_members *ms, int m)
 {
   const int nf = gr_members_nfailed (ms);
-  struct gr_resync_progress p;
+  struct gr_progress p;
   bool which[GR_MAX_MEMBERS];
 
   if (nf > m)
     return "failed";
   if (gr_heal_rebuild_progress (gr_array_heal (a), &p, which) >= 0 &&
-      p.state == GR_RESYNC_RUNNING)
+      p.state == GR_JOB_RUNNING)
     return "rebuilding";
   return nf == 0 ? "healthy" : "degraded";
 }
 
-/* The operation gpuraidctl wait follows: a running one (rebuild, scrub,
- * resync), else the last rebuild or scrub, else the resync; its name
- * and progress, or NULL for none. */
+/* The operation gpuraidctl wait follows (heal.h decides): its name and
+ * progress, or NULL for none. */
 static const char *
-operation (struct gr_array *a, struct gr_resync_progress *p)
+operation (struct gr_array *a, struct gr_progress *p)
 {
-  struct gr_scrub *sc = gr_heal_scrub_last (gr_array_heal (a));
-  struct gr_resync_progress rb, scp = { .state = GR_RESYNC_DONE };
-  bool which[GR_MAX_MEMBERS];
-  const bool have_rb = gr_heal_rebuild_progress (gr_array_heal (a), &rb,
-                                                 which) >= 0;
-
-  if (sc)
-    gr_scrub_progress (sc, &scp);
-  if (have_rb && rb.state == GR_RESYNC_RUNNING) {
-    *p = rb;
-    return "rebuild";
-  }
-  if (sc && scp.state == GR_RESYNC_RUNNING) {
-    *p = scp;
-    return "scrub";
-  }
-  if (gr_array_resync_progress (a, p) &&
-      (p->state == GR_RESYNC_RUNNING || (!have_rb && !sc)))
-    return "resync";
-  if (gr_heal_last_job (gr_array_heal (a)) == GR_HEAL_JOB_SCRUB && sc) {
-    *p = scp;
-    return "scrub";
-  }
-  if (have_rb) {
-    *p = rb;
-    return "rebuild";
+  switch (gr_heal_operation (gr_array_heal (a), p)) {
+  case GR_HEAL_JOB_REBUILD: return "rebuild";
+  case GR_HEAL_JOB_SCRUB: return "scrub";
+  case GR_HEAL_JOB_RESYNC: return "resync";
+  case GR_HEAL_JOB_NONE: break;
   }
   return NULL;
 }
@@ -121,7 +99,7 @@ json_str (FILE *f, const char *s)
 }
 
 static double
-rate_of (const struct gr_resync_progress *p)
+rate_of (const struct gr_progress *p)
 {
   return p->seconds > 0 ? (double) (p->done_bytes - p->from_bytes)
     / p->seconds : 0;
@@ -134,7 +112,7 @@ scrub_status (struct gr_array *a, FILE *f, bool json, uint64_t resume_at,
 {
   struct gr_scrub *sc = gr_heal_scrub_last (gr_array_heal (a));
   struct gr_scrub_report rep[GR_SCRUB_REPORTS];
-  struct gr_resync_progress p;
+  struct gr_progress p;
   struct gr_scrub_counts ct;
   size_t nrep, i;
   double rate;
@@ -180,7 +158,7 @@ scrub_status (struct gr_array *a, FILE *f, bool json, uint64_t resume_at,
            gr_scrub_repairing (sc) ? " --repair" : "",
            p.total_bytes ? 100.0 * p.done_bytes / p.total_bytes : 100.0,
            p.done_bytes >> 20, p.total_bytes >> 20, rate / 1048576);
-  if (p.state == GR_RESYNC_RUNNING && rate > 0)
+  if (p.state == GR_JOB_RUNNING && rate > 0)
     fprintf (f, ", %.0f s left",
              (double) (p.total_bytes - p.done_bytes) / rate);
   fprintf (f, "; %" PRIu64 " stripes checked, %" PRIu64 " did not match, %"
@@ -211,7 +189,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
   const struct gr_geom *g = gr_exec_geom (gr_array_exec (a));
   const uint64_t size = gr_map_size (g);
   struct gr_member_counts t = { 0 }, mc;
-  struct gr_resync_progress p;
+  struct gr_progress p;
   const bool rs = gr_array_resync_progress (a, &p);
   struct gr_coding_info ci;
   struct gr_sb sb;
@@ -280,7 +258,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
       fputs ("null", f);
     fputs (",\n \"rebuild\": ", f);
     {
-      struct gr_resync_progress q;
+      struct gr_progress q;
       bool which[GR_MAX_MEMBERS];
       const int nm = gr_heal_rebuild_progress (gr_array_heal (a), &q, which);
 
@@ -340,7 +318,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
              "%.1f MiB/s", state_name (p.state),
              p.total_bytes ? 100.0 * p.done_bytes / p.total_bytes : 100.0,
              p.done_bytes >> 20, p.total_bytes >> 20, rate / 1048576);
-    if (p.state == GR_RESYNC_RUNNING && rate > 0)
+    if (p.state == GR_JOB_RUNNING && rate > 0)
       fprintf (f, ", %.0f s left",
                (double) (p.total_bytes - p.done_bytes) / rate);
     if (p.rate_limit == GR_PACE_AUTO)
@@ -352,7 +330,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
   else
     fputs ("resync     none\n", f);
   {
-    struct gr_resync_progress q;
+    struct gr_progress q;
     bool which[GR_MAX_MEMBERS];
     const int nm = gr_heal_rebuild_progress (gr_array_heal (a), &q, which);
 
@@ -396,7 +374,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
 void
 gr_status_progress_write (struct gr_array *a, FILE *f)
 {
-  struct gr_resync_progress p;
+  struct gr_progress p;
   const char *op = operation (a, &p);
 
   if (op)

@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The plugin's structure (nbdkit-plugin/, not its tests): no include or
 # call cycle among its modules, no global variable read outside the
-# module that defines it, each .c with its own header, no file over 700
-# lines.  Call and data references come from the built objects (nm).
+# module that defines it, each module with its own header, no file over
+# 700 lines.  A module is the files named after it: X.h (its header),
+# X.c, and X-part.c files that share X-internal.h (exec.c and
+# exec-lanes.c are the executor).  Call and data references come from the
+# built objects (nm).
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -15,7 +18,9 @@ import glob, os, re, subprocess, sys
 d = sys.argv[1]
 srcs = [f for f in glob.glob(d + '/*.[ch]')
         if not os.path.basename(f).startswith('test-')]
-mods = {os.path.splitext(os.path.basename(f))[0] for f in srcs}
+def module(name):
+    return os.path.splitext(os.path.basename(name))[0].split('-')[0]
+mods = {module(f) for f in srcs}
 bad = []
 
 def cycles(g):
@@ -37,8 +42,9 @@ def cycles(g):
 
 inc = {m: set() for m in mods}
 for f in srcs:
-    m = os.path.splitext(os.path.basename(f))[0]
+    m = module(f)
     for h in re.findall(r'#include "([^"/]+)\.h"', open(f).read()):
+        h = module(h)
         if h in mods and h != m:
             inc[m].add(h)
     n = sum(1 for _ in open(f))
@@ -50,9 +56,9 @@ for m in mods:
         bad.append('%s.c has no header of its own' % m)
 
 defs, refs, data = {}, {}, {}
-for m in mods:
-    o = '%s/%s.o' % (d, m)
-    if not os.path.exists(o):
+for o in glob.glob(d + '/*.o'):
+    m = module(o)
+    if os.path.basename(o).startswith('test-') or m not in mods:
         continue
     for line in subprocess.run(['nm', o], capture_output=True,
                                text=True).stdout.splitlines():

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - the executor: a job's batches in lanes.  See exec.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exec.h"
+#include "exec-internal.h"
+#include "log.h"
+
+/* A lane's batch: given to it (ISSUED), then DONE (outcome). */
+enum lane_state { IDLE, ISSUED, DONE };
+
+/* The steps taken in batch order, one batch at a time each (turn[] is
+ * the batch whose turn it is). */
+enum step { STEP_LOCK, STEP_CODE, STEP_WRITE, NSTEPS };
+
+struct lane {
+  struct gr_exec_lanes *l;
+  pthread_t thread;
+  bool started;
+  struct gr_plan *p;
+  struct gr_mio *mio;
+  uint8_t *buf;
+  bool pinned;                  /* buf from the coder (page-locked) */
+  /* Under l->pl: */
+  enum lane_state state;
+  uint64_t seq;                 /* the batch's number */
+  uint64_t s0, ns;
+  enum gr_exec_outcome out;
+};
+
+struct gr_exec_lanes {
+  struct gr_exec *x;
+  struct gr_exec_batches ops;
+  size_t scratch;
+  struct lane lane[GR_EXEC_LANES];
+  pthread_mutex_t pl;           /* the fields below, lanes' states; leaf */
+  pthread_cond_t pc;
+  uint64_t turn[NSTEPS];
+  uint64_t next;                /* batches given out */
+  bool failed;                  /* a batch failed: no later one writes */
+  bool failed_since;            /* ... since the last drain */
+  bool quit;
+  double busy[3];               /* seconds reading, coding, writing */
+};
+
+static double
+seconds (void)
+{
+  struct timespec t;
+
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  return (double) t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Under l->pl: wait for batch seq's turn at step st. */
+static void
+wait_turn (struct gr_exec_lanes *l, enum step st, uint64_t seq)
+{
+  while (l->turn[st] != seq)
+    pthread_cond_wait (&l->pc, &l->pl);
+}
+
+/* Under l->pl: the next batch's turn at step st. */
+static void
+pass_turn (struct gr_exec_lanes *l, enum step st)
+{
+  l->turn[st]++;
+  pthread_cond_broadcast (&l->pc);
+}
+
+/* Plan and read the batch on lane ln, its stripes held: planned again
+ * while a member fails under it. */
+static enum gr_exec_outcome
+plan_and_read (struct gr_exec_lanes *l, struct lane *ln,
+               const struct gr_bufs *b)
+{
+  struct gr_exec *x = l->x;
+  struct gr_plan *p = ln->p;
+  enum gr_exec_outcome r;
+  struct gr_exec_snap sn;
+  struct gr_plan_ctx c;
+
+  do {
+    gr_exec_plan_ctx (x, &sn, &c);
+    switch (l->ops.plan (l->ops.arg, &c, ln->s0, ln->ns, p)) {
+    case GR_PLAN_SKIP:
+      return GR_EXEC_DONE;
+    case GR_PLAN_REFUSE:
+      errno = EIO;
+      return GR_EXEC_ERROR;
+    default:
+      break;
+    }
+    if (p->scratch_len > l->scratch) {
+      nbdkit_error ("batch of stripes %" PRIu64 "+%" PRIu64 ": its plan "
+                    "needs %zu bytes of a lane's %zu", ln->s0, ln->ns,
+                    p->scratch_len, l->scratch);
+      errno = ENOMEM;
+      return GR_EXEC_ERROR;
+    }
+    r = gr_exec_read_stage (x, p, b, ln->mio, l->ops.policy);
+  } while (r == GR_EXEC_REPLAN);
+  return r;
+}
+
+/* One batch on lane ln: lock, plan and read, code, write, each step in
+ * its turn. */
+static void
+run_batch (struct gr_exec_lanes *l, struct lane *ln)
+{
+  struct gr_exec *x = l->x;
+  struct gr_plan *p = ln->p;
+  const struct gr_plan held = { .s0 = ln->s0, .nstripes = ln->ns,
+                                .lock = l->ops.lock };
+  struct gr_bufs b = { .scratch = ln->buf, .zero = x->zero };
+  struct gr_exec_result res = { .rewritten = 0 };
+  enum gr_exec_outcome r;
+  double t[4];
+
+  pthread_mutex_lock (&l->pl);
+  wait_turn (l, STEP_LOCK, ln->seq);
+  pthread_mutex_unlock (&l->pl);
+  gr_exec_lock_plan (x, &held);
+  pthread_mutex_lock (&l->pl);
+  pass_turn (l, STEP_LOCK);
+  pthread_mutex_unlock (&l->pl);
+
+  t[0] = seconds ();
+  p->kind = GR_PLAN_SKIP;
+  r = plan_and_read (l, ln, &b);
+  t[1] = seconds ();
+  pthread_mutex_lock (&l->pl);
+  wait_turn (l, STEP_CODE, ln->seq);
+  pthread_mutex_unlock (&l->pl);
+  t[2] = seconds ();
+  if (r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP)
+    r = gr_exec_code_stage (x, p, &b);
+  t[3] = seconds ();
+
+  pthread_mutex_lock (&l->pl);
+  l->busy[0] += t[1] - t[0];
+  l->busy[1] += t[3] - t[2];
+  pass_turn (l, STEP_CODE);
+  wait_turn (l, STEP_WRITE, ln->seq);
+  /* After a batch that failed none is written: a job's position must not
+   * pass stripes that were not done. */
+  if (r != GR_EXEC_DONE)
+    l->failed = l->failed_since = true;
+  else if (l->failed) {
+    errno = EIO;
+    r = GR_EXEC_ERROR;
+  }
+  pthread_mutex_unlock (&l->pl);
+  t[0] = seconds ();
+  if (r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP)
+    r = gr_exec_write_stage (x, p, &b, ln->mio, l->ops.policy, &res);
+  gr_exec_unlock_plan (x, &held);
+  t[1] = seconds ();
+  /* The job hears of its batches in batch order (its position is the
+   * written front). */
+  l->ops.done (l->ops.arg, p, r, &res);
+  pthread_mutex_lock (&l->pl);
+  if (r != GR_EXEC_DONE)
+    l->failed = l->failed_since = true;
+  l->busy[2] += t[1] - t[0];
+  pass_turn (l, STEP_WRITE);
+  ln->out = r;
+  ln->state = DONE;
+  pthread_cond_broadcast (&l->pc);
+  pthread_mutex_unlock (&l->pl);
+}
+
+static void *
+lane_thread (void *arg)
+{
+  struct lane *ln = arg;
+  struct gr_exec_lanes *l = ln->l;
+
+  for (;;) {
+    bool issued;
+
+    pthread_mutex_lock (&l->pl);
+    while (ln->state != ISSUED && !l->quit)
+      pthread_cond_wait (&l->pc, &l->pl);
+    issued = ln->state == ISSUED;
+    pthread_mutex_unlock (&l->pl);
+    if (!issued)
+      return NULL;
+    run_batch (l, ln);
+  }
+}
+
+/* Wait until lane ln is idle.  false if the batch it ran last failed. */
+static bool
+retire (struct gr_exec_lanes *l, struct lane *ln)
+{
+  bool ok = true;
+
+  pthread_mutex_lock (&l->pl);
+  while (ln->state == ISSUED)
+    pthread_cond_wait (&l->pc, &l->pl);
+  if (ln->state == DONE) {
+    ok = ln->out == GR_EXEC_DONE;
+    ln->state = IDLE;
+  }
+  pthread_mutex_unlock (&l->pl);
+  return ok;
+}
+
+bool
+gr_exec_lanes_submit (struct gr_exec_lanes *l, uint64_t s0, uint64_t ns)
+{
+  struct lane *ln = &l->lane[l->next % GR_EXEC_LANES];
+
+  if (!retire (l, ln))
+    return false;
+  pthread_mutex_lock (&l->pl);
+  ln->seq = l->next++;
+  ln->s0 = s0;
+  ln->ns = ns;
+  ln->state = ISSUED;
+  pthread_cond_broadcast (&l->pc);
+  pthread_mutex_unlock (&l->pl);
+  return true;
+}
+
+bool
+gr_exec_lanes_drain (struct gr_exec_lanes *l)
+{
+  bool ok = true;
+
+  /* Oldest first. */
+  for (uint64_t i = l->next; i < l->next + GR_EXEC_LANES; i++)
+    ok &= retire (l, &l->lane[i % GR_EXEC_LANES]);
+  pthread_mutex_lock (&l->pl);
+  ok &= !l->failed_since;
+  l->failed_since = false;
+  pthread_mutex_unlock (&l->pl);
+  return ok;
+}
+
+void
+gr_exec_lanes_busy (struct gr_exec_lanes *l, double busy[3])
+{
+  pthread_mutex_lock (&l->pl);
+  memcpy (busy, l->busy, sizeof l->busy);
+  pthread_mutex_unlock (&l->pl);
+}
+
+void
+gr_exec_lanes_free (struct gr_exec_lanes *l)
+{
+  if (l == NULL)
+    return;
+  gr_exec_lanes_drain (l);
+  pthread_mutex_lock (&l->pl);
+  l->quit = true;
+  pthread_cond_broadcast (&l->pc);
+  pthread_mutex_unlock (&l->pl);
+  for (int i = 0; i < GR_EXEC_LANES; i++) {
+    struct lane *ln = &l->lane[i];
+
+    if (ln->started)
+      pthread_join (ln->thread, NULL);
+    gr_plan_free (ln->p);
+    free (ln->mio);
+    if (ln->pinned)
+      gr_coding_host_free (l->x->coding, ln->buf);
+    else
+      free (ln->buf);
+  }
+  pthread_cond_destroy (&l->pc);
+  pthread_mutex_destroy (&l->pl);
+  free (l);
+}
+
+struct gr_exec_lanes *
+gr_exec_lanes_new (struct gr_exec *x, const struct gr_exec_batches *ops,
+                   uint64_t max_ns, size_t scratch)
+{
+  struct gr_exec_lanes *l = calloc (1, sizeof *l);
+  int e, i;
+
+  if (l == NULL) {
+    nbdkit_error ("lanes: %m");
+    return NULL;
+  }
+  l->x = x;
+  l->ops = *ops;
+  l->scratch = scratch;
+  pthread_mutex_init (&l->pl, NULL);
+  pthread_cond_init (&l->pc, NULL);
+  for (i = 0; i < GR_EXEC_LANES; i++) {
+    struct lane *ln = &l->lane[i];
+
+    ln->l = l;
+    ln->p = gr_plan_new_batch (&x->g, max_ns);
+    ln->mio = ln->p ? malloc (ln->p->cap_io * sizeof *ln->mio) : NULL;
+    /* Page-locked where a GPU codes, so that its copies run at full
+     * speed. */
+    ln->buf = gr_coding_host_alloc (x->coding, scratch);
+    ln->pinned = ln->buf != NULL;
+    if (!ln->pinned)
+      ln->buf = malloc (scratch);
+    if (ln->p == NULL || ln->mio == NULL || ln->buf == NULL) {
+      nbdkit_error ("lanes: out of memory (%zu bytes a lane)", scratch);
+      goto fail;
+    }
+  }
+  for (i = 0; i < GR_EXEC_LANES; i++) {
+    e = pthread_create (&l->lane[i].thread, NULL, lane_thread, &l->lane[i]);
+    if (e != 0) {
+      errno = e;
+      nbdkit_error ("lanes: pthread_create: %m");
+      goto fail;
+    }
+    l->lane[i].started = true;
+  }
+  return l;
+ fail:
+  gr_exec_lanes_free (l);
+  return NULL;
+}
