@@ -923,113 +923,96 @@ run_job (struct job *j)
 
 /* ---- backend ----------------------------------------------------------- */
 
-struct cpriv {
-  struct gr_gpu_tab enc;
-};
-
-struct dpriv {
-  struct gr_gpu_tab dec;
-};
-
+/* A coder's priv and a decode plan's priv are their table on the device
+ * (of the parity matrix; of the decode matrix).  tab_new: a new table for
+ * matrix (nrows x the coder's k) in *priv; 0 or a negative errno. */
 static int
-cuda_coder_init (struct gr_coder *c, void **priv)
+tab_new (struct gr_coder *c, const uint8_t *matrix, int nrows, void **priv)
 {
-  struct cpriv *p;
+  struct gr_gpu_tab *t;
   int r;
 
   r = set_device ();
   if (r < 0)
     return r;
-  p = (struct cpriv *) calloc (1, sizeof *p);
-  if (p == NULL)
+  t = (struct gr_gpu_tab *) calloc (1, sizeof *t);
+  if (t == NULL)
     return -ENOMEM;
-  r = gr_gpu_tab_make (gr_coder_code (c), gr_coder_parity_matrix (c),
-                       gr_coder_m (c), gr_coder_k (c), &p->enc);
+  r = gr_gpu_tab_make (gr_coder_code (c), matrix, nrows, gr_coder_k (c), t);
   if (r < 0) {
-    free (p);
+    free (t);
     return r;
   }
-  *priv = p;
+  *priv = t;
   return 0;
+}
+
+static void
+tab_delete (struct gr_gpu_tab *t)
+{
+  if (t == NULL)
+    return;
+  if (set_device () == 0)
+    gr_gpu_tab_free (t);
+  free (t);
+}
+
+static int
+cuda_coder_init (struct gr_coder *c, void **priv)
+{
+  return tab_new (c, gr_coder_parity_matrix (c), gr_coder_m (c), priv);
 }
 
 static void
 cuda_coder_fini (struct gr_coder *c, void *priv)
 {
-  struct cpriv *p = (struct cpriv *) priv;
-
   (void) c;
-  if (p == NULL)
-    return;
-  if (set_device () == 0)
-    gr_gpu_tab_free (&p->enc);
-  free (p);
+  tab_delete ((struct gr_gpu_tab *) priv);
 }
 
 static int
 cuda_plan_init (struct gr_coder *c, struct gr_decode *d)
 {
-  struct dpriv *p;
-  int r;
-
   d->priv = NULL;
-  r = set_device ();
-  if (r < 0)
-    return r;
-  p = (struct dpriv *) calloc (1, sizeof *p);
-  if (p == NULL)
-    return -ENOMEM;
-  r = gr_gpu_tab_make (gr_coder_code (c), d->matrix, d->nerased,
-                       gr_coder_k (c), &p->dec);
-  if (r < 0) {
-    free (p);
-    return r;
-  }
-  d->priv = p;
-  return 0;
+  return tab_new (c, d->matrix, d->nerased, &d->priv);
 }
 
 static void
 cuda_plan_fini (struct gr_coder *c, struct gr_decode *d)
 {
-  struct dpriv *p = (struct dpriv *) d->priv;
-
   (void) c;
-  if (p == NULL)
-    return;
-  if (set_device () == 0)
-    gr_gpu_tab_free (&p->dec);
-  free (p);
+  tab_delete ((struct gr_gpu_tab *) d->priv);
   d->priv = NULL;
 }
 
+/* Encode and reconstruct: of each stripe of n blocks, the k blocks at
+ * in_at (NULL: 0 .. k-1) are the inputs and the nout blocks at out_at
+ * (NULL: k .. k+nout-1) the outputs of tab's matrix (nout x k). */
 static int
-cuda_encode (struct gr_coder *c, uint8_t *const *blocks,
-             size_t nstripes, size_t len)
+code_stripes (struct gr_coder *c, const struct gr_gpu_tab *tab,
+              const int *in_at, const int *out_at, int nout,
+              uint8_t *const *blocks, size_t nstripes, size_t len)
 {
-  struct cpriv *p = (struct cpriv *) gr_coder_priv (c);
-  const int k = gr_coder_k (c), m = gr_coder_m (c), n = k + m;
+  const int k = gr_coder_k (c), n = k + gr_coder_m (c);
   const uint8_t **in;
   uint8_t **out;
   struct job j;
   int r;
 
-  if (p == NULL)
-    return -EINVAL;
-  in = (const uint8_t **) malloc (nstripes * n * sizeof *in);
+  in = (const uint8_t **) malloc (nstripes * (k + nout) * sizeof *in);
   if (in == NULL)
     return -ENOMEM;
   out = (uint8_t **) (in + nstripes * k);
   for (size_t s = 0; s < nstripes; s++) {
     for (int i = 0; i < k; i++)
-      in[s * k + i] = blocks[s * n + i];
-    for (int i = 0; i < m; i++)
-      out[s * m + i] = blocks[s * n + k + i];
+      in[s * k + i] = blocks[s * n + (in_at ? in_at[i] : i)];
+    for (int i = 0; i < nout; i++)
+      out[s * nout + i] = blocks[s * n + (out_at ? out_at[i] : k + i)];
   }
   memset (&j, 0, sizeof j);
-  j.tab = &p->enc;
+  j.tab = tab;
   j.ncols = k;
-  j.nrows = m;
+  j.nrows = nout;
   j.in = in;
   j.out = out;
   j.nstripes = nstripes;
@@ -1040,49 +1023,38 @@ cuda_encode (struct gr_coder *c, uint8_t *const *blocks,
 }
 
 static int
+cuda_encode (struct gr_coder *c, uint8_t *const *blocks,
+             size_t nstripes, size_t len)
+{
+  const struct gr_gpu_tab *enc =
+    (const struct gr_gpu_tab *) gr_coder_priv (c);
+
+  if (enc == NULL)
+    return -EINVAL;
+  return code_stripes (c, enc, NULL, NULL, gr_coder_m (c), blocks,
+                       nstripes, len);
+}
+
+static int
 cuda_reconstruct (struct gr_coder *c, const struct gr_decode *d,
                   uint8_t *const *blocks, size_t nstripes, size_t len)
 {
-  const struct dpriv *p = (const struct dpriv *) d->priv;
-  const int k = gr_coder_k (c), n = k + gr_coder_m (c), ne = d->nerased;
+  const struct gr_gpu_tab *dec = (const struct gr_gpu_tab *) d->priv;
   struct gr_gpu_tab tmp;
-  const uint8_t **in;
-  uint8_t **out;
-  struct job j;
   int r;
 
-  if (p == NULL) {              /* no plan_init: build the table now */
+  if (dec == NULL) {            /* no plan_init: build the table now */
     r = set_device ();
     if (r < 0)
       return r;
-    r = gr_gpu_tab_make (gr_coder_code (c), d->matrix, ne, k, &tmp);
+    r = gr_gpu_tab_make (gr_coder_code (c), d->matrix, d->nerased,
+                         gr_coder_k (c), &tmp);
     if (r < 0)
       return r;
   }
-  in = (const uint8_t **) malloc (nstripes * (k + ne) * sizeof *in);
-  if (in == NULL) {
-    r = -ENOMEM;
-    goto out;
-  }
-  out = (uint8_t **) (in + nstripes * k);
-  for (size_t s = 0; s < nstripes; s++) {
-    for (int i = 0; i < k; i++)
-      in[s * k + i] = blocks[s * n + d->survivors[i]];
-    for (int i = 0; i < ne; i++)
-      out[s * ne + i] = blocks[s * n + d->erased[i]];
-  }
-  memset (&j, 0, sizeof j);
-  j.tab = p ? &p->dec : &tmp;
-  j.ncols = k;
-  j.nrows = ne;
-  j.in = in;
-  j.out = out;
-  j.nstripes = nstripes;
-  j.len = len;
-  r = run_job (&j);
-  free (in);
- out:
-  if (p == NULL)
+  r = code_stripes (c, dec ? dec : &tmp, d->survivors, d->erased,
+                    d->nerased, blocks, nstripes, len);
+  if (dec == NULL)
     gr_gpu_tab_free (&tmp);
   return r;
 }
@@ -1092,13 +1064,14 @@ cuda_update (struct gr_coder *c, int data_index,
              const uint8_t *const *delta, uint8_t *const *parity,
              size_t nstripes, size_t len)
 {
-  struct cpriv *p = (struct cpriv *) gr_coder_priv (c);
+  const struct gr_gpu_tab *enc =
+    (const struct gr_gpu_tab *) gr_coder_priv (c);
   struct job j;
 
-  if (p == NULL)
+  if (enc == NULL)
     return -EINVAL;
   memset (&j, 0, sizeof j);
-  j.tab = &p->enc;
+  j.tab = enc;
   j.col0 = data_index;
   j.ncols = 1;
   j.nrows = gr_coder_m (c);
