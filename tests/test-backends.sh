@@ -42,8 +42,7 @@ for code in rs crs; do
       { echo "$0: FAIL: random I/O with backend=$writer"; exit 1; }
     stop_nbdkit "$pid"
     check_parity $k $m $chunk $code "${members[@]}"
-    args=()
-    for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+    set_args
     snapshot_members "$tmpdir/snap"
     for reader in ref isal gfc; do
       [ "$reader" = "$writer" ] && continue

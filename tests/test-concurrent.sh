@@ -36,8 +36,7 @@ for g in 4:2:16384:rs:3M:6 3:1:4096:crs:3M:4 2:2:8192:rs:2M:4; do
 
   # Restart with the last m members removed (every stripe then has
   # data to reconstruct, since parity rotates).
-  args=()
-  for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+  set_args
   for (( i = k; i < n; i++ )); do mv "${members[$i]}" "${members[$i]}.gone"; done
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m ||
     { echo "$0: FAIL: degraded restart"; exit 1; }
@@ -86,8 +85,7 @@ timeout 120 nbdcopy --connections=4 --request-size=4194304 --requests=4 \
   "$tmpdir/big.src" "$uri" || fail "nbdcopy of 40 MiB with scratch-max=1M"
 stop_nbdkit "$pid"
 check_parity $k $m $chunk $code "${members[@]}"
-args=()
-for (( i = 0; i < 6; i++ )); do args+=("member=${members[$i]}"); done
+set_args
 mv "${members[1]}" "${members[1]}.gone"
 mv "${members[4]}" "${members[4]}.gone"
 start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m scratch-max=1M ||

@@ -19,7 +19,6 @@ requires_cmd nbdcopy nbdinfo python3 cmp
 
 fault=$top/scripts/gpuraid-fault
 k=4 m=2 n=6 chunk=16384
-set_args () { args=(); for f in "${members[@]}"; do args+=("member=$f"); done; }
 verify ()
 {
   rm -f "$tmpdir/back"

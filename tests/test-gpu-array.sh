@@ -100,8 +100,7 @@ for code in rs crs; do
   gpu_worked "$nbdkit_log" || fail "$code: accel=gpu write session"
   check_parity $k $m 65536 $code "${members[@]}"
 
-  args=()
-  for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+  set_args
 
   echo "=== code=$code: scrub --repair on the GPU"
   # A data chunk (index 2 of stripe 5) and a parity chunk (index k+1 of

@@ -123,8 +123,7 @@ stop_nbdkit "$pid"
 check_parity $k $m $chunk $code "${members[@]}"
 
 # Degraded: members 0 and 3 gone.
-args=()
-for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+set_args
 mv "${members[0]}" "$tmpdir/gone0"
 mv "${members[3]}" "$tmpdir/gone3"
 start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m ||
