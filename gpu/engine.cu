@@ -552,6 +552,58 @@ struct chunk {
   size_t s0, ns, o0, w, wp;
 };
 
+/* A chunk's rows of blocks (nb a stripe: the job's inputs or outputs):
+ * bytes [o0, o0 + w) of each block of stripes s0 .. s0 + ns - 1, in a
+ * packed buffer as ns * nb rows wp bytes apart. */
+
+/* Gather them into the packed host buffer p, each zero-padded to wp. */
+static void
+rows_pack (uint8_t *p, const uint8_t *const *blocks, int nb,
+           const struct chunk *ch)
+{
+  const size_t pad = ch->wp - ch->w;
+
+  for (size_t s = 0; s < ch->ns; s++)
+    for (int c = 0; c < nb; c++) {
+      uint8_t *dst = p + (s * nb + c) * ch->wp;
+
+      memcpy (dst, blocks[(ch->s0 + s) * nb + c] + ch->o0, ch->w);
+      if (pad)
+        memset (dst + ch->w, 0, pad);
+    }
+}
+
+/* Scatter them from the packed host buffer p into the blocks. */
+static void
+rows_unpack (uint8_t *const *blocks, int nb, const uint8_t *p,
+             const struct chunk *ch)
+{
+  for (size_t s = 0; s < ch->ns; s++)
+    for (int c = 0; c < nb; c++)
+      memcpy (blocks[(ch->s0 + s) * nb + c] + ch->o0,
+              p + (s * nb + c) * ch->wp, ch->w);
+}
+
+/* Queue their copies on cp, to the packed device buffer dev from the
+ * blocks, or back into the blocks (outputs), as cp's kind says. */
+static void
+rows_copy (struct copier *cp, uint8_t *dev, const uint8_t *const *blocks,
+           int nb, const struct chunk *ch)
+{
+  const bool up = cp->kind == cudaMemcpyHostToDevice;
+
+  for (size_t s = 0; s < ch->ns; s++)
+    for (int c = 0; c < nb; c++) {
+      uint8_t *h = (uint8_t *) blocks[(ch->s0 + s) * nb + c] + ch->o0;
+      uint8_t *d = dev + (s * nb + c) * ch->wp;
+
+      if (up)
+        copier_row (cp, d, h, ch->w);
+      else
+        copier_row (cp, h, d, ch->w);
+    }
+}
+
 static int
 is_pinned (const void *p)
 {
@@ -571,26 +623,11 @@ chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
   const size_t out_bytes = ch->ns * j->nrows * ch->wp;
   uint8_t *h_in = sl->h, *h_out = sl->h + in_bytes;
   uint8_t *d_in = sl->d, *d_out = sl->d + in_bytes;
-  const size_t pad = ch->wp - ch->w;
   cudaError_t e = cudaSuccess;
-  size_t s;
-  int c;
 
-  for (s = 0; s < ch->ns; s++)
-    for (c = 0; c < j->ncols; c++) {
-      uint8_t *dst = h_in + (s * j->ncols + c) * ch->wp;
-      memcpy (dst, j->in[(ch->s0 + s) * j->ncols + c] + ch->o0, ch->w);
-      if (pad)
-        memset (dst + ch->w, 0, pad);
-    }
+  rows_pack (h_in, j->in, j->ncols, ch);
   if (j->acc)
-    for (s = 0; s < ch->ns; s++)
-      for (c = 0; c < j->nrows; c++) {
-        uint8_t *dst = h_out + (s * j->nrows + c) * ch->wp;
-        memcpy (dst, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0, ch->w);
-        if (pad)
-          memset (dst + ch->w, 0, pad);
-      }
+    rows_pack (h_out, (const uint8_t *const *) j->out, j->nrows, ch);
   e = cudaMemcpyAsync (d_in, h_in, in_bytes + (j->acc ? out_bytes : 0),
                        cudaMemcpyHostToDevice, sl->st);
   if (e != cudaSuccess)
@@ -605,10 +642,7 @@ chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
     struct copier cp;
 
     copier_init (&cp, cudaMemcpyDeviceToHost, sl->st);
-    for (s = 0; s < ch->ns; s++)
-      for (c = 0; c < j->nrows; c++)
-        copier_row (&cp, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
-                    d_out + (s * j->nrows + c) * ch->wp, ch->w);
+    rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, ch);
     e = copier_end (&cp);
   }
   else
@@ -631,10 +665,7 @@ chunk_finish (const struct job *j, struct slot *sl, const struct chunk *ch)
     return gr_gpu_fail (e, "cudaStreamSynchronize (copy or kernel)");
   if (j->out_pinned)
     return 0;                   /* downloaded in place */
-  for (size_t s = 0; s < ch->ns; s++)
-    for (int c = 0; c < j->nrows; c++)
-      memcpy (j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
-              h_out + (s * j->nrows + c) * ch->wp, ch->w);
+  rows_unpack (j->out, j->nrows, h_out, ch);
   return 0;
 }
 
@@ -732,11 +763,9 @@ run_direct (struct job *j)
     const size_t left = ((j->nstripes - s0) * j->len - o0) * j->ncols;
     size_t ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
     size_t cw = j->len - o0 < w ? j->len - o0 : w;
-    size_t cwp;
+    struct chunk ch;
     uint8_t *d_in, *d_out;
     cudaError_t e = cudaSuccess;
-    size_t s;
-    int c;
 
     if (taper && left <= chunk) {       /* halving */
       const size_t want = left / 2 > chunk / 8 ? left / 2 : chunk / 8;
@@ -752,9 +781,13 @@ run_direct (struct job *j)
         cw = cw < q ? cw : q;
       }
     }
-    cwp = gr_gpu_padlen (code, cw);
+    ch.s0 = s0;
+    ch.ns = ns;
+    ch.o0 = o0;
+    ch.w = cw;
+    ch.wp = gr_gpu_padlen (code, cw);
     d_in = sl->d + b * chunk_dev;
-    d_out = d_in + ns * j->ncols * cwp;
+    d_out = d_in + ns * j->ncols * ch.wp;
     if (ci > nb)
       e = cudaStreamWaitEvent (sl->st, sl->ev[b][2], 0);
     if (e != cudaSuccess) {
@@ -762,15 +795,9 @@ run_direct (struct job *j)
       break;
     }
     copier_init (&cp, cudaMemcpyHostToDevice, sl->st);
-    for (s = 0; s < ns; s++)
-      for (c = 0; c < j->ncols; c++)
-        copier_row (&cp, d_in + (s * j->ncols + c) * cwp,
-                    j->in[(s0 + s) * j->ncols + c] + o0, cw);
+    rows_copy (&cp, d_in, j->in, j->ncols, &ch);
     if (j->acc)
-      for (s = 0; s < ns; s++)
-        for (c = 0; c < j->nrows; c++)
-          copier_row (&cp, d_out + (s * j->nrows + c) * cwp,
-                      j->out[(s0 + s) * j->nrows + c] + o0, cw);
+      rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, &ch);
     e = copier_end (&cp);
     if (e == cudaSuccess)
       e = cudaEventRecord (sl->ev[b][0], sl->st);
@@ -781,7 +808,7 @@ run_direct (struct job *j)
       break;
     }
     e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
-                       ns, cwp, sl->st_k);
+                       ns, ch.wp, sl->st_k);
     if (e != cudaSuccess) {
       r = gr_gpu_fail (e, "kernel launch");
       break;
@@ -791,10 +818,7 @@ run_direct (struct job *j)
       e = cudaStreamWaitEvent (sl->st_d, sl->ev[b][1], 0);
     if (e == cudaSuccess) {
       copier_init (&cp, cudaMemcpyDeviceToHost, sl->st_d);
-      for (s = 0; s < ns; s++)
-        for (c = 0; c < j->nrows; c++)
-          copier_row (&cp, j->out[(s0 + s) * j->nrows + c] + o0,
-                      d_out + (s * j->nrows + c) * cwp, cw);
+      rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, &ch);
       e = copier_end (&cp);
     }
     if (e == cudaSuccess)
