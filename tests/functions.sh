@@ -20,6 +20,7 @@
 #   run_nbdkit ...             run nbdkit in the foreground (sanitizer env)
 #   expect_refusal LOG RE nbdkit ARGS...  nbdkit must refuse to start
 #   make_members N SIZE [PREFIX], member_args FILE..., set_args,
+#   start_array [PLUGIN OPTIONS...],
 #   data_offset CHUNK, snapshot_members DIR, restore_members DIR,
 #   check_parity K M CHUNK CODE [gpuraid-check args] MEMBER...,
 #   check_decode K M CHUNK CODE REF WHAT [GONE...],
@@ -391,6 +392,15 @@ set_args ()
   for f in "${members[@]}"; do
     args+=("member=$f")
   done
+}
+
+# start_array [PLUGIN OPTIONS...]: start_nbdkit serving the array of
+# ${members[@]} with m=$m and the options on $sock; its exit status.
+start_array ()
+{
+  local args
+  set_args
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m="$m" "$@"
 }
 
 # data_offset CHUNK: the metadata area size for a chunk size (contract:

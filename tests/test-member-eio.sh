@@ -59,13 +59,6 @@ cleanup_fn fusermount3 -u "$fmnt"
 truncate -s 2M "$tmpdir/disk0.img" "$tmpdir/disk1.img"
 members=("$tmpdir/disk0.img" "$tmpdir/disk1.img" "$fmnt/m2")
 
-start_array ()
-{
-  # shellcheck disable=SC2046
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-    m=$m "$@"
-}
-
 start_array chunk=$chunk code=$code create=true || exit 1
 randio zeroref "$uri" "$ref"
 randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 80 --chunk $chunk --k $k ||

@@ -18,13 +18,6 @@ n=$(( k + m ))
 fail=2                          # the member that fails
 ref=$tmpdir/ref.img
 
-start_array ()
-{
-  # shellcheck disable=SC2046
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-    m=$m "$@"
-}
-
 make_members "$n" 1536K
 start_array chunk=$chunk code=$code create=true || exit 1
 randio zeroref "$uri" "$ref"

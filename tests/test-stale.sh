@@ -17,13 +17,6 @@ chunk=4096 code=rs
 ref=$tmpdir/ref.img
 seed=$TEST_SEED
 
-start_array ()
-{
-  local args
-  set_args
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m "$@"
-}
-
 for g in 2:1 4:2; do
   IFS=: read -r k m <<<"$g"
   n=$(( k + m ))
