@@ -30,6 +30,7 @@
 #include <libnbd.h>
 
 #include "../common/now.h"
+#include "../common/splitmix.h"
 
 enum mode { MODE_READ, MODE_WRITE, MODE_RANDREAD, MODE_RANDWRITE };
 
@@ -58,17 +59,6 @@ struct slot
   void *buf;
   bool busy;
 };
-
-/* splitmix64: small, good enough for offsets and data. */
-static uint64_t
-next_rand (uint64_t *s)
-{
-  uint64_t z = (*s += UINT64_C (0x9e3779b97f4a7c15));
-
-  z = (z ^ (z >> 30)) * UINT64_C (0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C (0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
 
 static int
 parse_size (const char *s, uint64_t *out)
@@ -140,7 +130,7 @@ next_offset (uint64_t *rng, uint64_t *offset)
   else {
     if (gr_now () >= t_end)
       return false;
-    b = next_rand (rng) % nblocks;
+    b = gr_splitmix64 (rng) % nblocks;
   }
   *offset = b * block;
   return true;
@@ -181,7 +171,7 @@ worker (void *arg)
       size_t j;
 
       for (j = 0; j < block / 8; j++)
-        p[j] = next_rand (&rng) | 1;
+        p[j] = gr_splitmix64 (&rng) | 1;
     }
     else
       memset (slots[i].buf, 0, block);
