@@ -25,9 +25,7 @@ for g in 4:2:16384:rs:3M:6 3:1:4096:crs:3M:4 2:2:8192:rs:2M:4; do
   n=$(( k + m ))
   echo "=== k=$k m=$m chunk=$chunk code=$code threads=$threads"
   make_members "$n" "$size"
-  # shellcheck disable=SC2046
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-    m=$m chunk=$chunk code=$code create=true || exit 1
+  start_array chunk=$chunk code=$code create=true || exit 1
   seed=$(( seed + 1 ))
   "$prog" write "$uri" $seed "$threads" ||
     { echo "$0: FAIL: concurrent writes (seed $seed)"; exit 1; }
@@ -78,9 +76,7 @@ echo "=== 4+2 with scratch-max=1M, 4 connections x 4 MiB requests"
 k=4 m=2 chunk=65536 code=rs
 make_members 6 12M
 head -c $(( 40 * 1024 * 1024 + 12345 )) /dev/urandom >"$tmpdir/big.src"
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk code=$code create=true scratch-max=1M || exit 1
+start_array chunk=$chunk code=$code create=true scratch-max=1M || exit 1
 timeout 120 nbdcopy --connections=4 --request-size=4194304 --requests=4 \
   "$tmpdir/big.src" "$uri" || fail "nbdcopy of 40 MiB with scratch-max=1M"
 stop_nbdkit "$pid"
@@ -117,9 +113,7 @@ if command -v nbdfuse >/dev/null && [ -c /dev/fuse ] && [ -w /dev/fuse ]; then
     k=3 m=1 chunk=4096 code=rs
     make_members 3 3M
     members=("${members[0]}" "$fmnt/slow" "${members[1]}" "${members[2]}")
-    # shellcheck disable=SC2046
-    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-      m=$m chunk=$chunk code=$code create=true || exit 1
+    start_array chunk=$chunk code=$code create=true || exit 1
     seed=$(( seed + 1 ))
     "$prog" write "$uri" $seed 4 $(( 2 * 1024 * 1024 )) 8 ||
       { echo "$0: FAIL: concurrent writes with a slow member (seed $seed)"; exit 1; }

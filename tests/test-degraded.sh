@@ -17,9 +17,7 @@ n=$(( k + m ))
 ref=$tmpdir/ref.img
 
 make_members "$n" 2M
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk code=$code create=true || exit 1
+start_array chunk=$chunk code=$code create=true || exit 1
 randio zeroref "$uri" "$ref"
 randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 150 --chunk $chunk --k $k ||
   { echo "$0: FAIL: random I/O while healthy"; exit 1; }

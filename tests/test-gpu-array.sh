@@ -34,8 +34,7 @@ seed=$TEST_SEED
 
 # Does a GPU answer?  accel=gpu refuses to start without one.
 make_members $n 8M probe
-if ! start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-     m=$m create=true accel=gpu; then
+if ! start_array create=true accel=gpu; then
   echo "$0: SKIP: no usable GPU: $(grep -i 'gpu' "$nbdkit_log" | tail -n 1)"
   exit 77
 fi

@@ -104,9 +104,7 @@ detach ()
 }
 
 make_members "$n" 24M
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk code=$code create=true || exit 1
+start_array chunk=$chunk code=$code create=true || exit 1
 attach
 mkfs.ext4 -q -F "$loop" || { echo "$0: FAIL: mkfs.ext4"; exit 1; }
 mount "$loop" "$mnt" || { echo "$0: FAIL: mount"; exit 1; }

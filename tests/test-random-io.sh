@@ -29,9 +29,8 @@ for g in $geoms; do
   n=$(( k + m ))
   echo "=== k=$k m=$m chunk=$chunk code=$code member size=$size $extra"
   make_members "$n" "$size"
-  # shellcheck disable=SC2046,SC2086
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-    m="$m" chunk="$chunk" code="$code" create=true $extra || exit 1
+  # shellcheck disable=SC2086
+  start_array chunk="$chunk" code="$code" create=true $extra || exit 1
 
   randio zeroref "$uri" "$ref"
   # The logical size must follow the contract.
@@ -48,9 +47,8 @@ for g in $geoms; do
   check_parity "$k" "$m" "$chunk" "$code" "${members[@]}"
 
   # Restart (no create): same data; write some more.
-  # shellcheck disable=SC2046,SC2086
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-    m="$m" chunk="$chunk" code="$code" $extra || exit 1
+  # shellcheck disable=SC2086
+  start_array chunk="$chunk" code="$code" $extra || exit 1
   expect_verify "$uri" "$ref" "after restart"
   seed=$(( seed + 1 ))
   randio write "$uri" "$ref" --seed "$seed" --ops $(( ops / 2 )) --chunk "$chunk" --k "$k" ||

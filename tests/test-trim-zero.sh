@@ -19,9 +19,7 @@ for g in 4:2:16384:rs:2M 3:1:4096:crs:2M; do
   n=$(( k + m ))
   echo "=== k=$k m=$m chunk=$chunk code=$code"
   make_members "$n" "$size"
-  # shellcheck disable=SC2046
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-    m=$m chunk=$chunk code=$code create=true || exit 1
+  start_array chunk=$chunk code=$code create=true || exit 1
   randio zeroref "$uri" "$ref"
   # Fill everything with random data first.
   head -c "$(stat -c %s "$ref")" /dev/urandom > "$ref"
