@@ -8,17 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gf.h"
-
-static double
-now (void)
-{
-  struct timespec t;
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec / 1e9;
-}
+#include "../common/now.h"
 
 int
 main (void)
@@ -62,7 +54,7 @@ main (void)
             gr_coder_new (&c, k, m, code, be) != 0)
           continue;
         for (op = 0; op < 2; op++) {
-          double t0 = now (), el;
+          double t0 = gr_now (), el;
           long iters = 0;
           int r;
 
@@ -70,7 +62,7 @@ main (void)
             r = op == 0 ? gr_encode (c, blk, 1, chunk)
               : gr_reconstruct (c, erased, m, blk, 1, chunk);
             iters++;
-            el = now () - t0;
+            el = gr_now () - t0;
           } while (r == 0 && el < minsec);
           gbs[op] = r == 0 ? (double) k * chunk * iters / el / 1e9 : -1;
         }

@@ -22,20 +22,25 @@ isal_probe (void)
   return 0;                     /* linked in; ISA-L dispatches per CPU */
 }
 
+/* ISA-L's expanded tables of matrix (rows x k) in *tbls; 0 or -ENOMEM. */
+static int
+isal_tables (int k, int rows, const uint8_t *matrix, void **tbls)
+{
+  uint8_t *t = malloc (32 * (size_t) k * rows);
+
+  if (t == NULL)
+    return -ENOMEM;
+  ec_init_tables (k, rows, (unsigned char *) matrix, t);
+  *tbls = t;
+  return 0;
+}
+
 static int
 isal_coder_init (struct gr_coder *c, void **priv)
 {
-  uint8_t *tbls;
-
   if (c->code == GR_CODE_CRS)
     return gr_crs_fast_coder_init (c, priv);
-  tbls = malloc (32 * (size_t) c->k * c->m);
-  if (tbls == NULL)
-    return -ENOMEM;
-  ec_init_tables (c->k, c->m, (unsigned char *) gr_coder_parity_matrix (c),
-                  tbls);
-  *priv = tbls;
-  return 0;
+  return isal_tables (c->k, c->m, gr_coder_parity_matrix (c), priv);
 }
 
 static void
@@ -50,16 +55,9 @@ isal_coder_fini (struct gr_coder *c, void *priv)
 static int
 isal_plan_init (struct gr_coder *c, struct gr_decode *d)
 {
-  uint8_t *tbls;
-
   if (c->code == GR_CODE_CRS)
     return gr_crs_fast_plan_init (c, d);
-  tbls = malloc (32 * (size_t) c->k * d->nerased);
-  if (tbls == NULL)
-    return -ENOMEM;
-  ec_init_tables (c->k, d->nerased, d->matrix, tbls);
-  d->priv = tbls;
-  return 0;
+  return isal_tables (c->k, d->nerased, d->matrix, &d->priv);
 }
 
 static void

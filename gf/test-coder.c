@@ -22,6 +22,7 @@
 
 #include "gf-backend.h"
 #include "tests/testkit.h"
+#include "common/now.h"
 
 static int quick;
 
@@ -909,14 +910,12 @@ test_choose (void)
 static void
 phase (const char *name, void (*fn) (void))
 {
-  struct timespec a, b;
+  const double t0 = gr_now ();
   int before = test_failures;
 
-  clock_gettime (CLOCK_MONOTONIC, &a);
   fn ();
-  clock_gettime (CLOCK_MONOTONIC, &b);
   printf ("%-36s %s  %.2fs\n", name, test_failures == before ? "ok" : "FAILED",
-          (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
+          gr_now () - t0);
   fflush (stdout);
 }
 

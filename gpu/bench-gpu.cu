@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <isa-l/erasure_code.h>
@@ -42,6 +41,7 @@
 #include "../gf/gf.h"
 #include "gpu.h"
 #include "gpu-internal.h"
+#include "../common/now.h"
 
 #define MiB ((size_t) 1 << 20)
 #define GiB ((size_t) 1 << 30)
@@ -79,15 +79,6 @@ want (const char *name)
 }
 static double copy_bw, h2d_bw, d2h_bw;
 static int nsm, clock_khz;
-
-static double
-now (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int
 cmp_double (const void *a, const void *b)
@@ -413,9 +404,9 @@ time_jit (enum gr_code code, const uint8_t *mat, int k, int m, void *din,
 
   if (gr_gpu_tab_make (code, mat, m, k, &t) < 0)
     exit (1);
-  t0 = now ();
+  t0 = gr_now ();
   if (gr_gpu_tab_jit (&t) == 0) {
-    r->ms = (now () - t0) * 1e3;
+    r->ms = (gr_now () - t0) * 1e3;
     memset (&fa, 0, sizeof fa);
     r->per_sm = 0;
     (void) cudaFuncGetAttributes (&fa, (const void *) t.jit);
@@ -574,7 +565,7 @@ bench_kernels (void)
           exit (1);
         }
         if (jit) {
-          double t0 = now ();
+          double t0 = gr_now ();
           if (gr_gpu_tab_jit (&t) < 0) {
             printf ("%-6s jit unavailable: %s\n", km, gr_gpu_last_error ());
             gr_gpu_tab_free (&t);
@@ -582,7 +573,7 @@ bench_kernels (void)
           }
           if (op == 0)
             printf ("%-6s %-4s jit compile + load: %.0f ms\n", km,
-                    code == GR_CODE_RS ? "RS" : "CRS", (now () - t0) * 1e3);
+                    code == GR_CODE_RS ? "RS" : "CRS", (gr_now () - t0) * 1e3);
         }
         secs = time_dev (quick ? 3 : 7, [&] {
             CK (gr_gpu_launch (&t, 0, k, 0, din, dout, ns, len, 0));
@@ -727,9 +718,9 @@ time_encode (struct gr_coder *c, uint8_t **blk, size_t ns, size_t len,
     exit (1);
   }
   for (int i = 0; i < reps; i++) {
-    double t0 = now ();
+    double t0 = gr_now ();
     r = gr_encode (c, blk, ns, len);
-    t[i] = now () - t0;
+    t[i] = gr_now () - t0;
     if (r < 0) {
       fprintf (stderr, "gr_encode: %d %s\n", r, gr_gpu_last_error ());
       exit (1);
@@ -759,21 +750,21 @@ duplex_bw (int k, int m, double *h2d)
   memset (h, 1, up + down);
   *h2d = 0;
   for (int rep = 0; rep < 5; rep++) {
-    t0 = now ();
+    t0 = gr_now ();
     CK (cudaMemcpyAsync (d, h, up, cudaMemcpyHostToDevice, s1));
     CK (cudaStreamSynchronize (s1));
-    if (rep > 0 && up / (now () - t0) > *h2d)
-      *h2d = up / (now () - t0);
+    if (rep > 0 && up / (gr_now () - t0) > *h2d)
+      *h2d = up / (gr_now () - t0);
   }
   for (int rep = 0; rep < 4; rep++) {
-    t0 = now ();
+    t0 = gr_now ();
     CK (cudaMemcpyAsync (d, h, up, cudaMemcpyHostToDevice, s1));
     CK (cudaMemcpyAsync ((char *) h + up, (char *) d + up, down,
                          cudaMemcpyDeviceToHost, s2));
     CK (cudaStreamSynchronize (s1));
     CK (cudaStreamSynchronize (s2));
-    if (rep > 0 && up / (now () - t0) > best)
-      best = up / (now () - t0);
+    if (rep > 0 && up / (gr_now () - t0) > best)
+      best = up / (gr_now () - t0);
   }
   CK (cudaStreamDestroy (s1));
   CK (cudaStreamDestroy (s2));
@@ -972,14 +963,14 @@ isal_thread (void *p)
   for (size_t i = 0; i < a->ns * n; i++)
     blk[i] = buf + i * a->len;
   pthread_barrier_wait (a->bar);
-  t0 = now ();
+  t0 = gr_now ();
   do {
     for (size_t s = 0; s < a->ns; s++)
       ec_encode_data ((int) a->len, a->k, a->m, a->tbls, blk + s * n,
                       blk + s * n + a->k);
     iters++;
-  } while (now () - t0 < (quick ? 0.3 : 1.0));
-  a->secs = now () - t0;
+  } while (gr_now () - t0 < (quick ? 0.3 : 1.0));
+  a->secs = gr_now () - t0;
   a->bytes = iters * a->ns * a->k * a->len;
   free (blk);
   free (buf);

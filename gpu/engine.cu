@@ -552,6 +552,58 @@ struct chunk {
   size_t s0, ns, o0, w, wp;
 };
 
+/* A chunk's rows of blocks (nb a stripe: the job's inputs or outputs):
+ * bytes [o0, o0 + w) of each block of stripes s0 .. s0 + ns - 1, in a
+ * packed buffer as ns * nb rows wp bytes apart. */
+
+/* Gather them into the packed host buffer p, each zero-padded to wp. */
+static void
+rows_pack (uint8_t *p, const uint8_t *const *blocks, int nb,
+           const struct chunk *ch)
+{
+  const size_t pad = ch->wp - ch->w;
+
+  for (size_t s = 0; s < ch->ns; s++)
+    for (int c = 0; c < nb; c++) {
+      uint8_t *dst = p + (s * nb + c) * ch->wp;
+
+      memcpy (dst, blocks[(ch->s0 + s) * nb + c] + ch->o0, ch->w);
+      if (pad)
+        memset (dst + ch->w, 0, pad);
+    }
+}
+
+/* Scatter them from the packed host buffer p into the blocks. */
+static void
+rows_unpack (uint8_t *const *blocks, int nb, const uint8_t *p,
+             const struct chunk *ch)
+{
+  for (size_t s = 0; s < ch->ns; s++)
+    for (int c = 0; c < nb; c++)
+      memcpy (blocks[(ch->s0 + s) * nb + c] + ch->o0,
+              p + (s * nb + c) * ch->wp, ch->w);
+}
+
+/* Queue their copies on cp, to the packed device buffer dev from the
+ * blocks, or back into the blocks (outputs), as cp's kind says. */
+static void
+rows_copy (struct copier *cp, uint8_t *dev, const uint8_t *const *blocks,
+           int nb, const struct chunk *ch)
+{
+  const bool up = cp->kind == cudaMemcpyHostToDevice;
+
+  for (size_t s = 0; s < ch->ns; s++)
+    for (int c = 0; c < nb; c++) {
+      uint8_t *h = (uint8_t *) blocks[(ch->s0 + s) * nb + c] + ch->o0;
+      uint8_t *d = dev + (s * nb + c) * ch->wp;
+
+      if (up)
+        copier_row (cp, d, h, ch->w);
+      else
+        copier_row (cp, h, d, ch->w);
+    }
+}
+
 static int
 is_pinned (const void *p)
 {
@@ -571,26 +623,11 @@ chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
   const size_t out_bytes = ch->ns * j->nrows * ch->wp;
   uint8_t *h_in = sl->h, *h_out = sl->h + in_bytes;
   uint8_t *d_in = sl->d, *d_out = sl->d + in_bytes;
-  const size_t pad = ch->wp - ch->w;
   cudaError_t e = cudaSuccess;
-  size_t s;
-  int c;
 
-  for (s = 0; s < ch->ns; s++)
-    for (c = 0; c < j->ncols; c++) {
-      uint8_t *dst = h_in + (s * j->ncols + c) * ch->wp;
-      memcpy (dst, j->in[(ch->s0 + s) * j->ncols + c] + ch->o0, ch->w);
-      if (pad)
-        memset (dst + ch->w, 0, pad);
-    }
+  rows_pack (h_in, j->in, j->ncols, ch);
   if (j->acc)
-    for (s = 0; s < ch->ns; s++)
-      for (c = 0; c < j->nrows; c++) {
-        uint8_t *dst = h_out + (s * j->nrows + c) * ch->wp;
-        memcpy (dst, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0, ch->w);
-        if (pad)
-          memset (dst + ch->w, 0, pad);
-      }
+    rows_pack (h_out, (const uint8_t *const *) j->out, j->nrows, ch);
   e = cudaMemcpyAsync (d_in, h_in, in_bytes + (j->acc ? out_bytes : 0),
                        cudaMemcpyHostToDevice, sl->st);
   if (e != cudaSuccess)
@@ -605,10 +642,7 @@ chunk_start (const struct job *j, struct slot *sl, const struct chunk *ch)
     struct copier cp;
 
     copier_init (&cp, cudaMemcpyDeviceToHost, sl->st);
-    for (s = 0; s < ch->ns; s++)
-      for (c = 0; c < j->nrows; c++)
-        copier_row (&cp, j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
-                    d_out + (s * j->nrows + c) * ch->wp, ch->w);
+    rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, ch);
     e = copier_end (&cp);
   }
   else
@@ -631,10 +665,7 @@ chunk_finish (const struct job *j, struct slot *sl, const struct chunk *ch)
     return gr_gpu_fail (e, "cudaStreamSynchronize (copy or kernel)");
   if (j->out_pinned)
     return 0;                   /* downloaded in place */
-  for (size_t s = 0; s < ch->ns; s++)
-    for (int c = 0; c < j->nrows; c++)
-      memcpy (j->out[(ch->s0 + s) * j->nrows + c] + ch->o0,
-              h_out + (s * j->nrows + c) * ch->wp, ch->w);
+  rows_unpack (j->out, j->nrows, h_out, ch);
   return 0;
 }
 
@@ -732,11 +763,9 @@ run_direct (struct job *j)
     const size_t left = ((j->nstripes - s0) * j->len - o0) * j->ncols;
     size_t ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
     size_t cw = j->len - o0 < w ? j->len - o0 : w;
-    size_t cwp;
+    struct chunk ch;
     uint8_t *d_in, *d_out;
     cudaError_t e = cudaSuccess;
-    size_t s;
-    int c;
 
     if (taper && left <= chunk) {       /* halving */
       const size_t want = left / 2 > chunk / 8 ? left / 2 : chunk / 8;
@@ -752,9 +781,13 @@ run_direct (struct job *j)
         cw = cw < q ? cw : q;
       }
     }
-    cwp = gr_gpu_padlen (code, cw);
+    ch.s0 = s0;
+    ch.ns = ns;
+    ch.o0 = o0;
+    ch.w = cw;
+    ch.wp = gr_gpu_padlen (code, cw);
     d_in = sl->d + b * chunk_dev;
-    d_out = d_in + ns * j->ncols * cwp;
+    d_out = d_in + ns * j->ncols * ch.wp;
     if (ci > nb)
       e = cudaStreamWaitEvent (sl->st, sl->ev[b][2], 0);
     if (e != cudaSuccess) {
@@ -762,15 +795,9 @@ run_direct (struct job *j)
       break;
     }
     copier_init (&cp, cudaMemcpyHostToDevice, sl->st);
-    for (s = 0; s < ns; s++)
-      for (c = 0; c < j->ncols; c++)
-        copier_row (&cp, d_in + (s * j->ncols + c) * cwp,
-                    j->in[(s0 + s) * j->ncols + c] + o0, cw);
+    rows_copy (&cp, d_in, j->in, j->ncols, &ch);
     if (j->acc)
-      for (s = 0; s < ns; s++)
-        for (c = 0; c < j->nrows; c++)
-          copier_row (&cp, d_out + (s * j->nrows + c) * cwp,
-                      j->out[(s0 + s) * j->nrows + c] + o0, cw);
+      rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, &ch);
     e = copier_end (&cp);
     if (e == cudaSuccess)
       e = cudaEventRecord (sl->ev[b][0], sl->st);
@@ -781,7 +808,7 @@ run_direct (struct job *j)
       break;
     }
     e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
-                       ns, cwp, sl->st_k);
+                       ns, ch.wp, sl->st_k);
     if (e != cudaSuccess) {
       r = gr_gpu_fail (e, "kernel launch");
       break;
@@ -791,10 +818,7 @@ run_direct (struct job *j)
       e = cudaStreamWaitEvent (sl->st_d, sl->ev[b][1], 0);
     if (e == cudaSuccess) {
       copier_init (&cp, cudaMemcpyDeviceToHost, sl->st_d);
-      for (s = 0; s < ns; s++)
-        for (c = 0; c < j->nrows; c++)
-          copier_row (&cp, j->out[(s0 + s) * j->nrows + c] + o0,
-                      d_out + (s * j->nrows + c) * cwp, cw);
+      rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, &ch);
       e = copier_end (&cp);
     }
     if (e == cudaSuccess)
@@ -923,113 +947,96 @@ run_job (struct job *j)
 
 /* ---- backend ----------------------------------------------------------- */
 
-struct cpriv {
-  struct gr_gpu_tab enc;
-};
-
-struct dpriv {
-  struct gr_gpu_tab dec;
-};
-
+/* A coder's priv and a decode plan's priv are their table on the device
+ * (of the parity matrix; of the decode matrix).  tab_new: a new table for
+ * matrix (nrows x the coder's k) in *priv; 0 or a negative errno. */
 static int
-cuda_coder_init (struct gr_coder *c, void **priv)
+tab_new (struct gr_coder *c, const uint8_t *matrix, int nrows, void **priv)
 {
-  struct cpriv *p;
+  struct gr_gpu_tab *t;
   int r;
 
   r = set_device ();
   if (r < 0)
     return r;
-  p = (struct cpriv *) calloc (1, sizeof *p);
-  if (p == NULL)
+  t = (struct gr_gpu_tab *) calloc (1, sizeof *t);
+  if (t == NULL)
     return -ENOMEM;
-  r = gr_gpu_tab_make (gr_coder_code (c), gr_coder_parity_matrix (c),
-                       gr_coder_m (c), gr_coder_k (c), &p->enc);
+  r = gr_gpu_tab_make (gr_coder_code (c), matrix, nrows, gr_coder_k (c), t);
   if (r < 0) {
-    free (p);
+    free (t);
     return r;
   }
-  *priv = p;
+  *priv = t;
   return 0;
+}
+
+static void
+tab_delete (struct gr_gpu_tab *t)
+{
+  if (t == NULL)
+    return;
+  if (set_device () == 0)
+    gr_gpu_tab_free (t);
+  free (t);
+}
+
+static int
+cuda_coder_init (struct gr_coder *c, void **priv)
+{
+  return tab_new (c, gr_coder_parity_matrix (c), gr_coder_m (c), priv);
 }
 
 static void
 cuda_coder_fini (struct gr_coder *c, void *priv)
 {
-  struct cpriv *p = (struct cpriv *) priv;
-
   (void) c;
-  if (p == NULL)
-    return;
-  if (set_device () == 0)
-    gr_gpu_tab_free (&p->enc);
-  free (p);
+  tab_delete ((struct gr_gpu_tab *) priv);
 }
 
 static int
 cuda_plan_init (struct gr_coder *c, struct gr_decode *d)
 {
-  struct dpriv *p;
-  int r;
-
   d->priv = NULL;
-  r = set_device ();
-  if (r < 0)
-    return r;
-  p = (struct dpriv *) calloc (1, sizeof *p);
-  if (p == NULL)
-    return -ENOMEM;
-  r = gr_gpu_tab_make (gr_coder_code (c), d->matrix, d->nerased,
-                       gr_coder_k (c), &p->dec);
-  if (r < 0) {
-    free (p);
-    return r;
-  }
-  d->priv = p;
-  return 0;
+  return tab_new (c, d->matrix, d->nerased, &d->priv);
 }
 
 static void
 cuda_plan_fini (struct gr_coder *c, struct gr_decode *d)
 {
-  struct dpriv *p = (struct dpriv *) d->priv;
-
   (void) c;
-  if (p == NULL)
-    return;
-  if (set_device () == 0)
-    gr_gpu_tab_free (&p->dec);
-  free (p);
+  tab_delete ((struct gr_gpu_tab *) d->priv);
   d->priv = NULL;
 }
 
+/* Encode and reconstruct: of each stripe of n blocks, the k blocks at
+ * in_at (NULL: 0 .. k-1) are the inputs and the nout blocks at out_at
+ * (NULL: k .. k+nout-1) the outputs of tab's matrix (nout x k). */
 static int
-cuda_encode (struct gr_coder *c, uint8_t *const *blocks,
-             size_t nstripes, size_t len)
+code_stripes (struct gr_coder *c, const struct gr_gpu_tab *tab,
+              const int *in_at, const int *out_at, int nout,
+              uint8_t *const *blocks, size_t nstripes, size_t len)
 {
-  struct cpriv *p = (struct cpriv *) gr_coder_priv (c);
-  const int k = gr_coder_k (c), m = gr_coder_m (c), n = k + m;
+  const int k = gr_coder_k (c), n = k + gr_coder_m (c);
   const uint8_t **in;
   uint8_t **out;
   struct job j;
   int r;
 
-  if (p == NULL)
-    return -EINVAL;
-  in = (const uint8_t **) malloc (nstripes * n * sizeof *in);
+  in = (const uint8_t **) malloc (nstripes * (k + nout) * sizeof *in);
   if (in == NULL)
     return -ENOMEM;
   out = (uint8_t **) (in + nstripes * k);
   for (size_t s = 0; s < nstripes; s++) {
     for (int i = 0; i < k; i++)
-      in[s * k + i] = blocks[s * n + i];
-    for (int i = 0; i < m; i++)
-      out[s * m + i] = blocks[s * n + k + i];
+      in[s * k + i] = blocks[s * n + (in_at ? in_at[i] : i)];
+    for (int i = 0; i < nout; i++)
+      out[s * nout + i] = blocks[s * n + (out_at ? out_at[i] : k + i)];
   }
   memset (&j, 0, sizeof j);
-  j.tab = &p->enc;
+  j.tab = tab;
   j.ncols = k;
-  j.nrows = m;
+  j.nrows = nout;
   j.in = in;
   j.out = out;
   j.nstripes = nstripes;
@@ -1040,49 +1047,38 @@ cuda_encode (struct gr_coder *c, uint8_t *const *blocks,
 }
 
 static int
+cuda_encode (struct gr_coder *c, uint8_t *const *blocks,
+             size_t nstripes, size_t len)
+{
+  const struct gr_gpu_tab *enc =
+    (const struct gr_gpu_tab *) gr_coder_priv (c);
+
+  if (enc == NULL)
+    return -EINVAL;
+  return code_stripes (c, enc, NULL, NULL, gr_coder_m (c), blocks,
+                       nstripes, len);
+}
+
+static int
 cuda_reconstruct (struct gr_coder *c, const struct gr_decode *d,
                   uint8_t *const *blocks, size_t nstripes, size_t len)
 {
-  const struct dpriv *p = (const struct dpriv *) d->priv;
-  const int k = gr_coder_k (c), n = k + gr_coder_m (c), ne = d->nerased;
+  const struct gr_gpu_tab *dec = (const struct gr_gpu_tab *) d->priv;
   struct gr_gpu_tab tmp;
-  const uint8_t **in;
-  uint8_t **out;
-  struct job j;
   int r;
 
-  if (p == NULL) {              /* no plan_init: build the table now */
+  if (dec == NULL) {            /* no plan_init: build the table now */
     r = set_device ();
     if (r < 0)
       return r;
-    r = gr_gpu_tab_make (gr_coder_code (c), d->matrix, ne, k, &tmp);
+    r = gr_gpu_tab_make (gr_coder_code (c), d->matrix, d->nerased,
+                         gr_coder_k (c), &tmp);
     if (r < 0)
       return r;
   }
-  in = (const uint8_t **) malloc (nstripes * (k + ne) * sizeof *in);
-  if (in == NULL) {
-    r = -ENOMEM;
-    goto out;
-  }
-  out = (uint8_t **) (in + nstripes * k);
-  for (size_t s = 0; s < nstripes; s++) {
-    for (int i = 0; i < k; i++)
-      in[s * k + i] = blocks[s * n + d->survivors[i]];
-    for (int i = 0; i < ne; i++)
-      out[s * ne + i] = blocks[s * n + d->erased[i]];
-  }
-  memset (&j, 0, sizeof j);
-  j.tab = p ? &p->dec : &tmp;
-  j.ncols = k;
-  j.nrows = ne;
-  j.in = in;
-  j.out = out;
-  j.nstripes = nstripes;
-  j.len = len;
-  r = run_job (&j);
-  free (in);
- out:
-  if (p == NULL)
+  r = code_stripes (c, dec ? dec : &tmp, d->survivors, d->erased,
+                    d->nerased, blocks, nstripes, len);
+  if (dec == NULL)
     gr_gpu_tab_free (&tmp);
   return r;
 }
@@ -1092,13 +1088,14 @@ cuda_update (struct gr_coder *c, int data_index,
              const uint8_t *const *delta, uint8_t *const *parity,
              size_t nstripes, size_t len)
 {
-  struct cpriv *p = (struct cpriv *) gr_coder_priv (c);
+  const struct gr_gpu_tab *enc =
+    (const struct gr_gpu_tab *) gr_coder_priv (c);
   struct job j;
 
-  if (p == NULL)
+  if (enc == NULL)
     return -EINVAL;
   memset (&j, 0, sizeof j);
-  j.tab = &p->enc;
+  j.tab = enc;
   j.col0 = data_index;
   j.ncols = 1;
   j.nrows = gr_coder_m (c);

@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "calibrate.h"
 #include "fakegpu.h"
 #include "log.h"
+#include "common/now.h"
 
 #define MiB ((size_t) 1 << 20)
 #define CAL_MAX_DATA (16 * MiB)         /* largest call measured */
@@ -34,15 +34,6 @@ struct cal {
   uint8_t *pin;         /* n + m blocks of page-locked scratch (or not) */
   bool pinned;          /* pin is page-locked */
 };
-
-static double
-now (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Lay out n + m blocks of length c->L for the CPU path (data in the
  * request buffer, the rest in scratch) or the GPU path (all in the
@@ -104,11 +95,11 @@ cal_time (const struct cal *c, bool gpu)
   if (cal_op (c, gpu) == -1)            /* warm up: plans, tables */
     return -1;
   for (i = 0; i < reps; i++) {
-    double t0 = now ();
+    double t0 = gr_now ();
 
     if (cal_op (c, gpu) == -1)
       return -1;
-    t0 = now () - t0;
+    t0 = gr_now () - t0;
     if (t0 < best)
       best = t0;
   }
@@ -221,7 +212,7 @@ gr_calibrate (struct gr_coding *coding, uint32_t chunk)
   size_t from[GR_ROUTE_NKINDS] = { SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX };
   size_t lm = gr_coding_len_multiple (coding);
   char line[256], s[GR_ROUTE_NKINDS][32];
-  double t0 = now ();
+  double t0 = gr_now ();
   int r = -1;
 
   if (!gr_coding_gpu_usable (coding) || gr_coding_gpu_all (coding))
@@ -290,7 +281,7 @@ gr_calibrate (struct gr_coding *coding, uint32_t chunk)
             "encode %s, reconstruct %s (1 lost) / %s (%d lost), update %s; "
             "smaller operations on the CPU (measured in %.0f ms)",
             s[GR_ROUTE_ENCODE], s[GR_ROUTE_RECON_ONE], s[GR_ROUTE_RECON_ALL],
-            c.m, s[GR_ROUTE_UPDATE], (now () - t0) * 1e3);
+            c.m, s[GR_ROUTE_UPDATE], (gr_now () - t0) * 1e3);
   r = 0;
  out:
   if (r == -1)

@@ -14,20 +14,23 @@
  *   status json    the same as one JSON object (the plugin's man page,
  *                  "CONTROL SOCKET AND gpuraidctl")
  *   progress       one line: "none", or "OP STATE DONE TOTAL SECONDS
- *                  LIMIT" (OP resync, rebuild or scrub: status.h,
- *                  gr_status_operation; STATE running, done,
- *                  stopped or failed; bytes of array data; seconds since
- *                  it started; bytes a second, 0 for no limit)
+ *                  LIMIT" (OP resync, rebuild or scrub; STATE running,
+ *                  done, stopped or failed; bytes of array data; seconds
+ *                  since it started; bytes a second, 0 for none or auto:
+ *                  status.h, gr_status_progress_write)
  *   fail INDEX     fail member INDEX (refused where the array cannot
  *                  spare it: array.h, gr_array_fail)
  *   replace INDEX PATH  rebuild failed member INDEX onto PATH (absolute),
- *                  online (array.h, gr_array_replace)
+ *                  online (heal.h, gr_heal_replace)
+ *   spare add PATH  a hot spare (heal.h, gr_heal_spare_add)
  *   scrub [repair] check every stripe (and repair what is located),
  *                  online, going on from where the last one stopped
- *                  (array.h, gr_array_scrub; scrub.h)
- *   scrub stop     stop it there
- *   rate SIZE      the resync's, rebuild's and scrub's limit in bytes a
- *                  second (0: none)
+ *                  (heal.h, gr_heal_scrub; scrub.h)
+ *   scrub stop     stop it there (heal.h, gr_heal_scrub_stop)
+ *   rate BYTES|auto  the resync's, rebuild's and scrub's limit in bytes
+ *                  a second (0: none; auto: full speed while idle, a
+ *                  fifth of the time under client I/O;
+ *                  array.h, gr_array_set_rate)
  * Every command is logged (nbdkit -v); a refusal is one line.
  *
  * One owner: struct gr_control holds the socket and the thread. */

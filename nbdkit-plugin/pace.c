@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "pace.h"
+#include "common/now.h"
 
 struct gr_pace {
   pthread_mutex_t lock;
@@ -21,15 +22,6 @@ struct gr_pace {
   double back;                  /* and when gr_pace_wait last returned */
 };
 
-static double
-now (void)
-{
-  struct timespec t;
-
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return (double) t.tv_sec + t.tv_nsec / 1e9;
-}
-
 struct gr_pace *
 gr_pace_new (uint64_t rate, const uint64_t *activity)
 {
@@ -40,7 +32,7 @@ gr_pace_new (uint64_t rate, const uint64_t *activity)
   pthread_mutex_init (&p->lock, NULL);
   pthread_cond_init (&p->cond, NULL);
   p->rate = rate;
-  p->t0 = p->rate_t0 = p->back = now ();
+  p->t0 = p->rate_t0 = p->back = gr_now ();
   p->activity = activity;
   if (activity)
     p->seen = __atomic_load_n (activity, __ATOMIC_RELAXED);
@@ -64,7 +56,7 @@ sleep_until (struct gr_pace *p, double until)
   const unsigned gen = p->rate_gen;
 
   while (!p->stop && p->rate_gen == gen) {
-    double left = until - now ();
+    double left = until - gr_now ();
     struct timespec ts;
 
     if (left <= 0)
@@ -87,7 +79,7 @@ gr_pace_wait (struct gr_pace *p, uint64_t done)
 
   pthread_mutex_lock (&p->lock);
   if (p->rate == GR_PACE_AUTO && p->activity) {
-    const double t = now ();
+    const double t = gr_now ();
     double step = t - p->back;
 
     if (__atomic_load_n (p->activity, __ATOMIC_RELAXED) != p->seen) {
@@ -99,13 +91,13 @@ gr_pace_wait (struct gr_pace *p, uint64_t done)
   }
   while (!p->stop && p->rate > 0 && p->rate != GR_PACE_AUTO) {
     double left = p->rate_t0 + (double) (done - p->rate_done0) / p->rate
-      - now ();
+      - gr_now ();
 
     if (left <= 0)
       break;
-    sleep_until (p, now () + left);
+    sleep_until (p, gr_now () + left);
   }
-  p->back = now ();
+  p->back = gr_now ();
   stop = p->stop;
   pthread_mutex_unlock (&p->lock);
   return stop;
@@ -117,7 +109,7 @@ gr_pace_set_rate (struct gr_pace *p, uint64_t rate, uint64_t done)
 {
   pthread_mutex_lock (&p->lock);
   p->rate = rate;
-  p->rate_t0 = now ();
+  p->rate_t0 = gr_now ();
   p->rate_done0 = done;
   p->rate_gen++;
   pthread_cond_broadcast (&p->cond);
@@ -160,7 +152,7 @@ void
 gr_pace_finish (struct gr_pace *p)
 {
   pthread_mutex_lock (&p->lock);
-  p->t_end = now ();
+  p->t_end = gr_now ();
   pthread_mutex_unlock (&p->lock);
 }
 
@@ -170,7 +162,7 @@ gr_pace_seconds (struct gr_pace *p)
   double t;
 
   pthread_mutex_lock (&p->lock);
-  t = (p->t_end > 0 ? p->t_end : now ()) - p->t0;
+  t = (p->t_end > 0 ? p->t_end : gr_now ()) - p->t0;
   pthread_mutex_unlock (&p->lock);
   return t;
 }

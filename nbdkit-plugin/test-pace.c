@@ -5,20 +5,11 @@
  * sleeps longer, never shorter); the one upper bound is 3 times the
  * sleep it tells apart from. */
 #include <pthread.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "pace.h"
 #include "tests/testkit.h"
-
-static double
-now (void)
-{
-  struct timespec t;
-
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return (double) t.tv_sec + t.tv_nsec / 1e9;
-}
+#include "common/now.h"
 
 /* A step of 0.1 s, then gr_pace_wait: its seconds. */
 static double
@@ -27,9 +18,9 @@ step_then_wait (struct gr_pace *p, uint64_t done, bool *stop)
   double t;
 
   usleep (100000);
-  t = now ();
+  t = gr_now ();
   *stop = gr_pace_wait (p, done);
-  return now () - t;
+  return gr_now () - t;
 }
 
 static void *
@@ -57,9 +48,9 @@ main (void)
   /* Requests during the step: it sleeps GR_PACE_YIELD times the step. */
   __atomic_add_fetch (&requests, 1, __ATOMIC_RELAXED);
   usleep (100000);
-  s = now ();
+  s = gr_now ();
   stop = gr_pace_wait (p, 2);
-  s = now () - s;
+  s = gr_now () - s;
   CHECK (!stop && s >= 0.1 * GR_PACE_YIELD * 0.95, "busy: waited only "
          "%.3f s", s);
   /* Idle again: no wait. */
@@ -73,9 +64,9 @@ main (void)
     __atomic_add_fetch (&requests, 1, __ATOMIC_RELAXED);
     usleep (400000);                    /* asks for a 1.6 s sleep */
     CHECK (pthread_create (&t, NULL, stop_later, p) == 0);
-    s = now ();
+    s = gr_now ();
     stop = gr_pace_wait (p, 4);
-    s = now () - s;
+    s = gr_now () - s;
     CHECK (stop && s >= 0.15 && s < 1.2, "stopped after %.3f s", s);
     pthread_join (t, NULL);
   }
@@ -83,9 +74,9 @@ main (void)
 
   /* A fixed limit: 1 MB at 10 MB/s takes 0.1 s, requests or not. */
   p = gr_pace_new (10000000, &requests);
-  s = now ();
+  s = gr_now ();
   stop = gr_pace_wait (p, 1000000);
-  s = now () - s;
+  s = gr_now () - s;
   CHECK (!stop && s >= 0.095, "10 MB/s: 1 MB after %.3f s", s);
   CHECK (gr_pace_rate (p) == 10000000);
   /* Batches: a tenth of a second's worth, at least 1, at most max. */
@@ -94,9 +85,9 @@ main (void)
   CHECK (gr_pace_batch (p, 1 << 30, 64) == 1);
   /* A new limit (none) applies at once. */
   gr_pace_set_rate (p, 0, 1000000);
-  s = now ();
+  s = gr_now ();
   stop = gr_pace_wait (p, 1000000000);
-  CHECK (!stop && now () - s < 0.3, "no limit: waited");
+  CHECK (!stop && gr_now () - s < 0.3, "no limit: waited");
   CHECK (gr_pace_batch (p, 100000, 64) == 64);
   gr_pace_set_rate (p, GR_PACE_AUTO, 1000000000);
   CHECK (gr_pace_batch (p, 100000, 64) == 64);

@@ -25,10 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libnbd.h>
+
+#include "../common/now.h"
+#include "../common/splitmix.h"
 
 enum mode { MODE_READ, MODE_WRITE, MODE_RANDREAD, MODE_RANDWRITE };
 
@@ -57,26 +59,6 @@ struct slot
   void *buf;
   bool busy;
 };
-
-static double
-now (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* splitmix64: small, good enough for offsets and data. */
-static uint64_t
-next_rand (uint64_t *s)
-{
-  uint64_t z = (*s += UINT64_C (0x9e3779b97f4a7c15));
-
-  z = (z ^ (z >> 30)) * UINT64_C (0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C (0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
 
 static int
 parse_size (const char *s, uint64_t *out)
@@ -146,9 +128,9 @@ next_offset (uint64_t *rng, uint64_t *offset)
       return false;
   }
   else {
-    if (now () >= t_end)
+    if (gr_now () >= t_end)
       return false;
-    b = next_rand (rng) % nblocks;
+    b = gr_splitmix64 (rng) % nblocks;
   }
   *offset = b * block;
   return true;
@@ -189,7 +171,7 @@ worker (void *arg)
       size_t j;
 
       for (j = 0; j < block / 8; j++)
-        p[j] = next_rand (&rng) | 1;
+        p[j] = gr_splitmix64 (&rng) | 1;
     }
     else
       memset (slots[i].buf, 0, block);
@@ -341,7 +323,7 @@ main (int argc, char *argv[])
     perror ("calloc");
     return 1;
   }
-  t0 = now ();
+  t0 = gr_now ();
   t_end = t0 + duration;
   for (i = 0; i < conns; i++) {
     int err = pthread_create (&threads[i], NULL, worker, (void *) (uintptr_t) i);
@@ -354,7 +336,7 @@ main (int argc, char *argv[])
   }
   for (i = 0; i < conns; i++)
     pthread_join (threads[i], NULL);
-  secs = now () - t0;
+  secs = gr_now () - t0;
   free (threads);
 
   if (do_flush && nbd_can_flush (h) != 1) {
@@ -363,13 +345,13 @@ main (int argc, char *argv[])
     do_flush = false;
   }
   if (do_flush && !atomic_load (&failed)) {
-    double t1 = now ();
+    double t1 = gr_now ();
 
     if (nbd_flush (h, 0) == -1) {
       fprintf (stderr, "nbdbench: flush: %s\n", nbd_get_error ());
       atomic_store (&failed, 1);
     }
-    tf = now () - t1;
+    tf = gr_now () - t1;
   }
   nbd_shutdown (h, 0);
   nbd_close (h);

@@ -19,10 +19,12 @@
 #   stop_nbdkit PIDFILE        kill that server and wait until it is gone
 #   run_nbdkit ...             run nbdkit in the foreground (sanitizer env)
 #   expect_refusal LOG RE nbdkit ARGS...  nbdkit must refuse to start
-#   make_members N SIZE [PREFIX], member_args FILE..., data_offset CHUNK,
-#   snapshot_members DIR, restore_members DIR, check_parity K M CHUNK CODE
-#   [gpuraid-check args] MEMBER..., expect_check_fails WHY ARGS...,
-#   expect_verify URI REF, randio ARGS...
+#   make_members N SIZE [PREFIX], member_args FILE..., set_args,
+#   start_array [PLUGIN OPTIONS...],
+#   data_offset CHUNK, snapshot_members DIR, restore_members DIR,
+#   check_parity K M CHUNK CODE [gpuraid-check args] MEMBER...,
+#   check_decode K M CHUNK CODE REF WHAT [GONE...],
+#   expect_check_fails WHY ARGS..., expect_verify URI REF, randio ARGS...
 #   $tmpdir                    a private temporary directory (removed on
 #                              exit; KEEP_TMPDIR=1 keeps it on failure)
 #   $sock, $pid, $uri          a Unix socket, a pid file and its NBD URI
@@ -381,6 +383,26 @@ member_args ()
   done
 }
 
+# set_args: args=(member=M ...) for each M in ${members[@]}, in order (a
+# function may declare args local first and call it).
+set_args ()
+{
+  local f
+  args=()
+  for f in "${members[@]}"; do
+    args+=("member=$f")
+  done
+}
+
+# start_array [PLUGIN OPTIONS...]: start_nbdkit serving the array of
+# ${members[@]} with m=$m and the options on $sock; its exit status.
+start_array ()
+{
+  local args
+  set_args
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m="$m" "$@"
+}
+
 # data_offset CHUNK: the metadata area size for a chunk size (contract:
 # 1 MiB, or the chunk if larger).
 data_offset ()
@@ -436,6 +458,22 @@ check_parity ()
     echo "$0: FAIL: gpuraid-check found parity errors (k=$k m=$m chunk=$chunk code=$code)"
     exit 1
   fi
+}
+
+# check_decode K M CHUNK CODE REF WHAT [GONE...]: offline, the members
+# (${members[@]}, those at the indices GONE left out as missing) must
+# have consistent parity and decode to the logical image REF; fails the
+# test with "offline decode WHAT differs from the reference" otherwise.
+check_decode ()
+{
+  local k=$1 m=$2 chunk=$3 code=$4 ref=$5 what=$6 i
+  local check_members=("${members[@]}")
+  shift 6
+  for i in "$@"; do
+    check_members[i]=-
+  done
+  check_parity "$k" "$m" "$chunk" "$code" -d "$tmpdir/dump.img" "${check_members[@]}"
+  cmp "$tmpdir/dump.img" "$ref" || fail "offline decode $what differs from the reference"
 }
 
 # expect_check_fails WHY GPURAID-CHECK-ARGS...: a negative control: the

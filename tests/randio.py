@@ -122,6 +122,14 @@ def random_range(rng, size, chunk, width):
     return off, length
 
 
+def write_random(h, ref, rng, off, length, flags=0):
+    """Write random bytes (from rng) at [off, off + length) of the export
+    and of the reference."""
+    buf = rng.randbytes(length)
+    h.pwrite(buf, off, flags)
+    ref[off:off + length] = buf
+
+
 def cmd_write(h, ref, a):
     rng = random.Random(a.seed)
     size = len(ref)
@@ -129,9 +137,7 @@ def cmd_write(h, ref, a):
     ok = True
     for i in range(a.ops):
         off, length = random_range(rng, size, a.chunk, width)
-        buf = rng.randbytes(length)
-        h.pwrite(buf, off)
-        ref[off:off + length] = buf
+        write_random(h, ref, rng, off, length)
         if i % 4 == 3:
             roff, rlen = random_range(rng, size, a.chunk, width)
             ok = check_range(h, ref, roff, rlen, "read after %d writes" % (i + 1)) and ok
@@ -188,9 +194,7 @@ def cmd_trimzero(h, ref, a):
         # Some data written after, partly overlapping, to mix RMW in.
         if rng.randrange(2):
             woff, wlen = random_range(rng, size, a.chunk, width)
-            buf = rng.randbytes(wlen)
-            h.pwrite(buf, woff)
-            ref[woff:woff + wlen] = buf
+            write_random(h, ref, rng, woff, wlen)
     print("randio: trimzero: %d requests done (seed %d)" % (len(ops), a.seed))
     return ok
 
@@ -210,9 +214,8 @@ def cmd_flushfua(h, ref, a):
     h.flush()
     for i in range(a.ops):
         off, length = random_range(rng, size, a.chunk, width)
-        buf = rng.randbytes(length)
-        h.pwrite(buf, off, nbd.CMD_FLAG_FUA if i % 2 == 0 else 0)
-        ref[off:off + length] = buf
+        write_random(h, ref, rng, off, length,
+                     nbd.CMD_FLAG_FUA if i % 2 == 0 else 0)
         if i % 5 == 4:
             h.flush()
         if i % 3 == 0:

@@ -28,8 +28,7 @@ echo "$0: TEST_SEED=$seed"
 fail () { echo "$0: FAIL: $*"; tail -15 "$nbdkit_log"; exit 1; }
 
 make_members $n 8M
-args=()
-for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+set_args
 
 # serve [NBDKIT-OPTION...] [-- PLUGIN-PARAM...]: serve the array.
 serve () {

@@ -33,17 +33,14 @@ for code in rs crs; do
   for writer in ref isal gfc; do
     echo "=== code=$code written with backend=$writer"
     make_members $n 1536K
-    # shellcheck disable=SC2046
-    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-      m=$m chunk=$chunk code=$code create=true backend=$writer || exit 1
+    start_array chunk=$chunk code=$code create=true backend=$writer || exit 1
     randio zeroref "$uri" "$ref"
     seed=$(( seed + 1 ))
     randio write "$uri" "$ref" --seed $seed --ops 60 --chunk $chunk --k $k ||
       { echo "$0: FAIL: random I/O with backend=$writer"; exit 1; }
     stop_nbdkit "$pid"
     check_parity $k $m $chunk $code "${members[@]}"
-    args=()
-    for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+    set_args
     snapshot_members "$tmpdir/snap"
     for reader in ref isal gfc; do
       [ "$reader" = "$writer" ] && continue

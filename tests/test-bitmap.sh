@@ -29,8 +29,7 @@ region=$(( 16 * k * chunk ))                    # array bytes a region
 new_array ()    # a fresh array with a bitmap bit per 16 stripes
 {
   make_members $n 8M
-  args=()
-  for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+  set_args
   # Not a captive --run: this test runs under ThreadSanitizer too.
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m chunk=$chunk \
     create=true bitmap-chunk=64K || fail "create"

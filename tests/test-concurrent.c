@@ -30,6 +30,8 @@
 
 #include <libnbd.h>
 
+#include "../common/splitmix.h"
+
 struct seg {
   uint64_t off;
   uint32_t len;
@@ -42,16 +44,6 @@ static uint64_t region = 8 * 1024 * 1024;
 static struct seg *segs;
 static size_t nsegs;
 static uint8_t *gen1, *gen2;     /* expected bytes of each generation */
-
-static uint64_t
-splitmix (uint64_t *x)
-{
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 static void
 make_expected (void)
@@ -67,14 +59,14 @@ make_expected (void)
     exit (1);
   }
   for (i = 0; i < region; i += 8) {
-    uint64_t a = splitmix (&x), b = splitmix (&x);
+    uint64_t a = gr_splitmix64 (&x), b = gr_splitmix64 (&x);
     size_t n = region - i < 8 ? region - i : 8;
 
     memcpy (gen1 + i, &a, n);
     memcpy (gen2 + i, &b, n);
   }
   while (off < region) {
-    uint64_t r = splitmix (&x);
+    uint64_t r = gr_splitmix64 (&x);
     uint32_t len;
 
     /* Mostly small pieces, some tiny, some above a 4K chunk. */
@@ -127,7 +119,7 @@ write_pass (struct nbd_handle *h, int t, const uint8_t *data, uint64_t x)
     mine[nmine++] = j;
   /* Shuffle (Fisher-Yates). */
   for (j = nmine; j > 1; j--) {
-    size_t r = splitmix (&x) % j, tmp = mine[j - 1];
+    size_t r = gr_splitmix64 (&x) % j, tmp = mine[j - 1];
 
     mine[j - 1] = mine[r];
     mine[r] = tmp;

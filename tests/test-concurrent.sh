@@ -25,9 +25,7 @@ for g in 4:2:16384:rs:3M:6 3:1:4096:crs:3M:4 2:2:8192:rs:2M:4; do
   n=$(( k + m ))
   echo "=== k=$k m=$m chunk=$chunk code=$code threads=$threads"
   make_members "$n" "$size"
-  # shellcheck disable=SC2046
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-    m=$m chunk=$chunk code=$code create=true || exit 1
+  start_array chunk=$chunk code=$code create=true || exit 1
   seed=$(( seed + 1 ))
   "$prog" write "$uri" $seed "$threads" ||
     { echo "$0: FAIL: concurrent writes (seed $seed)"; exit 1; }
@@ -36,8 +34,7 @@ for g in 4:2:16384:rs:3M:6 3:1:4096:crs:3M:4 2:2:8192:rs:2M:4; do
 
   # Restart with the last m members removed (every stripe then has
   # data to reconstruct, since parity rotates).
-  args=()
-  for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+  set_args
   for (( i = k; i < n; i++ )); do mv "${members[$i]}" "${members[$i]}.gone"; done
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m ||
     { echo "$0: FAIL: degraded restart"; exit 1; }
@@ -79,15 +76,12 @@ echo "=== 4+2 with scratch-max=1M, 4 connections x 4 MiB requests"
 k=4 m=2 chunk=65536 code=rs
 make_members 6 12M
 head -c $(( 40 * 1024 * 1024 + 12345 )) /dev/urandom >"$tmpdir/big.src"
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk code=$code create=true scratch-max=1M || exit 1
+start_array chunk=$chunk code=$code create=true scratch-max=1M || exit 1
 timeout 120 nbdcopy --connections=4 --request-size=4194304 --requests=4 \
   "$tmpdir/big.src" "$uri" || fail "nbdcopy of 40 MiB with scratch-max=1M"
 stop_nbdkit "$pid"
 check_parity $k $m $chunk $code "${members[@]}"
-args=()
-for (( i = 0; i < 6; i++ )); do args+=("member=${members[$i]}"); done
+set_args
 mv "${members[1]}" "${members[1]}.gone"
 mv "${members[4]}" "${members[4]}.gone"
 start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m scratch-max=1M ||
@@ -119,9 +113,7 @@ if command -v nbdfuse >/dev/null && [ -c /dev/fuse ] && [ -w /dev/fuse ]; then
     k=3 m=1 chunk=4096 code=rs
     make_members 3 3M
     members=("${members[0]}" "$fmnt/slow" "${members[1]}" "${members[2]}")
-    # shellcheck disable=SC2046
-    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-      m=$m chunk=$chunk code=$code create=true || exit 1
+    start_array chunk=$chunk code=$code create=true || exit 1
     seed=$(( seed + 1 ))
     "$prog" write "$uri" $seed 4 $(( 2 * 1024 * 1024 )) 8 ||
       { echo "$0: FAIL: concurrent writes with a slow member (seed $seed)"; exit 1; }

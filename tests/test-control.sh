@@ -41,8 +41,7 @@ refused ()
 sbsums () { for f in "${members[@]}"; do head -c 4096 "$f" | sha256sum; done; }
 
 make_members $n 32M
-args=()
-for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+set_args
 
 echo "=== 1. status of a healthy array"
 ctl_serve m=$m create=true
@@ -143,8 +142,7 @@ echo "map: OK"
 
 echo "=== 5. resync progress, rate, wait"
 make_members 3 8M r
-args=()
-for (( i = 0; i < 3; i++ )); do args+=("member=${members[$i]}"); done
+set_args
 ctl_serve m=1 chunk=4096 create=true bitmap-chunk=64K
 head -c 8M /dev/urandom >"$tmpdir/data"
 nbdcopy "$tmpdir/data" "$uri" || fail "write"
@@ -178,8 +176,7 @@ echo "resync and wait: OK"
 
 echo "=== 6. a bad control= refuses before the members are touched"
 make_members $n 32M b
-args=()
-for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+set_args
 : >"$tmpdir/notsock"
 sha256sum "${members[@]}" "$tmpdir/notsock" >"$tmpdir/sums"
 expect_refusal "$tmpdir/r.log" 'control=.*notsock: exists and is not a socket' \

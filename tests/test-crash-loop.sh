@@ -47,11 +47,9 @@ for g in $geometries; do
     echo "=== $k+$m chunk=$chunk $code, $state"
     make_members $n 6M
     rm -f "$tmpdir/state.json"
-    # shellcheck disable=SC2046
     # Bitmap regions of one to four stripes, cleared after 0.1 to 0.2 s
     # idle: crashes land while bits are set, cleared and set again.
-    start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-      m=$m chunk=$chunk code=$code create=true bitmap-chunk=16K || exit 1
+    start_array chunk=$chunk code=$code create=true bitmap-chunk=16K || exit 1
     stop_nbdkit "$pid"
     args=() check=()
     for (( i = 0; i < n; i++ )); do

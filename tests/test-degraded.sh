@@ -17,9 +17,7 @@ n=$(( k + m ))
 ref=$tmpdir/ref.img
 
 make_members "$n" 2M
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk code=$code create=true || exit 1
+start_array chunk=$chunk code=$code create=true || exit 1
 randio zeroref "$uri" "$ref"
 randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 150 --chunk $chunk --k $k ||
   { echo "$0: FAIL: random I/O while healthy"; exit 1; }
@@ -31,10 +29,8 @@ cp "$ref" "$tmpdir/healthy-ref.img"
 # start_without I...: start with members I... renamed away.
 start_without ()
 {
-  local i args=()
-  for (( i = 0; i < n; i++ )); do
-    args+=("member=${members[$i]}")
-  done
+  local i args
+  set_args
   for i in "$@"; do
     mv "${members[$i]}" "${members[$i]}.gone"
   done
@@ -94,11 +90,7 @@ for s in 2 0,5 1,3; do
   done
   # Offline: decode with the missing members, compare with the reference;
   # with one member missing the other parity is checked as well.
-  check_members=("${members[@]}")
-  for i in "${gone[@]}"; do check_members[$i]=-; done
-  check_parity $k $m $chunk $code -d "$tmpdir/dump.img" "${check_members[@]}"
-  cmp "$tmpdir/dump.img" "$ref" ||
-    { echo "$0: FAIL: offline decode after degraded writes differs from the reference"; exit 1; }
+  check_decode $k $m $chunk $code "$ref" "after degraded writes" "${gone[@]}"
   # Restart, still degraded (the members are still away): data must be there.
   start_without ||
     { echo "$0: FAIL: degraded restart"; exit 1; }
@@ -118,8 +110,7 @@ for s in 0,1,2 1,3,5; do
     [ -e "${members[$i]}" ] && present+=("${members[$i]}")
   done
   sums "${present[@]}" > "$tmpdir/before.sum"
-  args=()
-  for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+  set_args
   expect_refusal "$tmpdir/refuse.log" 'too many|tolerat|not enough|cannot start|refus' \
     nbdkit "$PLUGIN" "${args[@]}" m=$m
   sha256sum -c --quiet "$tmpdir/before.sum" ||

@@ -3,7 +3,10 @@
 # The parameters in nbdkit PLUGIN --help (config_help lines "key=...")
 # must be exactly the "=item B<key=>" entries of
 # docs/nbdkit-gpuraid-plugin.pod, and podchecker must pass if installed.
-# In the spirit of nbdkit's test-plugin-docs.sh.
+# In the spirit of nbdkit's test-plugin-docs.sh.  And tests/README.md's
+# table has a row for every test that make check, check-gpu and
+# check-long run (CHECK_TESTS, GPU_TESTS, LONG_TESTS, as the Makefile and
+# its fragments say), and no row for anything else.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -42,6 +45,23 @@ for key in member m chunk code create force backend accel gpu-device; do
   grep -qx "$key" "$tmpdir/help-keys" ||
     { echo "$0: FAIL: parameter $key= missing from --help"; exit 1; }
 done
+# The test table: the lists as make sees them (the Makefile and every
+# fragment, nothing built), against the rows' first column.
+readme=$top/tests/README.md
+if command -v make >/dev/null; then
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+    make -s --no-print-directory -C "$top" -f Makefile -f - gr-list-tests \
+    >"$tmpdir/make-tests" <<'EOF' || fail "make could not list the tests"
+gr-list-tests: ; @printf '%s\n' $(sort $(CHECK_TESTS) $(GPU_TESTS) $(LONG_TESTS))
+EOF
+  sed -n 's/^| `\([^`]*\)` |.*/\1/p' "$readme" | sort -u >"$tmpdir/readme-tests"
+  [ -s "$tmpdir/make-tests" ] || fail "make listed no tests"
+  echo "tests make runs: $(wc -l <"$tmpdir/make-tests"), rows in $readme: $(wc -l <"$tmpdir/readme-tests")"
+  diff -u "$tmpdir/make-tests" "$tmpdir/readme-tests" ||
+    fail "$readme's table and the tests make runs differ (-: no row; +: a row for no such test)"
+else
+  echo "$0: make not installed, not checking $readme's test table"
+fi
 if command -v podchecker >/dev/null; then
   podchecker "$pod" || { echo "$0: FAIL: podchecker $pod"; exit 1; }
 else

@@ -18,9 +18,7 @@ requires_cmd nbdinfo nbdcopy cmp
 k=4 m=2 chunk=65536
 n=$(( k + m ))
 make_members $n 16M
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk create=true || exit 1
+start_array chunk=$chunk create=true || exit 1
 size=$(nbdinfo --size "$uri")
 width=$(( k * chunk ))
 
@@ -98,8 +96,7 @@ check "after a trim of stripes 20-21" $want
 gone=2
 stop_nbdkit "$pid"
 mv "${members[$gone]}" "$tmpdir/gone"
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") m=$m ||
-  fail "degraded start"
+start_array || fail "degraded start"
 degraded=$($PY - $k $m $gone $want <<'PYEOF'
 import sys
 k, m, gone = map(int, sys.argv[1:4]); n = k + m

@@ -21,9 +21,7 @@ requires_cmd chattr nbdinfo
 k=2 m=1 n=3 chunk=4096
 ref=$tmpdir/ref.img
 make_members $n 2M
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk create=true || exit 1
+start_array chunk=$chunk create=true || exit 1
 randio zeroref "$uri" "$ref"
 randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 30 --chunk $chunk --k $k ||
   exit 1

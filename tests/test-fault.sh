@@ -19,14 +19,6 @@ requires_cmd nbdcopy nbdinfo python3 cmp
 
 fault=$top/scripts/gpuraid-fault
 k=4 m=2 n=6 chunk=16384
-set_args () { args=(); for f in "${members[@]}"; do args+=("member=$f"); done; }
-verify ()
-{
-  rm -f "$tmpdir/back"
-  nbdcopy "$uri" "$tmpdir/back" || fail "read back ($1)"
-  cmp "$tmpdir/back" "$tmpdir/expect" || fail "data differs ($1)"
-  echo "  data verified: $1"
-}
 
 make_members $n 8M
 set_args

@@ -13,9 +13,7 @@ k=2 m=1 chunk=4096 code=rs
 ref=$tmpdir/ref.img
 
 make_members 3 2M
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk code=$code create=true || exit 1
+start_array chunk=$chunk code=$code create=true || exit 1
 randio zeroref "$uri" "$ref"
 randio flushfua "$uri" "$ref" --seed "$TEST_SEED" --ops 80 --chunk $chunk --k $k ||
   { echo "$0: FAIL: flush/FUA"; exit 1; }
@@ -30,8 +28,7 @@ assert h.pread(4096, 4096) == b"fua!" * 1024
 printf 'fua!%.0s' $(seq 1024) | dd of="$ref" bs=4096 seek=1 conv=notrunc status=none
 stop_nbdkit "$pid"
 check_parity $k $m $chunk $code "${members[@]}"
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") m=$m || exit 1
+start_array || exit 1
 expect_verify "$uri" "$ref" "after restart"
 stop_nbdkit "$pid"
 echo "$0: PASS"

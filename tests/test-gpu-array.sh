@@ -34,8 +34,7 @@ seed=$TEST_SEED
 
 # Does a GPU answer?  accel=gpu refuses to start without one.
 make_members $n 8M probe
-if ! start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-     m=$m create=true accel=gpu; then
+if ! start_array create=true accel=gpu; then
   echo "$0: SKIP: no usable GPU: $(grep -i 'gpu' "$nbdkit_log" | tail -n 1)"
   exit 77
 fi
@@ -100,8 +99,7 @@ for code in rs crs; do
   gpu_worked "$nbdkit_log" || fail "$code: accel=gpu write session"
   check_parity $k $m 65536 $code "${members[@]}"
 
-  args=()
-  for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+  set_args
 
   echo "=== code=$code: scrub --repair on the GPU"
   # A data chunk (index 2 of stripe 5) and a parity chunk (index k+1 of

@@ -23,8 +23,7 @@ member_size=34M
 for code in rs crs; do
   echo "=== code=$code"
   make_members $n $member_size
-  args=()
-  for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+  set_args
   : >"$nbdkit_log"
   start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.fake_gpu=2 \
     -D gpuraid.verbose=1 "$PLUGIN" "${args[@]}" \

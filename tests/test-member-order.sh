@@ -15,9 +15,7 @@ ref=$tmpdir/ref.img
 k=4 m=2 n=6 chunk=16384
 
 make_members $n 2M
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk create=true || exit 1
+start_array chunk=$chunk create=true || exit 1
 randio zeroref "$uri" "$ref"
 randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 30 --chunk $chunk --k $k ||
   exit 1

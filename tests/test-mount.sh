@@ -104,9 +104,7 @@ detach ()
 }
 
 make_members "$n" 24M
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk code=$code create=true || exit 1
+start_array chunk=$chunk code=$code create=true || exit 1
 attach
 mkfs.ext4 -q -F "$loop" || { echo "$0: FAIL: mkfs.ext4"; exit 1; }
 mount "$loop" "$mnt" || { echo "$0: FAIL: mount"; exit 1; }
@@ -123,8 +121,7 @@ stop_nbdkit "$pid"
 check_parity $k $m $chunk $code "${members[@]}"
 
 # Degraded: members 0 and 3 gone.
-args=()
-for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+set_args
 mv "${members[0]}" "$tmpdir/gone0"
 mv "${members[3]}" "$tmpdir/gone3"
 start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=$m ||

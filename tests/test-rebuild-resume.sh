@@ -28,7 +28,6 @@ requires_ctl
 
 k=6 m=2 n=8 chunk=16384
 width=$(( k * chunk ))
-set_args () { args=(); for f in "${members[@]}"; do args+=("member=$f"); done; }
 # small_writes S0 S1: 4K of new data at byte 8192 of data chunk (s mod k)
 # of each stripe s in [S0, S1), through one NBD connection.
 small_writes ()

@@ -42,7 +42,6 @@ put ()          # put FILE REQSIZE: write FILE at offset 0, and expect it
   nbdcopy --request-size="$2" "$1" "$uri" || fail "write $1"
   dd if="$1" of="$tmpdir/expect" conv=notrunc status=none
 }
-set_args () { args=(); for f in "${members[@]}"; do args+=("member=$f"); done; }
 # fresh_array SIZE PREFIX: create a k+m array of SIZE members, serve it
 # and fill it with random data (kept in expect).
 fresh_array ()

@@ -167,8 +167,7 @@ for (( h = 0; h < nhosts; h++ )); do members+=("$(host_uri $h)"); done
 members+=("$tmpdir/local4.img" "$tmpdir/local5.img")
 files=("$tmpdir/host0.img" "$tmpdir/host1.img" "$tmpdir/host2.img"
        "$tmpdir/host3.img" "$tmpdir/local4.img" "$tmpdir/local5.img")
-args=()
-for f in "${members[@]}"; do args+=("member=$f"); done
+set_args
 
 echo "=== 1. create and fill over the network"
 ctl_serve m=$m chunk=$chunk create=true remote-timeout=$timeout_s

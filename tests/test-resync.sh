@@ -22,8 +22,7 @@ seed=$TEST_SEED
 for code in rs crs; do
   echo "=== code=$code"
   make_members $n 8M
-  args=()
-  for (( i = 0; i < n; i++ )); do args+=("member=${members[$i]}"); done
+  set_args
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" \
     m=$m chunk=$chunk code=$code create=true || exit 1
   randio zeroref "$uri" "$ref"

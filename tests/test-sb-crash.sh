@@ -36,9 +36,7 @@ requires_cmd strace chattr
 k=4 m=2 n=6 chunk=65536
 ref=$tmpdir/ref.img
 make_members $n 4M
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk create=true bitmap-chunk=64K || exit 1
+start_array chunk=$chunk create=true bitmap-chunk=64K || exit 1
 randio zeroref "$uri" "$ref"
 randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 40 --chunk $chunk --k $k ||
   exit 1

@@ -63,7 +63,7 @@ data_sums ()    # the members' data areas (a scrub updates superblocks)
 }
 
 make_members $n 8M
-args=(); for f in "${members[@]}"; do args+=("member=$f"); done
+set_args
 ctl_serve m=$m chunk=$chunk create=true
 size=$(nbdinfo --size "$uri")
 stripes=$(( size / (k * chunk) ))
@@ -166,7 +166,7 @@ echo "degraded scrub: OK"
 
 echo "=== 6. stop and go on"
 make_members $n 8M c
-args=(); for f in "${members[@]}"; do args+=("member=$f"); done
+set_args
 ctl_serve m=$m chunk=$chunk create=true
 nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
 "$CTL" -c "$ctl" rate 2000000 >/dev/null || fail "rate"
@@ -224,7 +224,7 @@ echo "refusals: OK"
 
 echo "=== 8. the scrub's coding on a stand-in GPU coder"
 make_members $n 8M d
-args=(); for f in "${members[@]}"; do args+=("member=$f"); done
+set_args
 nbdkit_opts="-D gpuraid.fake_gpu=2" ctl_serve m=$m chunk=$chunk create=true
 nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
 corrupt 7 1 300 1000

@@ -24,7 +24,6 @@ requires_ctl
 requires_cmd nbdcopy python3 cmp
 
 k=4 m=2 n=6 chunk=16384
-set_args () { args=(); for f in "${members[@]}"; do args+=("member=$f"); done; }
 # healed INDEX PATH: wait until member INDEX is active on PATH, healthy.
 healed ()
 {

@@ -95,9 +95,7 @@ for g in 2:1:0 4:2:0,5; do
   n=$(( k + m ))
   echo "=== $k+$m, members $gone gone"
   make_members $n 2M
-  # shellcheck disable=SC2046
-  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" $(member_args "${members[@]}") \
-    m=$m chunk=$chunk create=true || exit 1
+  start_array chunk=$chunk create=true || exit 1
   randio zeroref "$uri" "$ref"
   randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 40 --chunk $chunk --k $k ||
     exit 1

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/splitmix.h"
+
 #define T_EXIT_PASS 0
 #define T_EXIT_FAIL 1
 #define T_EXIT_SKIP 77
@@ -63,12 +65,7 @@ test_seed (const char *prog)
 static uint64_t __attribute__ ((unused))
 test_rand (void)
 {
-  /* splitmix64 */
-  uint64_t z = (test_rng_state += 0x9E3779B97F4A7C15ull);
-
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return gr_splitmix64 (&test_rng_state);
 }
 
 static void __attribute__ ((unused))

@@ -1,0 +1,69 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: BSD-3-Clause
+# gpuraid - shell functions shared by the benchmarks (source me).
+#   progress TEXT...     a progress line, with the load average (the
+#                        machine may be shared)
+#   ratio A B            A / B to two places, or - where B is 0
+# For the benchmarks that serve one nbdkit at a time, in the background:
+#   bench_tmpdir NAME    $tmp: a private folder under BENCH_DIR (default
+#                        /dev/shm), removed at exit, with the server
+#   bench_start ARGS...  nbdkit -f ARGS on $tmp/sock ($tmp/pid, stderr in
+#                        $tmp/log) as $server; waits (60 s at most) for the
+#                        pid file, the socket and bench_ready ARGS (a
+#                        script may define it: say when the server is
+#                        ready for it); non-zero, the log's tail printed,
+#                        if the server exits or is not ready in time
+#   bench_stop           stop $server and wait for it
+#   cpu_ticks            $server's CPU time so far (utime + stime of all
+#                        its threads), in clock ticks
+#   cpu_per_gb TICKS BYTES  those ticks as CPU-seconds per GB of BYTES
+
+progress () { printf '==> %s  [load %s]\n' "$*" "$(cut -d' ' -f1-3 /proc/loadavg)"; }
+ratio () { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
+
+bench_tmpdir ()
+{
+  tmp=$(mktemp -d "${BENCH_DIR:-/dev/shm}/gpuraid-$1.XXXXXX")
+  server=
+  trap _bench_cleanup EXIT
+}
+
+# shellcheck disable=SC2317 # called from the EXIT trap
+_bench_cleanup ()
+{
+  if [ -n "$server" ]; then
+    kill "$server" 2>/dev/null || true
+  fi
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+
+bench_ready () { true; }
+
+bench_start ()
+{
+  local i
+  rm -f "$tmp/sock" "$tmp/pid"
+  nbdkit -f -U "$tmp/sock" -P "$tmp/pid" "$@" 2>"$tmp/log" &
+  server=$!
+  for (( i = 0; i < 600; i++ )); do
+    [ -s "$tmp/pid" ] && [ -S "$tmp/sock" ] && bench_ready "$@" && return 0
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.1
+  done
+  tail -n 20 "$tmp/log" >&2
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  server=
+  return 1
+}
+
+bench_stop () { kill "$server"; wait "$server" 2>/dev/null || true; server=; }
+
+cpu_ticks () { awk '{print $14 + $15}' "/proc/$server/stat"; }
+
+cpu_per_gb ()
+{
+  awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v b="$2" \
+    'BEGIN { printf "%.2f", (t / hz) / (b / 1e9) }'
+}
