@@ -4,8 +4,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/now.h"
 #include "exec.h"
 #include "exec-internal.h"
 #include "log.h"
@@ -46,15 +46,6 @@ struct gr_exec_lanes {
   bool quit;
   double busy[3];               /* seconds reading, coding, writing */
 };
-
-static double
-seconds (void)
-{
-  struct timespec t;
-
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return (double) t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* Under l->pl: wait for batch seq's turn at step st. */
 static void
@@ -129,17 +120,17 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
   pass_turn (l, STEP_LOCK);
   pthread_mutex_unlock (&l->pl);
 
-  t[0] = seconds ();
+  t[0] = gr_now ();
   p->kind = GR_PLAN_SKIP;
   r = plan_and_read (l, ln, &b);
-  t[1] = seconds ();
+  t[1] = gr_now ();
   pthread_mutex_lock (&l->pl);
   wait_turn (l, STEP_CODE, ln->seq);
   pthread_mutex_unlock (&l->pl);
-  t[2] = seconds ();
+  t[2] = gr_now ();
   if (r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP)
     r = gr_exec_code_stage (x, p, &b);
-  t[3] = seconds ();
+  t[3] = gr_now ();
 
   pthread_mutex_lock (&l->pl);
   l->busy[0] += t[1] - t[0];
@@ -155,11 +146,11 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
     r = GR_EXEC_ERROR;
   }
   pthread_mutex_unlock (&l->pl);
-  t[0] = seconds ();
+  t[0] = gr_now ();
   if (r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP)
     r = gr_exec_write_stage (x, p, &b, ln->mio, l->ops.policy, &res);
   gr_exec_unlock_plan (x, &held);
-  t[1] = seconds ();
+  t[1] = gr_now ();
   /* The job hears of its batches in batch order (its position is the
    * written front). */
   l->ops.done (l->ops.arg, p, r, &res);
