@@ -32,7 +32,8 @@ void gr_exec_unlock_plan (struct gr_exec *x, const struct gr_plan *p);
  * p->cap_io accesses.  Read: REPLAN if a member failed since the plan
  * was made (its stripes held) or during its reads (with GR_MIO_REPORT:
  * ERROR), ERROR (EIO) if it would rebuild from parity not resynced.
- * Code: its steps (ERROR: a coding failure).  Write: its writes (the
+ * Code: its steps, a CPU coding step of several stripes split over
+ * `threads` threads (ERROR: a coding failure).  Write: its writes (the
  * bitmap marked, the journal written first where it says so; a
  * rebuild's fronts moved). */
 enum gr_exec_outcome gr_exec_read_stage (struct gr_exec *x,
@@ -42,7 +43,8 @@ enum gr_exec_outcome gr_exec_read_stage (struct gr_exec *x,
                                          enum gr_mio_policy policy);
 enum gr_exec_outcome gr_exec_code_stage (struct gr_exec *x,
                                          struct gr_plan *p,
-                                         const struct gr_bufs *b);
+                                         const struct gr_bufs *b,
+                                         int threads);
 enum gr_exec_outcome gr_exec_write_stage (struct gr_exec *x,
                                           struct gr_plan *p,
                                           const struct gr_bufs *b,

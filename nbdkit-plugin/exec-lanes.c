@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/now.h"
 #include "exec.h"
@@ -36,6 +37,7 @@ struct gr_exec_lanes {
   struct gr_exec *x;
   struct gr_exec_batches ops;
   size_t scratch;
+  int threads;                  /* a batch's CPU coding: every core */
   struct lane lane[GR_EXEC_LANES];
   pthread_mutex_t pl;           /* the fields below, lanes' states; leaf */
   pthread_cond_t pc;
@@ -129,7 +131,7 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
   pthread_mutex_unlock (&l->pl);
   t[2] = gr_now ();
   if (r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP)
-    r = gr_exec_code_stage (x, p, &b);
+    r = gr_exec_code_stage (x, p, &b, l->threads);
   t[3] = gr_now ();
 
   pthread_mutex_lock (&l->pl);
@@ -283,6 +285,7 @@ gr_exec_lanes_new (struct gr_exec *x, const struct gr_exec_batches *ops,
   l->x = x;
   l->ops = *ops;
   l->scratch = scratch;
+  l->threads = (int) sysconf (_SC_NPROCESSORS_ONLN);
   pthread_mutex_init (&l->pl, NULL);
   pthread_cond_init (&l->pc, NULL);
   for (i = 0; i < GR_EXEC_LANES; i++) {

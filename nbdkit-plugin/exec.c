@@ -297,10 +297,11 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
 
 enum gr_exec_outcome
 gr_exec_code_stage (struct gr_exec *x, struct gr_plan *p,
-                    const struct gr_bufs *b)
+                    const struct gr_bufs *b, int threads)
 {
   struct gr_plan_coder coder = gr_coding_plan_coder (x->coding);
 
+  coder.threads = threads;
   return gr_steps_run (p, &x->g, b, &coder) == -1 ? GR_EXEC_ERROR
     : GR_EXEC_DONE;
 }
@@ -447,7 +448,7 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
   }
   r = gr_exec_read_stage (x, p, &b, w->mio, policy);
   if (r == GR_EXEC_DONE)
-    r = gr_exec_code_stage (x, p, &b);
+    r = gr_exec_code_stage (x, p, &b, 1);
   if (r != GR_EXEC_DONE)
     goto out;
   if (p->nwrite > 0 && !locked && p->lock != GR_LOCK_NONE) {

@@ -124,7 +124,8 @@ struct gr_exec_batches {
 /* Lanes that run batches of up to max_ns stripes through the stages
  * (exec.c): the locks, the coding and the writes taken in batch order,
  * one batch at a time each (batches never wait for each other's locks
- * out of order, one coder is busy at a time, writes land in order); a
+ * out of order, writes land in order; a batch's coding on the CPU is
+ * split by stripes over every core, on the GPU it is one operation); a
  * batch whose plan meets a failed member is planned again, its stripes
  * still held.  After a batch that failed, none is written.  Each lane's
  * buffer: scratch bytes, page-locked where a GPU codes.  NULL after

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - running a plan's steps in memory.  See steps.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,79 @@ verify (struct gr_plan *p, const struct gr_step *st, const struct gr_geom *g,
   return 0;
 }
 
+/* --- coding on every core -------------------------------------------------- */
+
+#define MAX_THREADS 64
+
+/* A share of a coding step: nstripes stripes from blocks bp. */
+struct share {
+  const struct gr_plan_coder *cd;
+  const struct gr_step *st;
+  const int *er;
+  uint8_t **bp;
+  size_t nstripes;
+  int r, err;
+};
+
+static void *
+share_run (void *arg)
+{
+  struct share *sh = arg;
+  const struct gr_step *st = sh->st;
+
+  sh->r = st->kind == GR_STEP_ENCODE
+    ? sh->cd->encode (sh->cd->arg, false, sh->bp, sh->nstripes, st->len)
+    : sh->cd->reconstruct (sh->cd->arg, false, sh->er, st->ner, sh->bp,
+                           sh->nstripes, st->len);
+  sh->err = errno;
+  return NULL;
+}
+
+/* Coding step st (ENCODE or RECONSTRUCT, on the CPU) split by stripes
+ * over up to cd->threads threads, the calling one among them.  0, or -1
+ * with errno set. */
+static int
+coding_split (struct gr_plan *p, const struct gr_step *st,
+              const struct gr_geom *g, const struct gr_plan_coder *cd)
+{
+  const size_t n = (size_t) g->k + g->m;
+  size_t t, nt = (size_t) cd->threads, per, at = 0;
+  struct share sh[MAX_THREADS];
+  pthread_t tid[MAX_THREADS];
+  bool started[MAX_THREADS] = { false };
+  int r = 0;
+
+  if (nt > MAX_THREADS)
+    nt = MAX_THREADS;
+  if (nt > st->nstripes)
+    nt = st->nstripes;
+  per = (st->nstripes + nt - 1) / nt;
+  for (t = 0; t < nt && at < st->nstripes; t++) {
+    sh[t] = (struct share) { .cd = cd, .st = st, .er = p->er + st->er0,
+                             .bp = p->ptr + st->blk0 + at * n,
+                             .nstripes = st->nstripes - at < per
+                               ? st->nstripes - at : per };
+    at += sh[t].nstripes;
+    /* The first share on this thread; a thread that cannot start leaves
+     * its share to this one too. */
+    if (t > 0)
+      started[t] = pthread_create (&tid[t], NULL, share_run, &sh[t]) == 0;
+  }
+  nt = t;
+  for (t = 0; t < nt; t++)
+    if (!started[t])
+      share_run (&sh[t]);
+  for (t = 0; t < nt; t++) {
+    if (started[t])
+      pthread_join (tid[t], NULL);
+    if (sh[t].r == -1 && r == 0) {
+      r = -1;
+      errno = sh[t].err;
+    }
+  }
+  return r;
+}
+
 int
 gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
               const struct gr_bufs *b, const struct gr_plan_coder *cd)
@@ -143,11 +217,17 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
       gr_steps_xor (gr_steps_at (b, st->dst), gr_steps_at (b, st->src), st->len);
       break;
     case GR_STEP_ENCODE:
-      r = cd->encode (cd->arg, st->gpu, bp, st->nstripes, st->len);
+      if (!st->gpu && cd->threads > 1 && st->nstripes > 1)
+        r = coding_split (p, st, g, cd);
+      else
+        r = cd->encode (cd->arg, st->gpu, bp, st->nstripes, st->len);
       break;
     case GR_STEP_RECONSTRUCT:
-      r = cd->reconstruct (cd->arg, st->gpu, p->er + st->er0, st->ner, bp,
-                           st->nstripes, st->len);
+      if (!st->gpu && cd->threads > 1 && st->nstripes > 1)
+        r = coding_split (p, st, g, cd);
+      else
+        r = cd->reconstruct (cd->arg, st->gpu, p->er + st->er0, st->ner,
+                             bp, st->nstripes, st->len);
       break;
     case GR_STEP_VERIFY:
       r = verify (p, st, g, cd);

@@ -53,6 +53,9 @@ struct gr_plan_coder {
                  uint8_t *const *parity, uint8_t *const *pdelta,
                  size_t len);
   void *arg;
+  /* Threads a CPU coding step of several stripes is split over (0 or 1:
+   * the calling thread alone); a step on the GPU is never split. */
+  int threads;
 };
 
 /* d ^= s over len bytes (the XOR move). */

@@ -248,7 +248,7 @@ static int
 sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
              uint8_t *buf, unsigned falloc)
 {
-  struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s };
+  struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s, 1 };
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .falloc = falloc, .gpu = sim_gpu,
                            .rb_front = NULL };
@@ -519,12 +519,15 @@ copy_members (struct sim *dst, const struct sim *src)
 /* --- the jobs' batches ------------------------------------------------------ */
 
 /* Run a job's batch plan p on the simulated members as the executor
- * does: reads, steps, writes (a check's repair to the located chunk's
+ * does: reads, steps (CPU coding split over threads), writes (a check's repair to the located chunk's
  * member, a rebuild's only to members whose front it moves). */
 static void
 sim_batch (struct sim *s, struct gr_plan *p, uint8_t *req)
 {
-  struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s };
+  /* Split over up to 4 threads, as the executor's lanes do on every
+   * core. */
+  struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s,
+                              (int) (1 + test_rand () % 4) };
   struct gr_bufs b;
   uint8_t *scratch = malloc (p->scratch_len + 1);
   size_t j;
