@@ -37,8 +37,8 @@
 #include <sys/un.h>
 
 #include "nbdkit-plugin/assemble.h"
-#include "nbdkit-plugin/disk.h"
 #include "nbdkit-plugin/superblock.h"
+#include "storage/storage.h"
 
 static const char *prog = "gpuraidctl";
 

@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 
-#include "disk.h"
+#include "storage/storage.h"
 #include "superblock.h"
 
 struct member {

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "disk.h"
+#include "storage/storage.h"
 #include "superblock.h"
 
 struct gr_members;

@@ -5,47 +5,35 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # (what to do) -> exec (doing it) -> members (member I/O and state) and
 # coding (where coding runs); array opens and closes (assemble decides,
 # resync repairs; rebuild and scrub heal in the background); control
-# serves gpuraidctl; config, calibrate, gpudev, fakegpu, log, uring beside.
-# members do their I/O through disk (local files; remote: NBD exports).
+# serves gpuraidctl; config, calibrate, gpudev, fakegpu, log beside.
+# members do their I/O through the storage library (storage/: local files
+# and devices, io_uring, NBD exports), one descriptor per access.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               assemble.o resync.o journal.o bitmap.o io.o extents.o plan.o exec.o \
-              members.o replacing.o disk.o remote.o fullio.o control.o \
+              members.o replacing.o control.o \
               status.o pace.o rebuild.o scrub.o heal.o \
               coding.o scratch.o \
-              steps.o calibrate.o gpudev.o fakegpu.o log.o uring.o \
+              steps.o calibrate.o gpudev.o fakegpu.o log.o \
               superblock.o)
-
-# liburing (optional): member I/O in batches.  NOURING=1 leaves it out.
-ifneq ($(NOURING),1)
-URING_LIBS := $(shell pkg-config --libs liburing 2>/dev/null)
-endif
-
-# libnbd (optional): remote members (member=nbd://...).  NONBD=1 leaves it
-# out.
-ifneq ($(NONBD),1)
-LIBNBD_CFLAGS := $(shell pkg-config --cflags libnbd 2>/dev/null)
-LIBNBD_LIBS := $(shell pkg-config --libs libnbd 2>/dev/null)
-endif
 
 # Callbacks have fixed signatures: unused parameters are normal there.
 $(PLUGIN_OBJS) nbdkit-plugin/test-superblock.o nbdkit-plugin/test-plan.o \
 nbdkit-plugin/test-assemble.o nbdkit-plugin/test-scratch.o \
 nbdkit-plugin/test-pace.o: \
   CFLAGS_ALL += -I. -Wno-unused-parameter
-# Build options, each confined to the one file that has stubs for it.
-nbdkit-plugin/uring.o: CFLAGS_ALL += $(if $(URING_LIBS),-DGR_HAVE_URING)
-nbdkit-plugin/remote.o: CFLAGS_ALL += $(if $(LIBNBD_LIBS),-DGR_HAVE_LIBNBD \
-                                      $(LIBNBD_CFLAGS))
+# A build option confined to the one file that has stubs for it (those
+# of member storage are in storage/storage.mk).
 nbdkit-plugin/gpudev.o: CFLAGS_ALL += $(if $(HAVE_CUDA),$(GPU_CPPFLAGS))
 
-# raidmap.mk is included after this file: name its library literally.
-$(PLUGIN_SO): $(PLUGIN_OBJS) raidmap/libgrmap.a $(LIBGF) \
-              $(if $(HAVE_CUDA),$(LIBGPU)) nbdkit-plugin/plugin.syms
+# raidmap.mk and storage.mk are included after this file: name their
+# libraries literally.
+$(PLUGIN_SO): $(PLUGIN_OBJS) raidmap/libgrmap.a storage/libgrstorage.a \
+              $(LIBGF) $(if $(HAVE_CUDA),$(LIBGPU)) nbdkit-plugin/plugin.syms
 	$(CC) $(LDFLAGS_ALL) -shared \
 	  -Wl,--version-script=nbdkit-plugin/plugin.syms -o $@ \
-	  $(PLUGIN_OBJS) raidmap/libgrmap.a $(LIBGF) $(GF_LDLIBS) \
-	  $(if $(HAVE_CUDA),$(LIBGPU) $(GPU_LDLIBS)) $(URING_LIBS) \
-	  $(LIBNBD_LIBS)
+	  $(PLUGIN_OBJS) raidmap/libgrmap.a storage/libgrstorage.a \
+	  $(LIBGF) $(GF_LDLIBS) $(if $(HAVE_CUDA),$(LIBGPU) $(GPU_LDLIBS)) \
+	  $(STORAGE_LDLIBS)
 
 # Unit tests without nbdkit.
 nbdkit-plugin/test-superblock: nbdkit-plugin/test-superblock.o \

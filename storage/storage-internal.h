@@ -1,7 +1,67 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - NBD exports as members: the libnbd client under the disk
- * module (disk.h), its only user.  Built with libnbd unless NONBD=1
- * (then the stubs open nothing: GR_REMOTE_NO_NBD).
+/* gpuraid - the storage library's private header: what its files share
+ * (disk.c: the calls of storage.h, local accesses; remote.c: NBD
+ * exports; uring.c: batched reads; fullio.c: whole transfers).  Nothing
+ * outside storage/ includes it. */
+#ifndef GPURAID_STORAGE_INTERNAL_H
+#define GPURAID_STORAGE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "storage.h"
+
+/* --- fullio.c: whole reads and writes of a file ------------------------- */
+
+/* Short transfers and EINTR retried.  Each returns 0, or -errno
+ * (-ENODATA: a read past the end; -ENOSPC: a write that made no
+ * progress). */
+int gr_pread_full (int fd, void *buf, size_t len, uint64_t off);
+int gr_pwrite_full (int fd, const void *buf, size_t len, uint64_t off);
+/* With pwritev2's flags (RWF_DSYNC); 0 for a plain pwrite. */
+int gr_pwrite_flags (int fd, const void *buf, size_t len, uint64_t off,
+                     int flags);
+/* preadv or pwritev of cnt buffers (iov is used up). */
+int gr_prwv_full (int fd, struct iovec *iov, int cnt, uint64_t off,
+                  bool write);
+
+/* --- uring.c: batched local reads through io_uring ----------------------
+ *
+ * When built with liburing, so that the chunk reads of one plan run in
+ * parallel.  Without liburing (NOURING=1) the stubs say it is not
+ * available. */
+
+/* One read of len bytes at off of file descriptor fd into buf.  res is
+ * set to 0 (all bytes read) or a negative errno (-ENODATA: short). */
+struct gr_rio {
+  int fd;
+  void *buf;
+  size_t len;
+  uint64_t off;
+  uint64_t tag;                 /* the caller's */
+  int res;
+};
+
+/* Is io_uring usable in this build and process? */
+bool gr_uring_available (void);
+
+enum gr_uring_outcome {
+  GR_URING_DONE,                /* every entry has its result in res (some
+                                 * may have failed: the caller redoes
+                                 * those) */
+  GR_URING_UNAVAILABLE,         /* nothing was done: use pread/pwrite */
+};
+
+/* Run the n entries, up to the ring depth at a time, in the calling
+ * thread's ring. */
+enum gr_uring_outcome gr_uring_read_batch (struct gr_rio *v, size_t n);
+
+/* --- remote.c: NBD exports as members -----------------------------------
+ *
+ * The libnbd client under disk.c, its only user.  Built with libnbd
+ * unless NONBD=1 (then the stubs open nothing: GR_REMOTE_NO_NBD).
  *
  * One owner of state: struct gr_remote holds an export's connections.
  * A batch of commands on several exports is sent by gr_remote_start and
@@ -22,12 +82,6 @@
  * every later access fails at once, as on a dead disk.  An error that
  * the server itself returns (the connection stays up) is not retried: it
  * is the member's error, as EIO from a local disk is. */
-#ifndef GPURAID_REMOTE_H
-#define GPURAID_REMOTE_H
-
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 
 struct gr_remote;
 
@@ -75,4 +129,4 @@ struct gr_remote_batch *gr_remote_start (struct gr_rcmd **v, size_t n);
 /* Wait for them (retrying, up to the timeout); every res set. */
 void gr_remote_finish (struct gr_remote_batch *b);
 
-#endif /* GPURAID_REMOTE_H */
+#endif /* GPURAID_STORAGE_INTERNAL_H */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - batched member reads through io_uring.  See uring.h.
+/* gpuraid - batched member reads through io_uring.  See
+ * storage-internal.h.
  *
  * One ring per nbdkit worker thread, made on first use (after nbdkit's
  * fork) and freed when the thread exits.  On any unexpected ring error
@@ -9,14 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#define NBDKIT_API_VERSION 2
-#include <nbdkit-plugin.h>
-
-#include "uring.h"
-
-/* -D gpuraid.no_uring=1: member reads one by one with pread (for
- * comparison), even when built with liburing. */
-NBDKIT_DLL_PUBLIC int gpuraid_debug_no_uring = 0;
+#include "storage-internal.h"
 
 #ifdef GR_HAVE_URING
 #include <liburing.h>
@@ -57,8 +51,7 @@ get_ring (void)
   struct ring *rg;
 
   pthread_once (&ring_once, ring_key_init);
-  if (!ring_key_ok || gpuraid_debug_no_uring ||
-      __atomic_load_n (&uring_disabled, __ATOMIC_RELAXED))
+  if (!ring_key_ok || __atomic_load_n (&uring_disabled, __ATOMIC_RELAXED))
     return NULL;
   rg = pthread_getspecific (ring_key);
   if (rg == NULL) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - a member's storage, local or remote.  See disk.h. */
+/* gpuraid - a member's storage, local or remote: the calls of
+ * storage.h, and local accesses.  See storage.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,10 +13,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
-#include "disk.h"
-#include "fullio.h"
-#include "remote.h"
-#include "uring.h"
+#include "storage-internal.h"
 
 struct gr_disk {
   char *path;                   /* as given: a path or a URI */
@@ -28,12 +26,19 @@ struct gr_disk {
 };
 
 static unsigned remote_timeout_ms = 30000, remote_retries = 3;
+static bool use_uring = true;
 
 void
 gr_disk_set_remote (unsigned timeout_ms, unsigned retries)
 {
   remote_timeout_ms = timeout_ms;
   remote_retries = retries;
+}
+
+void
+gr_disk_set_uring (bool use)
+{
+  use_uring = use;
 }
 
 bool
@@ -350,7 +355,7 @@ local_io (struct gr_dio **v, size_t n)
     return;
   for (i = 0; i < n && nr < 2; i++)
     nr += v[i]->kind == GR_DIO_READ;
-  if (nr >= 2 && gr_uring_available ())
+  if (nr >= 2 && use_uring && gr_uring_available ())
     rv = n <= 32 ? stackv : malloc (n * sizeof *rv);
   nr = 0;
   if (rv) {

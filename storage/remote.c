@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - remote members through libnbd.  See remote.h. */
+/* gpuraid - remote members through libnbd.  See storage-internal.h. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -11,7 +11,7 @@
 #include <time.h>
 #include <sys/socket.h>
 
-#include "remote.h"
+#include "storage-internal.h"
 
 bool
 gr_remote_built (void)
