@@ -9,9 +9,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "storage.h"
+
+/* A member's storage (disk.c owns it; uring.c reads fd, remote.c r). */
+struct gr_disk {
+  char *path;                   /* as given: a path or a URI */
+  uint64_t size;
+  struct gr_remote *r;          /* remote; else the local file: */
+  int fd;
+  dev_t dev;
+  ino_t ino;
+  bool blk;                     /* a block device */
+};
 
 /* --- fullio.c: whole reads and writes of a file ------------------------- */
 
@@ -33,30 +45,14 @@ int gr_prwv_full (int fd, struct iovec *iov, int cnt, uint64_t off,
  * parallel.  Without liburing (NOURING=1) the stubs say it is not
  * available. */
 
-/* One read of len bytes at off of file descriptor fd into buf.  res is
- * set to 0 (all bytes read) or a negative errno (-ENODATA: short). */
-struct gr_rio {
-  int fd;
-  void *buf;
-  size_t len;
-  uint64_t off;
-  uint64_t tag;                 /* the caller's */
-  int res;
-};
-
 /* Is io_uring usable in this build and process? */
 bool gr_uring_available (void);
 
-enum gr_uring_outcome {
-  GR_URING_DONE,                /* every entry has its result in res (some
-                                 * may have failed: the caller redoes
-                                 * those) */
-  GR_URING_UNAVAILABLE,         /* nothing was done: use pread/pwrite */
-};
-
-/* Run the n entries, up to the ring depth at a time, in the calling
- * thread's ring. */
-enum gr_uring_outcome gr_uring_read_batch (struct gr_rio *v, size_t n);
+/* Read the n accesses (GR_DIO_READ, on local disks), up to the ring
+ * depth at a time, in the calling thread's ring.  Each res becomes 0
+ * (all bytes read) or -errno (-ENODATA: short); with no ring, none is
+ * touched.  The caller redoes those that did not end with 0. */
+void gr_uring_read_batch (struct gr_dio **v, size_t n);
 
 /* --- remote.c: NBD exports as members -----------------------------------
  *
@@ -83,8 +79,6 @@ enum gr_uring_outcome gr_uring_read_batch (struct gr_rio *v, size_t n);
  * the server itself returns (the connection stays up) is not retried: it
  * is the member's error, as EIO from a local disk is. */
 
-struct gr_remote;
-
 /* Was this build made with libnbd? */
 bool gr_remote_built (void);
 
@@ -104,28 +98,12 @@ enum gr_remote_open_outcome gr_remote_open (const char *uri, bool read_only,
                                             char *why, size_t whylen);
 void gr_remote_close (struct gr_remote *r);
 
-enum gr_rop {
-  GR_ROP_READ, GR_ROP_WRITE,
-  GR_ROP_WRITE_FUA,             /* durable when done */
-  GR_ROP_ZERO_TRIM,             /* zeros; the space may go */
-  GR_ROP_ZERO,                  /* zeros; the space stays */
-  GR_ROP_FLUSH,
-  GR_ROP_HOLE,                  /* block status: is it all a hole? */
-};
-struct gr_rcmd {
-  struct gr_remote *r;
-  enum gr_rop op;
-  void *buf;
-  uint64_t off, len;
-  int res;                      /* 0, or -errno (-EOPNOTSUPP: no zero on
-                                 * this export; -ETIMEDOUT) */
-  bool hole;                    /* GR_ROP_HOLE: the server said that all
-                                 * of it is unallocated and reads as
-                                 * zeros */
-};
 struct gr_remote_batch;
-/* Send the n commands; NULL if none could be (every res set then). */
-struct gr_remote_batch *gr_remote_start (struct gr_rcmd **v, size_t n);
+/* Send the n accesses (on remote disks; GR_DIO_SYNC a flush, GR_DIO_HOLE
+ * block status); NULL if none could be (every res set then).  res: 0,
+ * or -errno (-EOPNOTSUPP: no zero on this export; -ETIMEDOUT); hole: the
+ * server said that all of it is unallocated and reads as zeros. */
+struct gr_remote_batch *gr_remote_start (struct gr_dio **v, size_t n);
 /* Wait for them (retrying, up to the timeout); every res set. */
 void gr_remote_finish (struct gr_remote_batch *b);
 

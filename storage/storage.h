@@ -67,7 +67,10 @@ enum gr_dio_kind {
   GR_DIO_PUNCH,                 /* reads back zeros, space may go */
   GR_DIO_ZERO,                  /* reads back zeros, space stays */
   GR_DIO_SYNC,                  /* fdatasync; NBD flush (off, len unused) */
+  GR_DIO_HOLE,                  /* is it all a hole? (hole; buf unused) */
 };
+/* One access: the one descriptor from here down to the local file, the
+ * ring and the NBD connection (they take it as it is). */
 struct gr_dio {
   struct gr_disk *disk;
   enum gr_dio_kind kind;
@@ -76,6 +79,8 @@ struct gr_dio {
   int res;                      /* 0, or -errno: -ENODATA a short read,
                                  * -EOPNOTSUPP a punch or zero the
                                  * member cannot do, -ETIMEDOUT */
+  bool hole;                    /* GR_DIO_HOLE, res 0: all of it is
+                                 * known to be a hole (gr_disk_hole) */
 };
 
 /* Is [off, off + len) known to be a hole (reads as zeros, nothing
