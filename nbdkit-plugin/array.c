@@ -11,7 +11,7 @@
 
 #include "array.h"
 #include "heal.h"
-#include "assemble.h"
+#include "format/format.h"
 #include "bitmap.h"
 #include "journal.h"
 #include "log.h"

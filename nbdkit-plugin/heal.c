@@ -13,7 +13,7 @@
 #include "log.h"
 #include "members.h"
 #include "rebuild.h"
-#include "superblock.h"
+#include "format/format.h"
 #include "replacing.h"
 
 #define MAX_SPARES 32

@@ -23,7 +23,7 @@
 
 #include "journal.h"
 #include "log.h"
-#include "superblock.h"
+#include "format/format.h"
 #include "replacing.h"
 
 #define HDR 4096

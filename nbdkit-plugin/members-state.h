@@ -8,8 +8,8 @@
 
 #include <pthread.h>
 
+#include "format/format.h"
 #include "storage/storage.h"
-#include "superblock.h"
 
 struct member {
   char *path;                   /* NULL if no path filled this slot */

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/format.h"
 #include "storage/storage.h"
-#include "superblock.h"
 
 struct gr_members;
 

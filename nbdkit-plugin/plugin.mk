@@ -9,16 +9,14 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # members do their I/O through the storage library (storage/: local files
 # and devices, io_uring, NBD exports), one descriptor per access.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
-              assemble.o resync.o journal.o bitmap.o io.o extents.o plan.o exec.o \
+              resync.o journal.o bitmap.o io.o extents.o plan.o exec.o \
               members.o replacing.o control.o \
               status.o pace.o rebuild.o scrub.o heal.o \
               coding.o scratch.o \
-              steps.o calibrate.o gpudev.o fakegpu.o log.o \
-              superblock.o)
+              steps.o calibrate.o gpudev.o fakegpu.o log.o)
 
 # Callbacks have fixed signatures: unused parameters are normal there.
-$(PLUGIN_OBJS) nbdkit-plugin/test-superblock.o nbdkit-plugin/test-plan.o \
-nbdkit-plugin/test-assemble.o nbdkit-plugin/test-scratch.o \
+$(PLUGIN_OBJS) nbdkit-plugin/test-plan.o nbdkit-plugin/test-scratch.o \
 nbdkit-plugin/test-pace.o: \
   CFLAGS_ALL += -I. -Wno-unused-parameter
 # A build option confined to the one file that has stubs for it (those
@@ -27,28 +25,20 @@ nbdkit-plugin/gpudev.o: CFLAGS_ALL += $(if $(HAVE_CUDA),$(GPU_CPPFLAGS))
 
 # raidmap.mk and storage.mk are included after this file: name their
 # libraries literally.
-$(PLUGIN_SO): $(PLUGIN_OBJS) raidmap/libgrmap.a storage/libgrstorage.a \
-              $(LIBGF) $(if $(HAVE_CUDA),$(LIBGPU)) nbdkit-plugin/plugin.syms
+$(PLUGIN_SO): $(PLUGIN_OBJS) $(LIBFORMAT) storage/libgrstorage.a \
+              raidmap/libgrmap.a $(LIBGF) $(if $(HAVE_CUDA),$(LIBGPU)) \
+              nbdkit-plugin/plugin.syms
 	$(CC) $(LDFLAGS_ALL) -shared \
 	  -Wl,--version-script=nbdkit-plugin/plugin.syms -o $@ \
-	  $(PLUGIN_OBJS) raidmap/libgrmap.a storage/libgrstorage.a \
-	  $(LIBGF) $(GF_LDLIBS) $(if $(HAVE_CUDA),$(LIBGPU) $(GPU_LDLIBS)) \
-	  $(STORAGE_LDLIBS)
+	  $(PLUGIN_OBJS) $(LIBFORMAT) storage/libgrstorage.a \
+	  raidmap/libgrmap.a $(LIBGF) $(GF_LDLIBS) \
+	  $(if $(HAVE_CUDA),$(LIBGPU) $(GPU_LDLIBS)) $(STORAGE_LDLIBS)
 
 # Unit tests without nbdkit.
-nbdkit-plugin/test-superblock: nbdkit-plugin/test-superblock.o \
-                               nbdkit-plugin/superblock.o
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lisal
-
 nbdkit-plugin/test-plan: nbdkit-plugin/test-plan.o nbdkit-plugin/plan.o \
                          nbdkit-plugin/steps.o \
                          raidmap/libgrmap.a $(LIBGF)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS)
-
-nbdkit-plugin/test-assemble: nbdkit-plugin/test-assemble.o \
-                             nbdkit-plugin/assemble.o \
-                             nbdkit-plugin/superblock.o raidmap/libgrmap.a
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lisal
 
 nbdkit-plugin/test-scratch: nbdkit-plugin/test-scratch.o \
                             nbdkit-plugin/scratch.o
@@ -57,8 +47,7 @@ nbdkit-plugin/test-scratch: nbdkit-plugin/test-scratch.o \
 nbdkit-plugin/test-pace: nbdkit-plugin/test-pace.o nbdkit-plugin/pace.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
 
-PLUGIN_TESTS = nbdkit-plugin/test-superblock nbdkit-plugin/test-plan \
-               nbdkit-plugin/test-assemble nbdkit-plugin/test-scratch \
+PLUGIN_TESTS = nbdkit-plugin/test-plan nbdkit-plugin/test-scratch \
                nbdkit-plugin/test-pace
 CHECK_PROGS += $(PLUGIN_TESTS)
 CHECK_TESTS += $(PLUGIN_TESTS) nbdkit-plugin/test-sb-state.sh \

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - member superblock encode/decode.  See superblock.h. */
+/* gpuraid - member superblock encode/decode.  See format.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <isa-l/crc.h>
 
-#include "superblock.h"
+#include "format.h"
 
 uint32_t
 gr_crc32c (uint32_t crc, const void *buf, size_t len)

@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - member superblock: encode, decode, validate (pure functions).
+/* gpuraid - the on-disk format library (format/, libgrformat.a): the
+ * member superblock (encode, decode, validate) and the assembly decision
+ * made from the superblocks read.  Its one public header.
+ *
+ * A library (STYLE 3.4): pure functions, no I/O, no locks, no nbdkit, no
+ * printing; errors are -errno or an outcome with a line of text.  The
+ * plugin and gpuraidctl link it.  docs/format.md has the layout and the
+ * arguments.
+ *
+ * --- the superblock ----------------------------------------------------
  *
  * The superblock is the first GR_SB_SIZE bytes of every member.  All
- * integers are little-endian.  See docs/format.md for the layout:
+ * integers are little-endian:
  *
  *   off  size  field
  *     0     8  magic "GPURAID\0"
@@ -30,24 +39,25 @@
  *              synced on the replacement
  *   160  3932  reserved, zero
  *  4092     4  crc32c of bytes 0..4091
- *
- * Nothing here does I/O, prints or allocates.
  */
-#ifndef GPURAID_SUPERBLOCK_H
-#define GPURAID_SUPERBLOCK_H
+#ifndef GPURAID_FORMAT_H
+#define GPURAID_FORMAT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gf/gf.h"
+#include "raidmap/raidmap.h"
+
 #define GR_SB_SIZE 4096
 #define GR_SB_VERSION 1
 #define GR_SB_MAGIC "GPURAID\0"         /* 8 bytes, NUL included */
 #define GR_SB_FLAG_DIRTY 0x1u
-/* Dirty, and every write since was journaled (journal.h): a crash is
+/* Dirty, and every write since was journaled (nbdkit-plugin/journal.h): a crash is
  * repaired by replaying the journal, degraded or not. */
 #define GR_SB_FLAG_JOURNALED 0x2u
-/* Dirty, and the write-intent bitmap (bitmap.h) was kept on every live
+/* Dirty, and the write-intent bitmap (nbdkit-plugin/bitmap.h) was kept on every live
  * member since before the first write: after a crash only the regions
  * whose bit is set need a resync. */
 #define GR_SB_FLAG_BITMAP 0x4u
@@ -60,7 +70,7 @@
 #define GR_SB_MAX_MEMBERS 256
 #define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
 #define GR_SB_RESERVED_OFFSET 192
-/* The write-intent bitmap (bitmap.h) holds at most this many regions. */
+/* The write-intent bitmap (nbdkit-plugin/bitmap.h) holds at most this many regions. */
 #define GR_SB_BITMAP_BITS (61440 * 8)
 
 struct gr_sb {
@@ -154,4 +164,102 @@ gr_sb_rebuild_put (struct gr_sb *sb, int i, bool in)
     sb->rebuild_set[i / 8] &= (uint8_t) ~(1u << (i % 8));
 }
 
-#endif /* GPURAID_SUPERBLOCK_H */
+/* --- the assembly decision (assemble.c) ---------------------------------
+ *
+ * From what was read off each member= path (struct gr_probe: opened or
+ * not, size, superblock), decide what the array is: for create=true the
+ * new superblock and geometry, or that the members are refused; to
+ * assemble, which superblock is authoritative, which member goes in
+ * which slot, which slots are missing, stale or marked failed (and why),
+ * whether the array can start, and whether it needs a resync
+ * (docs/format.md, "Assembling an array").  No I/O, no logging: the
+ * plugin (array.c) and gpuraidctl do the I/O and say what this decided;
+ * test-assemble checks it. */
+
+#define GR_MIN_DATA_OFFSET (1024 * 1024)
+
+/* One member= path, as read. */
+struct gr_probe {
+  const char *path;
+  int open_errno;               /* 0: opened; else missing, with the reason
+                                 * it could not be opened or read */
+  char open_why[160];           /* that reason in words, if not just
+                                 * strerror (a remote member's: libnbd's) */
+  uint64_t size;
+  int sb_status;                /* gr_sb_decode's result; -ENOENT: none */
+  struct gr_sb sb;
+};
+
+/* What the command line says of the geometry (0 or -1: not given). */
+struct gr_assemble_args {
+  int m;                        /* -1: not given */
+  uint32_t chunk;               /* 0: not given */
+  int code;                     /* 0: not given */
+  bool force;                   /* create over existing superblocks */
+  bool salvage;                 /* bring a failed array up read-only */
+  uint64_t bitmap_chunk;        /* create: member bytes a bitmap bit
+                                 * covers at least; 0: the default */
+};
+
+enum gr_slot_state {
+  GR_SLOT_ACTIVE,
+  GR_SLOT_MISSING,              /* no member with this index */
+  GR_SLOT_STALE,                /* its event is 2 or more behind the
+                                 * array's: an old copy of the member */
+  GR_SLOT_FAILED,               /* marked failed in the array */
+  GR_SLOT_SALVAGED,             /* marked failed or stale, but present and
+                                 * used, read-only (salvage) */
+  GR_SLOT_REBUILDING,           /* the replacement of the rebuild the
+                                 * array records: its rebuild resumes from
+                                 * the checkpoint (sb.rebuild_at) */
+};
+
+enum gr_resync_need {
+  GR_RESYNC_NONE,               /* shut down cleanly */
+  GR_RESYNC_FULL,               /* dirty, every member: resync (of the
+                                 * regions in the bitmap, if kept) */
+  GR_RESYNC_DEGRADED,           /* dirty and degraded: replay the journal;
+                                 * consistent if it was journaled
+                                 * (GR_SB_FLAG_JOURNALED), else warn and
+                                 * keep the dirty flag */
+};
+
+enum gr_assembly_outcome { GR_ASSEMBLY_OK, GR_ASSEMBLY_REFUSED };
+
+struct gr_assembly {
+  enum gr_assembly_outcome outcome;
+  char error[1024];             /* when refused: one line */
+  struct gr_sb sb;              /* the array's superblock (create: without
+                                 * UUID and time, event 0) */
+  struct gr_geom geom;
+  int n;
+  int nfailed;                  /* slots not active */
+  int slot[GR_MAX_MEMBERS];     /* the probe in each slot, or -1 */
+  enum gr_slot_state state[GR_MAX_MEMBERS];
+  const char *path[GR_MAX_MEMBERS];     /* a path for the slot, or NULL */
+  char why[GR_MAX_MEMBERS][512];        /* why a slot is not active */
+  bool reordered;               /* members not in index order */
+  enum gr_resync_need resync;
+  bool bitmap_kept;             /* resync: the newest dirty superblock
+                                 * says the write-intent bitmap was kept
+                                 * (GR_SB_FLAG_BITMAP) */
+  bool read_only;               /* salvage: nothing may be written */
+  bool salvaged;                /* members marked failed brought back */
+  char warning[2048];           /* "" or one line for the operator: the
+                                 * slots not active, paths not used */
+};
+
+/* create=true over probes p[0..np-1]: member i of the new array is p[i];
+ * m parity members. */
+void gr_assemble_create (const struct gr_probe *p, int np,
+                         const struct gr_assemble_args *args,
+                         struct gr_assembly *a);
+
+/* Assemble an existing array from probes p[0..np-1].  More than m
+ * members missing, stale or failed: refused ("the array has failed"),
+ * unless args->salvage, which brings the present members marked failed
+ * or stale back, read-only, if that leaves at most m missing. */
+void gr_assemble (const struct gr_probe *p, int np,
+                  const struct gr_assemble_args *args, struct gr_assembly *a);
+
+#endif /* GPURAID_FORMAT_H */
