@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the on-disk format library (format/, libgrformat.a): the
- * member superblock (encode, decode, validate) and the assembly decision
- * made from the superblocks read.  Its one public header.
+ * member superblock (encode, decode, validate), the layout of the
+ * metadata area (the write-intent bitmap, journal entries), and the
+ * assembly decision made from the superblocks read.  Its one public
+ * header; the files share format-internal.h.
  *
  * A library (STYLE 3.4): pure functions, no I/O, no locks, no nbdkit, no
  * printing; errors are -errno or an outcome with a line of text.  The
@@ -54,10 +56,10 @@
 #define GR_SB_VERSION 1
 #define GR_SB_MAGIC "GPURAID\0"         /* 8 bytes, NUL included */
 #define GR_SB_FLAG_DIRTY 0x1u
-/* Dirty, and every write since was journaled (nbdkit-plugin/journal.h): a crash is
- * repaired by replaying the journal, degraded or not. */
+/* Dirty, and every write since was journaled (the journal below): a
+ * crash is repaired by replaying the journal, degraded or not. */
 #define GR_SB_FLAG_JOURNALED 0x2u
-/* Dirty, and the write-intent bitmap (nbdkit-plugin/bitmap.h) was kept on every live
+/* Dirty, and the write-intent bitmap (below) was kept on every live
  * member since before the first write: after a crash only the regions
  * whose bit is set need a resync. */
 #define GR_SB_FLAG_BITMAP 0x4u
@@ -70,8 +72,9 @@
 #define GR_SB_MAX_MEMBERS 256
 #define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
 #define GR_SB_RESERVED_OFFSET 192
-/* The write-intent bitmap (nbdkit-plugin/bitmap.h) holds at most this many regions. */
-#define GR_SB_BITMAP_BITS (61440 * 8)
+/* The write-intent bitmap holds at most this many regions: as many bits
+ * as there are bytes from its offset to the journal's (below). */
+#define GR_SB_BITMAP_BITS ((GR_JOURNAL_OFFSET - GR_BITMAP_OFFSET) * 8)
 
 struct gr_sb {
   uint32_t version;
@@ -163,6 +166,91 @@ gr_sb_rebuild_put (struct gr_sb *sb, int i, bool in)
   else
     sb->rebuild_set[i / 8] &= (uint8_t) ~(1u << (i % 8));
 }
+
+/* --- the metadata area (metadata.c) -------------------------------------
+ *
+ * Between the superblock and the data (data_offset, at least
+ * GR_MIN_DATA_OFFSET at creation), on every member:
+ *
+ *      off  what
+ *        0  the superblock (GR_SB_SIZE bytes)
+ *     4096  the write-intent bitmap: one bit per region of bitmap_region
+ *           stripes (region r: byte r / 8, bit r % 8), set while the
+ *           region may hold a stripe whose parity misses its data;
+ *           whole 4096-byte blocks, kept only where they end by 65536
+ *    65536  the journal of a degraded array's writes: slots of
+ *           gr_journal_slot_size bytes, up to GR_JOURNAL_MAX_SLOTS of
+ *           them before data_offset; slot s mod nslots holds the latest
+ *           entry of a write to stripe s
+ *
+ * A journal entry is a GR_JOURNAL_HDR-byte header and its payload:
+ *
+ *      off  size  field
+ *        0     8  magic "GRJOURNL"
+ *        8    16  array UUID
+ *       24     8  sequence number (grows within a session)
+ *       32     8  stripe
+ *       40     4  lo, 44 4 hi (the coding range inside the chunk)
+ *       48     4  number of lost data chunks journaled (nlost)
+ *       52     4  payload length (nlost * (hi - lo))
+ *       56  2*nlost  their code indices
+ *     4092     4  crc32c of bytes 0..4091 and of the payload
+ *   then the payload: each lost chunk's bytes [lo, hi), in that order.
+ *
+ * docs/format.md ("The write-intent bitmap", "The journal") has the
+ * arguments.  The plugin's bitmap.c and journal.c keep them at run
+ * time. */
+
+#define GR_BITMAP_OFFSET 4096
+#define GR_JOURNAL_OFFSET 65536
+#define GR_JOURNAL_HDR 4096             /* an entry's header */
+#define GR_JOURNAL_MAGIC "GRJOURNL"     /* 8 bytes */
+#define GR_JOURNAL_MAX_SLOTS 64
+
+/* The regions of the bitmap of an array of stripes stripes, region
+ * stripes a region (the superblock's bitmap_region). */
+uint64_t gr_bitmap_layout_regions (uint64_t stripes, uint64_t region);
+/* The bytes it takes on a member: whole 4096-byte blocks. */
+size_t gr_bitmap_layout_bytes (uint64_t regions);
+/* Does the metadata area of an array whose data starts at data_offset
+ * hold bytes of bitmap?  (Else the array keeps none.) */
+bool gr_bitmap_layout_fits (size_t bytes, uint64_t data_offset);
+
+/* The bytes of a journal slot of a k+m array of chunk-byte chunks: a
+ * header and the lost data chunks of a stripe, at most min (k, m). */
+size_t gr_journal_slot_size (uint32_t k, uint32_t m, uint32_t chunk);
+/* How many slots of slot_size bytes the metadata area of an array whose
+ * data starts at data_offset holds (0: it keeps no journal). */
+unsigned gr_journal_slot_count (uint64_t data_offset, size_t slot_size);
+/* Where slot q starts on a member. */
+uint64_t gr_journal_slot_offset (size_t slot_size, unsigned q);
+
+/* A journal entry's header. */
+struct gr_journal_entry {
+  uint8_t uuid[16];
+  uint64_t seq;
+  uint64_t stripe;
+  uint32_t lo, hi;              /* the coding range inside the chunk */
+  uint32_t nlost;               /* lost data chunks journaled */
+  uint16_t lost[GR_SB_MAX_MEMBERS];     /* their code indices */
+};
+
+/* Write h's header into e (GR_JOURNAL_HDR bytes, zero where unused) and
+ * its crc, which covers the payload the caller has put at
+ * e + GR_JOURNAL_HDR (h->nlost * (h->hi - h->lo) bytes).  h->nlost is
+ * at most GR_SB_MAX_MEMBERS. */
+void gr_journal_entry_encode (const struct gr_journal_entry *h,
+                              uint8_t *e);
+/* Parse the entry at e, of which len bytes were read (a slot); its
+ * payload is at e + GR_JOURNAL_HDR.  0, or
+ *   -ENOENT   no entry (no journal magic)
+ *   -EINVAL   fields that do not agree (lo >= hi, too many lost chunks,
+ *             payload length, a payload past len)
+ *   -EBADMSG  crc32c mismatch
+ * Whether it belongs to the array (UUID, stripe, chunk, k) is the
+ * caller's to check. */
+int gr_journal_entry_decode (const uint8_t *e, size_t len,
+                             struct gr_journal_entry *h);
 
 /* --- the assembly decision (assemble.c) ---------------------------------
  *
