@@ -18,7 +18,6 @@
 #include "members.h"
 #include "resync.h"
 #include "scratch.h"
-#include "replacing.h"
 
 struct gr_array {
   struct gr_members *ms;

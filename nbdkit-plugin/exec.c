@@ -12,7 +12,7 @@
 #include "bitmap.h"
 #include "log.h"
 #include "steps.h"
-#include "replacing.h"
+#include "members.h"
 
 #define NLOCKS 1024                     /* stripe lock table size */
 

@@ -12,7 +12,7 @@
 #include "journal.h"
 #include "log.h"
 #include "format/format.h"
-#include "replacing.h"
+#include "members.h"
 
 struct gr_journal {
   struct gr_geom g;

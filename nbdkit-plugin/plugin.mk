@@ -10,7 +10,7 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # and devices, io_uring, NBD exports), one descriptor per access.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               resync.o journal.o bitmap.o io.o extents.o plan.o exec.o \
-              members.o replacing.o control.o \
+              members.o members-rebuild.o control.o \
               status.o pace.o rebuild.o scrub.o heal.o \
               coding.o scratch.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o)

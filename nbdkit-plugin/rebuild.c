@@ -11,7 +11,7 @@
 #include "log.h"
 #include "pace.h"
 #include "rebuild.h"
-#include "replacing.h"
+#include "members.h"
 
 /* Each batch's buffer (all members' chunks of the stripes it holds
  * exclusively): large, so that each erasure pattern's stripes make one

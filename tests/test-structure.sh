@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The plugin's structure (nbdkit-plugin/, not its tests): no include or
 # call cycle among its modules, no global variable read outside the
-# module that defines it, each .c with its own header, no file over 700
-# lines.  Call and data references come from the built objects (nm).
+# module that defines it, each module with its own header, no file over
+# 700 lines.  A module is a name: X.c, X.h and the files X-*.c, X-*.h
+# (members.c, members-rebuild.c and members-internal.h are one module,
+# members).  Call and data references come from the built objects (nm).
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -15,7 +17,11 @@ import glob, os, re, subprocess, sys
 d = sys.argv[1]
 srcs = [f for f in glob.glob(d + '/*.[ch]')
         if not os.path.basename(f).startswith('test-')]
-mods = {os.path.splitext(os.path.basename(f))[0] for f in srcs}
+
+def module(path):
+    return os.path.splitext(os.path.basename(path))[0].split('-')[0]
+
+mods = {module(f) for f in srcs}
 bad = []
 
 def cycles(g):
@@ -37,22 +43,22 @@ def cycles(g):
 
 inc = {m: set() for m in mods}
 for f in srcs:
-    m = os.path.splitext(os.path.basename(f))[0]
+    m = module(f)
     for h in re.findall(r'#include "([^"/]+)\.h"', open(f).read()):
-        if h in mods and h != m:
-            inc[m].add(h)
+        if module(h) in mods and module(h) != m:
+            inc[m].add(module(h))
     n = sum(1 for _ in open(f))
     if n > 700:
         bad.append('%s: %d lines (at most 700)' % (os.path.basename(f), n))
 for m in mods:
-    if os.path.exists('%s/%s.c' % (d, m)) and not os.path.exists('%s/%s.h' % (d, m)) \
-       and m != 'gpuraid':
-        bad.append('%s.c has no header of its own' % m)
+    if glob.glob('%s/%s.c' % (d, m)) + glob.glob('%s/%s-*.c' % (d, m)) \
+       and not os.path.exists('%s/%s.h' % (d, m)) and m != 'gpuraid':
+        bad.append('module %s has no header of its own (%s.h)' % (m, m))
 
 defs, refs, data = {}, {}, {}
-for m in mods:
-    o = '%s/%s.o' % (d, m)
-    if not os.path.exists(o):
+for o in glob.glob(d + '/*.o'):
+    m = module(o)
+    if m not in mods:
         continue
     for line in subprocess.run(['nm', o], capture_output=True,
                                text=True).stdout.splitlines():
