@@ -2,12 +2,16 @@
 # nbdkit-plugin/ - the gpuraid nbdkit plugin.
 PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # The data path, top-down: gpuraid (callbacks) -> io (requests) -> plan
-# (what to do) -> exec (doing it) -> members (member I/O and state) and
-# coding (where coding runs); array opens and closes (assemble decides,
-# resync repairs; rebuild and scrub heal in the background); control
-# serves gpuraidctl; config, calibrate, gpudev, fakegpu, log beside.
-# members do their I/O through the storage library (storage/: local files
-# and devices, io_uring, NBD exports), one descriptor per access.
+# (what to do) -> exec (doing it) -> members (member I/O and state;
+# members.c and members-rebuild.c) and coding (where coding runs); array
+# opens and closes (the format library's assembly decides, resync
+# repairs; rebuild and scrub heal in the background); control serves
+# gpuraidctl; config, calibrate, gpudev, fakegpu, log beside.  An access
+# goes gr_io (plan) -> gr_mio (members) -> gr_dio (the storage library,
+# storage/: local files and devices, io_uring, NBD exports).  The
+# superblock, the bitmap's and journal's layout are the format library's
+# (format/); bitmap.c and journal.c keep them at run time.  Linked with
+# format/, storage/, raidmap/, gf/ and gpu/ (with CUDA).
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               resync.o journal.o bitmap.o io.o extents.o plan.o exec.o \
               members.o members-rebuild.o control.o \
