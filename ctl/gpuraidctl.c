@@ -20,8 +20,8 @@
  *   gpuraidctl -c PATH wait               until the running operation ends
  *
  * The control protocol is in nbdkit-plugin/control.h.  examine opens the
- * members read-only and decides with the plugin's own assembly code
- * (nbdkit-plugin/assemble.h).  Every refusal is one line on stderr and
+ * members read-only and decides with the assembly code the plugin uses
+ * (format/format.h).  Every refusal is one line on stderr and
  * exit 1; a usage error exits 2. */
 #include <errno.h>
 #include <stdarg.h>
@@ -36,9 +36,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "nbdkit-plugin/assemble.h"
-#include "nbdkit-plugin/disk.h"
-#include "nbdkit-plugin/superblock.h"
+#include "format/format.h"
+#include "storage/storage.h"
 
 static const char *prog = "gpuraidctl";
 

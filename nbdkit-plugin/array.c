@@ -11,7 +11,7 @@
 
 #include "array.h"
 #include "heal.h"
-#include "assemble.h"
+#include "format/format.h"
 #include "bitmap.h"
 #include "journal.h"
 #include "replay.h"
@@ -19,7 +19,6 @@
 #include "members.h"
 #include "resync.h"
 #include "scratch.h"
-#include "replacing.h"
 
 struct gr_array {
   struct gr_members *ms;

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "bitmap.h"
-#include "journal.h"
+#include "format/format.h"
 #include "log.h"
 
 /* -D gpuraid.bitmap_ms=N: the clearing pass interval (tests). */
@@ -65,10 +65,9 @@ gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
   b->ms = ms;
   b->n = g->k + g->m;
   b->region = region;
-  b->nregions = (g->stripes + b->region - 1) / b->region;
-  b->nbytes = ((b->nregions + 7) / 8 + 4095) / 4096 * 4096;
-  b->room = GR_BITMAP_OFFSET + b->nbytes <= GR_JOURNAL_OFFSET &&
-    GR_JOURNAL_OFFSET <= g->data_offset;
+  b->nregions = gr_bitmap_layout_regions (g->stripes, b->region);
+  b->nbytes = gr_bitmap_layout_bytes (b->nregions);
+  b->room = gr_bitmap_layout_fits (b->nbytes, g->data_offset);
   b->bits = calloc (1, b->nbytes);
   b->out = calloc (1, b->nbytes);
   b->pending = calloc (1, b->nbytes);

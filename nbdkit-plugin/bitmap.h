@@ -29,8 +29,6 @@
 #include "members.h"
 #include "plan.h"
 
-#define GR_BITMAP_OFFSET 4096           /* on every member */
-
 struct gr_bitmap;
 
 /* All clear, nothing pending; region stripes a region (the superblock's

@@ -11,8 +11,8 @@
 #include <sys/un.h>
 
 #include "config.h"
-#include "disk.h"
 #include "log.h"
+#include "storage/storage.h"
 
 /* Keys that may be given once (bits of cfg->seen). */
 enum {

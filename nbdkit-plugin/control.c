@@ -18,7 +18,7 @@
 #include "log.h"
 #include "members.h"
 #include "status.h"
-#include "superblock.h"
+#include "format/format.h"
 
 struct gr_control {
   char *path;

@@ -13,7 +13,7 @@
 #include "bitmap.h"
 #include "log.h"
 #include "steps.h"
-#include "replacing.h"
+#include "members.h"
 
 /* Each thread's plan and the member I/O vector its reads and writes go
  * through. */

@@ -23,17 +23,21 @@
 #include "coding.h"
 #include "config.h"
 #include "control.h"
-#include "disk.h"
 #include "extents.h"
 #include "gf/gf-backend.h"
 #include "gpudev.h"
 #include "io.h"
+#include "storage/storage.h"
 
 static struct gr_config cfg = GR_CONFIG_INIT;
 static struct gr_coding *coding;
 static struct gr_array *array;
 static struct gr_exec *x;               /* array's, while it is open */
 static struct gr_control *control;      /* control=, or NULL */
+
+/* -D gpuraid.no_uring=1: member reads one by one with pread (for
+ * comparison), even when built with liburing. */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_no_uring = 0;
 
 static void
 gpuraid_unload (void)
@@ -117,6 +121,7 @@ gpuraid_config_complete (void)
   }
   gr_disk_set_remote ((unsigned) cfg.remote_timeout * 1000,
                       (unsigned) cfg.remote_retries);
+  gr_disk_set_uring (!gpuraid_debug_no_uring);
   coding = gr_coding_new (&cfg);
   return coding ? 0 : -1;
 }

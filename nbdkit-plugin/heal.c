@@ -13,8 +13,7 @@
 #include "log.h"
 #include "members.h"
 #include "rebuild.h"
-#include "superblock.h"
-#include "replacing.h"
+#include "format/format.h"
 
 #define MAX_SPARES 32
 
@@ -342,7 +341,7 @@ gr_heal_start (struct gr_heal *h, struct gr_resync *rs)
   int e;
 
   h->rs = rs;
-  /* Rebuilds resumed at assembly (replacing.h) go on once the resync is
+  /* Rebuilds resumed at assembly (members.h) go on once the resync is
    * done. */
   h->resume = gr_members_rebuilding (h->ms, front) > 0;
   e = pthread_create (&h->thread, NULL, heal_thread, h);

@@ -1,20 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the write journal of a degraded array.  See journal.h.
  *
- * Slot q of the journal area of a member is at GR_JOURNAL_OFFSET +
- * q * slot_size; an entry is a 4096-byte header and its payload:
- *
- *   off  size  field
- *     0     8  magic "GRJOURNL"
- *     8    16  array UUID
- *    24     8  sequence number (grows within a session)
- *    32     8  stripe
- *    40     4  lo, 44 4 hi (coding range inside the chunk)
- *    48     4  number of lost data chunks journaled (nlost)
- *    52     4  payload length (nlost * (hi - lo))
- *    56  2*nlost  their code indices
- *  4092     4  crc32c of bytes 0..4091 and of the payload
- *   then the payload: each lost chunk's bytes [lo, hi), in that order. */
+ * The slots and entries are laid out as format/format.h says ("the
+ * metadata area"); here they are written, read and replayed. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -23,12 +11,8 @@
 
 #include "journal.h"
 #include "log.h"
-#include "superblock.h"
-#include "replacing.h"
-
-#define HDR 4096
-#define MAGIC "GRJOURNL"
-#define MAX_SLOTS 64
+#include "format/format.h"
+#include "members.h"
 
 struct gr_journal {
   struct gr_geom g;
@@ -37,42 +21,15 @@ struct gr_journal {
   uint8_t uuid[16];
   size_t slot_size;
   unsigned nslots;
-  pthread_mutex_t lock[MAX_SLOTS];
+  pthread_mutex_t lock[GR_JOURNAL_MAX_SLOTS];
   uint64_t seq;                         /* atomic */
 };
-
-static void
-put32 (uint8_t *p, uint32_t v)
-{
-  p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24;
-}
-
-static void
-put64 (uint8_t *p, uint64_t v)
-{
-  put32 (p, (uint32_t) v);
-  put32 (p + 4, (uint32_t) (v >> 32));
-}
-
-static uint32_t
-get32 (const uint8_t *p)
-{
-  return p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
-    | (uint32_t) p[3] << 24;
-}
-
-static uint64_t
-get64 (const uint8_t *p)
-{
-  return get32 (p) | (uint64_t) get32 (p + 4) << 32;
-}
 
 struct gr_journal *
 gr_journal_new (const struct gr_geom *g, struct gr_members *ms)
 {
   struct gr_journal *j = calloc (1, sizeof *j);
   struct gr_sb sb;
-  uint64_t area;
   unsigned i;
 
   if (j == NULL) {
@@ -84,13 +41,9 @@ gr_journal_new (const struct gr_geom *g, struct gr_members *ms)
   j->ms = ms;
   gr_members_sb (ms, &sb);
   memcpy (j->uuid, sb.uuid, 16);
-  /* Room for the lost data chunks of a stripe: at most min (m, k). */
-  j->slot_size = HDR + (size_t) (g->m < g->k ? g->m : g->k) * g->chunk;
-  area = g->data_offset > GR_JOURNAL_OFFSET
-    ? g->data_offset - GR_JOURNAL_OFFSET : 0;
-  j->nslots = area / j->slot_size > MAX_SLOTS ? MAX_SLOTS
-    : (unsigned) (area / j->slot_size);
-  for (i = 0; i < MAX_SLOTS; i++)
+  j->slot_size = gr_journal_slot_size (g->k, g->m, g->chunk);
+  j->nslots = gr_journal_slot_count (g->data_offset, j->slot_size);
+  for (i = 0; i < GR_JOURNAL_MAX_SLOTS; i++)
     pthread_mutex_init (&j->lock[i], NULL);
   return j;
 }
@@ -102,7 +55,7 @@ gr_journal_free (struct gr_journal *j)
 
   if (j == NULL)
     return;
-  for (i = 0; i < MAX_SLOTS; i++)
+  for (i = 0; i < GR_JOURNAL_MAX_SLOTS; i++)
     pthread_mutex_destroy (&j->lock[i]);
   free (j);
 }
@@ -116,13 +69,7 @@ gr_journal_slots (const struct gr_journal *j)
 static uint64_t
 slot_off (const struct gr_journal *j, unsigned q)
 {
-  return GR_JOURNAL_OFFSET + (uint64_t) q * j->slot_size;
-}
-
-static uint32_t
-entry_crc (const uint8_t *e, size_t payload)
-{
-  return gr_crc32c (gr_crc32c (0, e, HDR - 4), e + HDR, payload);
+  return gr_journal_slot_offset (j->slot_size, q);
 }
 
 /* Write buffer e (len bytes) to slot q of the first `copies` live
@@ -154,6 +101,8 @@ gr_journal_begin (struct gr_journal *j, const struct gr_plan *p,
   const struct gr_geom *g = &j->g;
   unsigned q = (unsigned) (p->s0 % j->nslots);
   size_t L = p->hi - p->lo, len;
+  struct gr_journal_entry h = { .stripe = p->s0, .lo = p->lo,
+                                .hi = p->hi };
   int lost[GR_MAX_MEMBERS], nlost = 0, nfailed = 0, copies, i;
   uint8_t *e;
 
@@ -162,27 +111,22 @@ gr_journal_begin (struct gr_journal *j, const struct gr_plan *p,
   for (i = 0; i < g->k; i++)
     if (failed[gr_map_member (g, p->s0, i)])
       lost[nlost++] = i;
-  len = HDR + (size_t) nlost * L;
+  len = GR_JOURNAL_HDR + (size_t) nlost * L;
   e = calloc (1, len);
   if (e == NULL) {
     nbdkit_error ("journal: out of memory");
     errno = ENOMEM;
     return -1;
   }
-  memcpy (e, MAGIC, 8);
-  memcpy (e + 8, j->uuid, 16);
-  put64 (e + 24, __atomic_add_fetch (&j->seq, 1, __ATOMIC_RELAXED));
-  put64 (e + 32, p->s0);
-  put32 (e + 40, p->lo);
-  put32 (e + 44, p->hi);
-  put32 (e + 48, (uint32_t) nlost);
-  put32 (e + 52, (uint32_t) (nlost * L));
+  memcpy (h.uuid, j->uuid, 16);
+  h.seq = __atomic_add_fetch (&j->seq, 1, __ATOMIC_RELAXED);
+  h.nlost = (uint32_t) nlost;
   for (i = 0; i < nlost; i++) {
-    e[56 + 2 * i] = (uint8_t) lost[i];
-    e[57 + 2 * i] = (uint8_t) (lost[i] >> 8);
-    memcpy (e + HDR + (size_t) i * L, gr_steps_at (b, p->blk[lost[i]]), L);
+    h.lost[i] = (uint16_t) lost[i];
+    memcpy (e + GR_JOURNAL_HDR + (size_t) i * L,
+            gr_steps_at (b, p->blk[lost[i]]), L);
   }
-  put32 (e + HDR - 4, entry_crc (e, nlost * L));
+  gr_journal_entry_encode (&h, e);
 
   /* As many copies as the array tolerates more failures, plus one. */
   copies = g->m - nfailed + 1;
@@ -207,49 +151,42 @@ gr_journal_end (struct gr_journal *j, const struct gr_plan *p)
 
 /* --- replay -------------------------------------------------------------- */
 
-/* Are the entry's nlost code indices distinct data chunks (below k)? */
+/* Are the entry's journaled chunks distinct data chunks (below k)? */
 static bool
-indices_ok (const uint8_t *e, uint32_t nlost, int k)
+indices_ok (const struct gr_journal_entry *h, int k)
 {
   bool seen[GR_MAX_MEMBERS] = { false };
 
-  for (uint32_t x = 0; x < nlost; x++) {
-    const int i = e[56 + 2 * x] + (e[57 + 2 * x] << 8);
-
-    if (i >= k || seen[i])
+  for (uint32_t x = 0; x < h->nlost; x++) {
+    if (h->lost[x] >= k || seen[h->lost[x]])
       return false;
-    seen[i] = true;
+    seen[h->lost[x]] = true;
   }
   return true;
 }
 
 /* Read and check the entry of slot q on member i: its buffer (header and
- * payload, to free) or NULL. */
+ * payload, to free) or NULL; its header in *h. */
 static uint8_t *
-read_entry (struct gr_journal *j, unsigned q, int i)
+read_entry (struct gr_journal *j, unsigned q, int i,
+            struct gr_journal_entry *h)
 {
   const struct gr_geom *g = &j->g;
   struct gr_mio v = { .kind = GR_MIO_READ, .member = i,
                       .off = slot_off (j, q), .len = j->slot_size };
   uint8_t *e = malloc (j->slot_size);
-  uint32_t lo, hi, nlost, plen;
 
   if (e == NULL)
     return NULL;
   v.buf = e;
   gr_members_io (j->ms, &v, 1, GR_MIO_REPORT);
-  if (v.result != GR_MIO_DONE || memcmp (e, MAGIC, 8) != 0 ||
-      memcmp (e + 8, j->uuid, 16) != 0)
+  if (v.result != GR_MIO_DONE ||
+      gr_journal_entry_decode (e, j->slot_size, h) != 0 ||
+      memcmp (h->uuid, j->uuid, 16) != 0)
     goto bad;
-  lo = get32 (e + 40);
-  hi = get32 (e + 44);
-  nlost = get32 (e + 48);
-  plen = get32 (e + 52);
-  if (get64 (e + 32) >= g->stripes || get64 (e + 32) % j->nslots != q ||
-      lo >= hi || hi > g->chunk || nlost > (uint32_t) g->k ||
-      !indices_ok (e, nlost, g->k) ||
-      plen != nlost * (hi - lo) || HDR + (size_t) plen > j->slot_size ||
-      get32 (e + HDR - 4) != entry_crc (e, plen))
+  if (h->stripe >= g->stripes || h->stripe % j->nslots != q ||
+      h->hi > g->chunk || h->nlost > (uint32_t) g->k ||
+      !indices_ok (h, g->k))
     goto bad;
   return e;
  bad:
@@ -261,33 +198,36 @@ bool
 gr_journal_entry (struct gr_journal *j, unsigned q,
                   struct gr_replay_entry *e, uint8_t **payload)
 {
+  struct gr_journal_entry h, best_h = { .seq = 0 };
   uint8_t *best = NULL;
-  uint32_t x;
   int i;
 
   /* The copies of the latest entry of the slot, on any live member. */
   for (i = 0; i < j->n; i++) {
     uint8_t *c;
 
-    if (gr_members_failed (j->ms, i) || (c = read_entry (j, q, i)) == NULL)
+    if (gr_members_failed (j->ms, i) ||
+        (c = read_entry (j, q, i, &h)) == NULL)
       continue;
-    if (best == NULL || get64 (c + 24) > get64 (best + 24)) {
+    if (best == NULL || h.seq > best_h.seq) {
       free (best);
       best = c;
+      best_h = h;
     }
     else
       free (c);
   }
   if (best == NULL)
     return false;
-  e->stripe = get64 (best + 32);
-  e->lo = get32 (best + 40);
-  e->hi = get32 (best + 44);
-  e->nlost = (int) get32 (best + 48);
-  for (x = 0; x < (uint32_t) e->nlost; x++)
-    e->index[x] = best[56 + 2 * x] + (best[57 + 2 * x] << 8);
+  e->stripe = best_h.stripe;
+  e->lo = best_h.lo;
+  e->hi = best_h.hi;
+  e->nlost = (int) best_h.nlost;
+  for (uint32_t x = 0; x < best_h.nlost; x++)
+    e->index[x] = best_h.lost[x];
   /* The payload from the buffer's start (its header dropped). */
-  memmove (best, best + HDR, (size_t) e->nlost * (e->hi - e->lo));
+  memmove (best, best + GR_JOURNAL_HDR,
+           (size_t) e->nlost * (e->hi - e->lo));
   *payload = best;
   return true;
 }
@@ -295,8 +235,8 @@ gr_journal_entry (struct gr_journal *j, unsigned q,
 int
 gr_journal_clear (struct gr_journal *j)
 {
-  static const uint8_t zero[HDR];
-  struct gr_mio v[MAX_SLOTS];
+  static const uint8_t zero[GR_JOURNAL_HDR];
+  struct gr_mio v[GR_JOURNAL_MAX_SLOTS];
   unsigned q;
   int i;
 
@@ -305,7 +245,7 @@ gr_journal_clear (struct gr_journal *j)
       continue;
     for (q = 0; q < j->nslots; q++)
       v[q] = (struct gr_mio) { .kind = GR_MIO_WRITE, .member = i,
-                               .off = slot_off (j, q), .len = HDR,
+                               .off = slot_off (j, q), .len = GR_JOURNAL_HDR,
                                .buf = (void *) zero };
     /* Under the superblock lock (gr_members_on_dirty): report errors,
      * do not fail members here; the superblock update after it will. */

@@ -28,8 +28,6 @@
 #include "plan.h"
 #include "steps.h"
 
-#define GR_JOURNAL_OFFSET 65536         /* on every member */
-
 struct gr_journal;
 
 /* The journal of an array of geometry g (NULL after nbdkit_error).  An

@@ -16,7 +16,7 @@
 #include "log.h"
 
 #include "members.h"
-#include "members-state.h"
+#include "members-internal.h"
 
 struct gr_members *
 gr_members_new (const struct gr_sb *sb)

@@ -11,7 +11,7 @@
 #include "job.h"
 #include "log.h"
 #include "rebuild.h"
-#include "replacing.h"
+#include "members.h"
 
 /* Each batch's buffer (all members' chunks of the stripes it holds
  * exclusively): large, so that each erasure pattern's stripes make one

@@ -2,7 +2,7 @@
 /* gpuraid - rebuilding failed members onto replacements, online, several
  * in one pass.
  *
- * The replacements (replacing.h: gr_members_rebuild_begin) are filled
+ * The replacements (members.h: gr_members_rebuild_begin) are filled
  * stripe by stripe from the first k survivors of each stripe, as a job
  * (job.h) whose batches are rebuild plans (plan.h: gr_plan_rebuild; one
  * coding operation per erasure pattern of a batch, in a lane's
@@ -17,7 +17,7 @@
  * end the replacements are synced and the members are live again,
  * recorded on every superblock in one update.  Every second, and at a
  * shutdown, the replacements are synced and the least front is recorded
- * as the checkpoint in the members' superblocks (replacing.h): a start
+ * as the checkpoint in the members' superblocks (members.h): a start
  * with the replacements in place, after a shutdown or a crash, resumes
  * from there.  A replacement failing ends its member's rebuild (that
  * member stays failed, the others go on); more than m members lost stops
@@ -37,12 +37,12 @@
 struct gr_rebuild;
 
 /* Rebuild the members in which[] (already begun or resumed in
- * replacing.h) from stripe from.  NULL after nbdkit_error (their
+ * members.h) from stripe from.  NULL after nbdkit_error (their
  * rebuilds are then paused: still failed, resumed at the next start). */
 struct gr_rebuild *gr_rebuild_start (struct gr_exec *x,
                                      struct gr_bitmap *b, const bool *which,
                                      uint64_t from, uint64_t rate);
-/* Member i (begun in replacing.h) joins the pass.  false if the pass has
+/* Member i (begun in members.h) joins the pass.  false if the pass has
  * ended or is ending (stop it and start another). */
 bool gr_rebuild_add (struct gr_rebuild *rb, int i);
 /* Its progress, in the resync's terms (state, bytes of array data: the

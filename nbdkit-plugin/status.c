@@ -7,7 +7,7 @@
 #include "pace.h"
 #include "scrub.h"
 #include "status.h"
-#include "superblock.h"
+#include "format/format.h"
 
 /* A job's limit in the JSON: "rate_limit" in bytes a second (0: none or
  * auto) and "rate_auto" (pace.h: GR_PACE_AUTO). */

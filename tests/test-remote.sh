@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Remote members (disk.h, remote.c): a 4+2 array, 64K chunks, of four
+# Remote members (storage/: storage.h, remote.c): a 4+2 array, 64K chunks, of four
 # NBD exports on four "hosts" (stock nbdkit file servers) and two local
 # files.  Each host is a network namespace of its own with a veth pair
 # and addresses of its own (nbd://10.x.y.2/) where the test may create

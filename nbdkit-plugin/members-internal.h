@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the members' state, shared by the two files of the members
- * module (members.c: state, superblocks, member I/O; replacing.c: a
- * replacement being rebuilt).  Nothing else includes it; include
+ * module (members.c: state, superblocks, member I/O; members-rebuild.c:
+ * a replacement being rebuilt).  Nothing else includes it; include
  * members.h first. */
-#ifndef GPURAID_MEMBERS_STATE_H
-#define GPURAID_MEMBERS_STATE_H
+#ifndef GPURAID_MEMBERS_INTERNAL_H
+#define GPURAID_MEMBERS_INTERNAL_H
 
 #include <pthread.h>
 
-#include "disk.h"
-#include "superblock.h"
+#include "format/format.h"
+#include "storage/storage.h"
 
 struct member {
   char *path;                   /* NULL if no path filled this slot */
@@ -53,4 +53,4 @@ bool gr_members_rebuild_in_progress_locked (const struct gr_members *ms);
 /* May v be done: a live member, or the part of a replacement rebuilt. */
 bool gr_members_usable (const struct gr_members *ms, const struct gr_mio *v);
 
-#endif /* GPURAID_MEMBERS_STATE_H */
+#endif /* GPURAID_MEMBERS_INTERNAL_H */

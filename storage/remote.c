@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - remote members through libnbd.  See remote.h. */
+/* gpuraid - remote members through libnbd.  See storage-internal.h. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -11,7 +11,7 @@
 #include <time.h>
 #include <sys/socket.h>
 
-#include "remote.h"
+#include "storage-internal.h"
 
 bool
 gr_remote_built (void)
@@ -70,7 +70,7 @@ connect_uri (const char *uri, uint64_t deadline, int *err, char *why,
   /* The operator wrote the URI on the command line: its tls-psk-file and
    * socket= parameters are to be used. */
   nbd_set_uri_allow_local_file (h, true);
-  /* Holes (GR_ROP_HOLE) where the server tells them. */
+  /* Holes (GR_DIO_HOLE) where the server tells them. */
   if (nbd_add_meta_context (h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)
     goto fail;
   if (nbd_aio_connect_uri (h, uri) == -1)
@@ -186,12 +186,12 @@ struct slot {
 
 /* One command: a whole access, or a piece of a large one. */
 struct piece {
-  struct gr_rcmd *v;
+  struct gr_dio *v;
   struct slot *s;
   uint64_t off, len;
   char *buf;
   bool then_flush;              /* a DSYNC write on a server without FUA */
-  bool data;                    /* GR_ROP_HOLE: not all of it a hole */
+  bool data;                    /* GR_DIO_HOLE: not all of it a hole */
   bool done;
   int err;
 };
@@ -255,7 +255,7 @@ piece_done (void *user_data, int *error)
   return 1;
 }
 
-/* Block status of a GR_ROP_HOLE piece: a hole only where the server
+/* Block status of a GR_DIO_HOLE piece: a hole only where the server
  * says unallocated and reading as zeros for all of it. */
 static int
 piece_extents (void *user_data, const char *context, uint64_t offset,
@@ -288,40 +288,40 @@ send_piece (struct piece *p)
   p->done = false;
   p->err = 0;
   p->data = false;
-  if (p->len == 0 && p->v->op != GR_ROP_FLUSH)
+  if (p->len == 0 && p->v->kind != GR_DIO_SYNC)
     goto done;
   if (h == NULL) {
     p->err = p->s->conn_err ? p->s->conn_err : ENOTCONN;
     goto done;
   }
-  switch (p->v->op) {
-  case GR_ROP_READ:
+  switch (p->v->kind) {
+  case GR_DIO_READ:
     cookie = nbd_aio_pread (h, p->buf, p->len, p->off, cb, 0);
     break;
-  case GR_ROP_WRITE:
-  case GR_ROP_WRITE_FUA:
+  case GR_DIO_WRITE:
+  case GR_DIO_WRITE_DSYNC:
     cookie = nbd_aio_pwrite (h, p->buf, p->len, p->off, cb,
-                             p->v->op == GR_ROP_WRITE_FUA && r->can_fua
+                             p->v->kind == GR_DIO_WRITE_DSYNC && r->can_fua
                              ? LIBNBD_CMD_FLAG_FUA : 0);
-    p->then_flush = p->v->op == GR_ROP_WRITE_FUA && !r->can_fua &&
+    p->then_flush = p->v->kind == GR_DIO_WRITE_DSYNC && !r->can_fua &&
       r->can_flush;
     break;
-  case GR_ROP_ZERO_TRIM:
-  case GR_ROP_ZERO:
+  case GR_DIO_PUNCH:
+  case GR_DIO_ZERO:
     if (!r->can_zero) {
       p->err = EOPNOTSUPP;
       goto done;
     }
     cookie = nbd_aio_zero (h, p->len, p->off, cb,
-                           p->v->op == GR_ROP_ZERO
+                           p->v->kind == GR_DIO_ZERO
                            ? LIBNBD_CMD_FLAG_NO_HOLE : 0);
     break;
-  case GR_ROP_FLUSH:
+  case GR_DIO_SYNC:
     if (!r->can_flush)
       goto done;                /* nothing a flush could add */
     cookie = nbd_aio_flush (h, cb, 0);
     break;
-  case GR_ROP_HOLE:
+  case GR_DIO_HOLE:
     p->data = !r->can_status;   /* not told: data */
     if (p->data)
       goto done;
@@ -491,23 +491,23 @@ slot_give (struct slot *s)
 /* A command's largest piece: reads and writes as the server says, the
  * others up to MAX_ZERO (a flush is never cut). */
 static uint64_t
-piece_max (const struct gr_rcmd *v)
+piece_max (const struct gr_dio *v)
 {
-  return v->op == GR_ROP_FLUSH ? UINT64_MAX : v->op == GR_ROP_READ ||
-    v->op == GR_ROP_WRITE || v->op == GR_ROP_WRITE_FUA ? v->r->max_piece
-    : MAX_ZERO;
+  return v->kind == GR_DIO_SYNC ? UINT64_MAX : v->kind == GR_DIO_READ ||
+    v->kind == GR_DIO_WRITE || v->kind == GR_DIO_WRITE_DSYNC
+    ? v->disk->r->max_piece : MAX_ZERO;
 }
 
 struct gr_remote_batch *
-gr_remote_start (struct gr_rcmd **v, size_t n)
+gr_remote_start (struct gr_dio **v, size_t n)
 {
   struct gr_remote_batch *b = calloc (1, sizeof *b);
   size_t i, j, np = 0;
 
   for (i = 0; i < n; i++) {
     v[i]->res = 0;
-    v[i]->hole = v[i]->op == GR_ROP_HOLE;
-    np += v[i]->len == 0 || v[i]->op == GR_ROP_FLUSH ? 1
+    v[i]->hole = v[i]->kind == GR_DIO_HOLE;
+    np += v[i]->len == 0 || v[i]->kind == GR_DIO_SYNC ? 1
       : (v[i]->len + piece_max (v[i]) - 1) / piece_max (v[i]);
   }
   if (b == NULL || (b->s = calloc (n, sizeof *b->s)) == NULL ||
@@ -521,13 +521,13 @@ gr_remote_start (struct gr_rcmd **v, size_t n)
   }
   /* The slots: one per remote member, in address order. */
   for (i = 0; i < n; i++) {
-    const uintptr_t r = (uintptr_t) v[i]->r;
+    const uintptr_t r = (uintptr_t) v[i]->disk->r;
 
     for (j = 0; j < b->ns && (uintptr_t) b->s[j].r < r; j++)
       ;
     if (j == b->ns || (uintptr_t) b->s[j].r != r) {
       memmove (&b->s[j + 1], &b->s[j], (b->ns++ - j) * sizeof *b->s);
-      b->s[j] = (struct slot) { .r = v[i]->r, .c = -1 };
+      b->s[j] = (struct slot) { .r = v[i]->disk->r, .c = -1 };
     }
   }
   /* The pieces. */
@@ -536,7 +536,7 @@ gr_remote_start (struct gr_rcmd **v, size_t n)
     struct slot *s = b->s;
     uint64_t off = 0;
 
-    while (s->r != v[i]->r)
+    while (s->r != v[i]->disk->r)
       s++;
     do {
       const uint64_t len = v[i]->len - off < max ? v[i]->len - off : max;
@@ -545,7 +545,7 @@ gr_remote_start (struct gr_rcmd **v, size_t n)
         .v = v[i], .s = s, .off = v[i]->off + off, .len = len,
         .buf = v[i]->buf ? (char *) v[i]->buf + off : NULL };
       off += len;
-    } while (off < v[i]->len && v[i]->op != GR_ROP_FLUSH);
+    } while (off < v[i]->len && v[i]->kind != GR_DIO_SYNC);
   }
   /* Each member's connection taken and its pieces sent, member after
    * member, so that the first are in flight while the next wait. */
@@ -572,7 +572,7 @@ static void
 flush_after (struct gr_remote_batch *b)
 {
   for (size_t j = 0; j < b->ns; j++) {
-    struct gr_rcmd sync = { .op = GR_ROP_FLUSH };
+    struct gr_dio sync = { .kind = GR_DIO_SYNC };
     struct piece fl = { .v = &sync, .s = &b->s[j] };
     bool need = false;
     size_t i;
@@ -681,7 +681,7 @@ gr_remote_close (struct gr_remote *r)
 }
 
 struct gr_remote_batch *
-gr_remote_start (struct gr_rcmd **v, size_t n)
+gr_remote_start (struct gr_dio **v, size_t n)
 {
   for (size_t i = 0; i < n; i++) {
     v[i]->res = -ENOTSUP;

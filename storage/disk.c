@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - a member's storage, local or remote.  See disk.h. */
+/* gpuraid - a member's storage, local or remote: the calls of
+ * storage.h, and local accesses.  See storage.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,28 +13,22 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
-#include "disk.h"
-#include "fullio.h"
-#include "remote.h"
-#include "uring.h"
-
-struct gr_disk {
-  char *path;                   /* as given: a path or a URI */
-  uint64_t size;
-  struct gr_remote *r;          /* remote; else the local file: */
-  int fd;
-  dev_t dev;
-  ino_t ino;
-  bool blk;                     /* a block device */
-};
+#include "storage-internal.h"
 
 static unsigned remote_timeout_ms = 30000, remote_retries = 3;
+static bool use_uring = true;
 
 void
 gr_disk_set_remote (unsigned timeout_ms, unsigned retries)
 {
   remote_timeout_ms = timeout_ms;
   remote_retries = retries;
+}
+
+void
+gr_disk_set_uring (bool use)
+{
+  use_uring = use;
 }
 
 bool
@@ -168,20 +163,14 @@ gr_disk_same (const struct gr_disk *a, const struct gr_disk *b)
   return a->dev == b->dev && a->ino == b->ino;
 }
 
-/* --- allocation ----------------------------------------------------------- */
+/* --- local accesses ------------------------------------------------------ */
 
-bool
-gr_disk_hole (struct gr_disk *d, uint64_t off, uint64_t len)
+/* Is [off, off + len) of local disk d a hole? */
+static bool
+local_hole (const struct gr_disk *d, uint64_t off, uint64_t len)
 {
   off_t r;
 
-  if (d->r) {
-    struct gr_rcmd c = { .r = d->r, .op = GR_ROP_HOLE, .off = off,
-                         .len = len }, *cp = &c;
-
-    gr_remote_finish (gr_remote_start (&cp, 1));
-    return c.res == 0 && c.hole;
-  }
   if (d->blk)
     return false;               /* not asked: counted as data */
   r = lseek (d->fd, (off_t) off, SEEK_DATA);
@@ -190,8 +179,6 @@ gr_disk_hole (struct gr_disk *d, uint64_t off, uint64_t len)
   return (uint64_t) r >= off + len;
 }
 
-/* --- local accesses ------------------------------------------------------ */
-
 static void
 local_one (struct gr_dio *v)
 {
@@ -199,6 +186,10 @@ local_one (struct gr_dio *v)
   int r;
 
   switch (v->kind) {
+  case GR_DIO_HOLE:
+    v->hole = local_hole (v->disk, v->off, v->len);
+    v->res = 0;
+    return;
   case GR_DIO_READ:
     v->res = gr_pread_full (fd, v->buf, v->len, v->off);
     return;
@@ -340,9 +331,10 @@ par_io (struct gr_dio **v, size_t n)
 static void
 local_io (struct gr_dio **v, size_t n)
 {
-  struct gr_rio stackv[32], *rv = NULL;
+  struct gr_dio *stackr[32], **rv = NULL;
   uint64_t bytes = 0;
   size_t i, nr = 0;
+  bool batched = false;
 
   for (i = 0; i < n && bytes < PAR_BYTES; i++)
     bytes += v[i]->len;
@@ -350,78 +342,57 @@ local_io (struct gr_dio **v, size_t n)
     return;
   for (i = 0; i < n && nr < 2; i++)
     nr += v[i]->kind == GR_DIO_READ;
-  if (nr >= 2 && gr_uring_available ())
-    rv = n <= 32 ? stackv : malloc (n * sizeof *rv);
+  if (nr >= 2 && use_uring && gr_uring_available ())
+    rv = n <= 32 ? stackr : malloc (n * sizeof *rv);
   nr = 0;
   if (rv) {
     for (i = 0; i < n; i++) {
       v[i]->res = 1;            /* not done yet */
       if (v[i]->kind == GR_DIO_READ)
-        rv[nr++] = (struct gr_rio) { .fd = v[i]->disk->fd, .buf = v[i]->buf,
-                                     .len = v[i]->len, .off = v[i]->off,
-                                     .tag = i };
+        rv[nr++] = v[i];
     }
-    if (gr_uring_read_batch (rv, nr) == GR_URING_DONE)
-      for (i = 0; i < nr; i++)
-        if (rv[i].res == 0)
-          v[rv[i].tag]->res = 0;
-    if (rv != stackv)
+    gr_uring_read_batch (rv, nr);
+    if (rv != stackr)
       free (rv);
+    batched = true;
   }
   for (i = 0; i < n; i++)
-    if (rv == NULL || v[i]->res != 0)
+    if (!batched || v[i]->res != 0)
       local_one (v[i]);
 }
-
-static const enum gr_rop rop[] = {
-  [GR_DIO_READ] = GR_ROP_READ, [GR_DIO_WRITE] = GR_ROP_WRITE,
-  [GR_DIO_WRITE_DSYNC] = GR_ROP_WRITE_FUA, [GR_DIO_PUNCH] = GR_ROP_ZERO_TRIM,
-  [GR_DIO_ZERO] = GR_ROP_ZERO, [GR_DIO_SYNC] = GR_ROP_FLUSH,
-};
 
 void
 gr_disk_io (struct gr_dio *v, size_t n)
 {
-  struct gr_dio *stackp[32], **loc;
-  struct gr_rcmd stackc[32], *rc, *stackr[32], **rp;
+  struct gr_dio *stackl[32], *stackr[32], **loc, **rem;
   struct gr_remote_batch *b = NULL;
   size_t i, nl = 0, nrem = 0;
   const bool small = n <= 32;
 
-  loc = small ? stackp : malloc (n * sizeof *loc);
-  rc = small ? stackc : malloc (n * sizeof *rc);
-  rp = small ? stackr : malloc (n * sizeof *rp);
-  if (loc == NULL || rc == NULL || rp == NULL) {
+  loc = small ? stackl : malloc (n * sizeof *loc);
+  rem = small ? stackr : malloc (n * sizeof *rem);
+  if (loc == NULL || rem == NULL) {
     for (i = 0; i < n; i++)
       v[i].res = -ENOMEM;
     goto out;
   }
   for (i = 0; i < n; i++) {
-    if (v[i].disk->r) {
-      rc[nrem] = (struct gr_rcmd) { .r = v[i].disk->r, .op = rop[v[i].kind],
-                                    .buf = v[i].buf, .off = v[i].off,
-                                    .len = v[i].len };
-      rp[nrem] = &rc[nrem];
-      nrem++;
-    }
+    if (v[i].disk->r)
+      rem[nrem++] = &v[i];
     else
       loc[nl++] = &v[i];
   }
-  /* The remote commands go out first and are in flight while the local
+  /* The remote accesses go out first and are in flight while the local
    * ones run. */
   if (nrem)
-    b = gr_remote_start (rp, nrem);
+    b = gr_remote_start (rem, nrem);
   if (nl)
     local_io (loc, nl);
   gr_remote_finish (b);
-  for (i = 0, nrem = 0; i < n; i++)
-    if (v[i].disk->r)
-      v[i].res = rc[nrem++].res;
  out:
   if (!small) {
     free (loc);
-    free (rc);
-    free (rp);
+    free (rem);
   }
 }
 
@@ -434,6 +405,16 @@ one (struct gr_disk *d, enum gr_dio_kind kind, void *buf, uint64_t len,
 
   gr_disk_io (&v, 1);
   return v.res;
+}
+
+bool
+gr_disk_hole (struct gr_disk *d, uint64_t off, uint64_t len)
+{
+  struct gr_dio v = { .disk = d, .kind = GR_DIO_HOLE, .len = len,
+                      .off = off };
+
+  gr_disk_io (&v, 1);
+  return v.res == 0 && v.hole;
 }
 
 int

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - whole reads and writes.  See fullio.h. */
+/* gpuraid - whole reads and writes.  See storage-internal.h. */
 #include <errno.h>
 #include <unistd.h>
 #include <sys/uio.h>
 
-#include "fullio.h"
+#include "storage-internal.h"
 
 int
 gr_pread_full (int fd, void *buf, size_t len, uint64_t off)

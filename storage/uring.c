@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - batched member reads through io_uring.  See uring.h.
+/* gpuraid - batched member reads through io_uring.  See
+ * storage-internal.h.
  *
  * One ring per nbdkit worker thread, made on first use (after nbdkit's
  * fork) and freed when the thread exits.  On any unexpected ring error
@@ -9,14 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#define NBDKIT_API_VERSION 2
-#include <nbdkit-plugin.h>
-
-#include "uring.h"
-
-/* -D gpuraid.no_uring=1: member reads one by one with pread (for
- * comparison), even when built with liburing. */
-NBDKIT_DLL_PUBLIC int gpuraid_debug_no_uring = 0;
+#include "storage-internal.h"
 
 #ifdef GR_HAVE_URING
 #include <liburing.h>
@@ -57,8 +51,7 @@ get_ring (void)
   struct ring *rg;
 
   pthread_once (&ring_once, ring_key_init);
-  if (!ring_key_ok || gpuraid_debug_no_uring ||
-      __atomic_load_n (&uring_disabled, __ATOMIC_RELAXED))
+  if (!ring_key_ok || __atomic_load_n (&uring_disabled, __ATOMIC_RELAXED))
     return NULL;
   rg = pthread_getspecific (ring_key);
   if (rg == NULL) {
@@ -85,23 +78,23 @@ gr_uring_available (void)
 }
 
 static void
-reap (struct ring *rg, struct gr_rio *v, size_t *inflight, int wait)
+reap (struct ring *rg, struct gr_dio **v, size_t *inflight, int wait)
 {
   struct io_uring_cqe *cqe;
 
   while (*inflight > 0) {
     int r = wait ? io_uring_wait_cqe (&rg->r, &cqe)
       : io_uring_peek_cqe (&rg->r, &cqe);
-    struct gr_rio *io;
+    struct gr_dio *io;
 
     if (r == -EINTR)
       continue;
     if (r != 0)
       return;
-    io = &v[io_uring_cqe_get_data64 (cqe)];
+    io = v[io_uring_cqe_get_data64 (cqe)];
     if (cqe->res < 0)
       io->res = cqe->res;
-    else if ((size_t) cqe->res != io->len)
+    else if ((uint64_t) cqe->res != io->len)
       io->res = -ENODATA;
     else
       io->res = 0;
@@ -111,25 +104,25 @@ reap (struct ring *rg, struct gr_rio *v, size_t *inflight, int wait)
   }
 }
 
-enum gr_uring_outcome
-gr_uring_read_batch (struct gr_rio *v, size_t n)
+void
+gr_uring_read_batch (struct gr_dio **v, size_t n)
 {
   struct ring *rg = get_ring ();
   size_t next = 0, pending = 0, inflight = 0, i;
   int r;
 
   if (rg == NULL)
-    return GR_URING_UNAVAILABLE;
+    return;
   for (i = 0; i < n; i++)
-    v[i].res = -EINPROGRESS;
+    v[i]->res = -EINPROGRESS;
   while (next < n || pending > 0 || inflight > 0) {
     while (next < n && pending + inflight < RING_DEPTH) {
       struct io_uring_sqe *sqe = io_uring_get_sqe (&rg->r);
 
       if (sqe == NULL)
         break;
-      io_uring_prep_read (sqe, v[next].fd, v[next].buf,
-                          (unsigned) v[next].len, v[next].off);
+      io_uring_prep_read (sqe, v[next]->disk->fd, v[next]->buf,
+                          (unsigned) v[next]->len, v[next]->off);
       io_uring_sqe_set_data64 (sqe, next);
       next++;
       pending++;
@@ -149,7 +142,7 @@ gr_uring_read_batch (struct gr_rio *v, size_t n)
     }
     reap (rg, v, &inflight, 1);
   }
-  return GR_URING_DONE;
+  return;
 
  broken:
   /* Wait for what the kernel has, then drop the ring (the SQEs never
@@ -158,9 +151,8 @@ gr_uring_read_batch (struct gr_rio *v, size_t n)
   io_uring_queue_exit (&rg->r);
   rg->ok = 0;
   for (i = 0; i < n; i++)
-    if (v[i].res == -EINPROGRESS)
-      v[i].res = -EIO;
-  return GR_URING_DONE;
+    if (v[i]->res == -EINPROGRESS)
+      v[i]->res = -EIO;
 }
 
 #else /* !GR_HAVE_URING */
@@ -171,10 +163,9 @@ gr_uring_available (void)
   return false;
 }
 
-enum gr_uring_outcome
-gr_uring_read_batch (struct gr_rio *v, size_t n)
+void
+gr_uring_read_batch (struct gr_dio **v, size_t n)
 {
-  return GR_URING_UNAVAILABLE;
 }
 
 #endif

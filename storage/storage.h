@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - a member's storage: a local file or block device, or an NBD
- * export on another host (remote.h), behind one set of calls.
+/* gpuraid - the storage library (storage/, libgrstorage.a): a member's
+ * storage, a local file or block device or an NBD export on another
+ * host, behind one set of calls.  Its one public header; the files
+ * share storage-internal.h.
  *
  * A member= (spare=, replace=, gpuraidctl replace) that libnbd takes for
  * an NBD URI (nbd://, nbds://, nbd+unix://, ...) is remote; anything else
@@ -9,10 +11,11 @@
  * members in parallel) and waited for while the local ones run (reads
  * through io_uring, large batches on several threads).
  *
- * Pure of nbdkit: results are -errno, open failures an outcome and a
- * one-line reason, so that gpuraidctl examines remote members too. */
-#ifndef GPURAID_DISK_H
-#define GPURAID_DISK_H
+ * A library (STYLE 3.4): no nbdkit, no printing, no exit; results are
+ * -errno, open failures an outcome and a one-line reason.  The plugin
+ * and gpuraidctl (which examines remote members too) link it. */
+#ifndef GPURAID_STORAGE_H
+#define GPURAID_STORAGE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,6 +33,12 @@ bool gr_disk_is_uri (const char *path);
  * again up to retries times, with backoff, within that time.  Set once,
  * before the first open. */
 void gr_disk_set_remote (unsigned timeout_ms, unsigned retries);
+
+/* Local reads of a batch go through io_uring where the build and the
+ * kernel allow (the default); use == false: one by one with pread (for
+ * comparison: the plugin's -D gpuraid.no_uring=1).  Set once, before the
+ * first access. */
+void gr_disk_set_uring (bool use);
 
 enum gr_disk_open_outcome {
   GR_DISK_OPENED,
@@ -58,7 +67,10 @@ enum gr_dio_kind {
   GR_DIO_PUNCH,                 /* reads back zeros, space may go */
   GR_DIO_ZERO,                  /* reads back zeros, space stays */
   GR_DIO_SYNC,                  /* fdatasync; NBD flush (off, len unused) */
+  GR_DIO_HOLE,                  /* is it all a hole? (hole; buf unused) */
 };
+/* One access: the one descriptor from here down to the local file, the
+ * ring and the NBD connection (they take it as it is). */
 struct gr_dio {
   struct gr_disk *disk;
   enum gr_dio_kind kind;
@@ -67,6 +79,8 @@ struct gr_dio {
   int res;                      /* 0, or -errno: -ENODATA a short read,
                                  * -EOPNOTSUPP a punch or zero the
                                  * member cannot do, -ETIMEDOUT */
+  bool hole;                    /* GR_DIO_HOLE, res 0: all of it is
+                                 * known to be a hole (gr_disk_hole) */
 };
 
 /* Is [off, off + len) known to be a hole (reads as zeros, nothing
@@ -87,4 +101,4 @@ int gr_disk_sync (struct gr_disk *d);
  * written zeros. */
 int gr_disk_zero (struct gr_disk *d, uint64_t off, uint64_t len);
 
-#endif /* GPURAID_DISK_H */
+#endif /* GPURAID_STORAGE_H */

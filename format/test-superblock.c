@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "superblock.h"
+#include "format/format.h"
 #include "tests/testkit.h"
 
 static void

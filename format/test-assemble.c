@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/format.h"
 #include "tests/testkit.h"
-#include "nbdkit-plugin/assemble.h"
 
 #define MiB (UINT64_C (1) << 20)
 #define SIZE (16 * MiB)

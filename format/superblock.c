@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - member superblock encode/decode.  See superblock.h. */
+/* gpuraid - member superblock encode/decode.  See format.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <isa-l/crc.h>
 
-#include "superblock.h"
+#include "format-internal.h"
 
 uint32_t
 gr_crc32c (uint32_t crc, const void *buf, size_t len)
@@ -25,32 +25,6 @@ gr_crc32c (uint32_t crc, const void *buf, size_t len)
     len -= (size_t) n;
   }
   return ~crc;
-}
-
-static void
-put32 (uint8_t *p, uint32_t v)
-{
-  p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24;
-}
-
-static void
-put64 (uint8_t *p, uint64_t v)
-{
-  put32 (p, (uint32_t) v);
-  put32 (p + 4, (uint32_t) (v >> 32));
-}
-
-static uint32_t
-get32 (const uint8_t *p)
-{
-  return p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
-    | (uint32_t) p[3] << 24;
-}
-
-static uint64_t
-get64 (const uint8_t *p)
-{
-  return get32 (p) | (uint64_t) get32 (p + 4) << 32;
 }
 
 int
@@ -123,26 +97,26 @@ gr_sb_encode (const struct gr_sb *sb, uint8_t *buf)
 {
   memset (buf, 0, GR_SB_SIZE);
   memcpy (buf, GR_SB_MAGIC, 8);
-  put32 (buf + 8, sb->version);
-  put32 (buf + 12, GR_SB_SIZE);
+  gr_le_put32 (buf + 8, sb->version);
+  gr_le_put32 (buf + 12, GR_SB_SIZE);
   memcpy (buf + 16, sb->uuid, 16);
-  put32 (buf + 32, sb->k);
-  put32 (buf + 36, sb->m);
-  put32 (buf + 40, sb->code);
-  put32 (buf + 44, sb->chunk);
-  put32 (buf + 48, sb->index);
-  put32 (buf + 52, sb->flags);
-  put64 (buf + 56, sb->data_offset);
-  put64 (buf + 64, sb->data_size);
-  put64 (buf + 72, sb->event);
-  put64 (buf + 80, sb->ctime);
+  gr_le_put32 (buf + 32, sb->k);
+  gr_le_put32 (buf + 36, sb->m);
+  gr_le_put32 (buf + 40, sb->code);
+  gr_le_put32 (buf + 44, sb->chunk);
+  gr_le_put32 (buf + 48, sb->index);
+  gr_le_put32 (buf + 52, sb->flags);
+  gr_le_put64 (buf + 56, sb->data_offset);
+  gr_le_put64 (buf + 64, sb->data_size);
+  gr_le_put64 (buf + 72, sb->event);
+  gr_le_put64 (buf + 80, sb->ctime);
   memcpy (buf + 88, sb->failed, 32);
-  put64 (buf + 120, sb->bitmap_region);
-  put64 (buf + 128, sb->scrub_at);
-  put64 (buf + 136, sb->rebuild_id);
-  put64 (buf + 152, sb->rebuild_at);
+  gr_le_put64 (buf + 120, sb->bitmap_region);
+  gr_le_put64 (buf + 128, sb->scrub_at);
+  gr_le_put64 (buf + 136, sb->rebuild_id);
+  gr_le_put64 (buf + 152, sb->rebuild_at);
   memcpy (buf + 160, sb->rebuild_set, 32);
-  put32 (buf + GR_SB_CRC_OFFSET, gr_crc32c (0, buf, GR_SB_CRC_OFFSET));
+  gr_le_put32 (buf + GR_SB_CRC_OFFSET, gr_crc32c (0, buf, GR_SB_CRC_OFFSET));
 }
 
 int
@@ -152,32 +126,33 @@ gr_sb_decode (const uint8_t *buf, struct gr_sb *sb)
 
   if (memcmp (buf, GR_SB_MAGIC, 8) != 0)
     return -ENOENT;
-  if (get32 (buf + GR_SB_CRC_OFFSET) != gr_crc32c (0, buf, GR_SB_CRC_OFFSET))
+  if (gr_le_get32 (buf + GR_SB_CRC_OFFSET) !=
+      gr_crc32c (0, buf, GR_SB_CRC_OFFSET))
     return -EBADMSG;
   memset (sb, 0, sizeof *sb);
-  sb->version = get32 (buf + 8);
+  sb->version = gr_le_get32 (buf + 8);
   if (sb->version != GR_SB_VERSION)
     return -EPROTONOSUPPORT;
-  if (get32 (buf + 12) != GR_SB_SIZE)
+  if (gr_le_get32 (buf + 12) != GR_SB_SIZE)
     return -EINVAL;
   memcpy (sb->uuid, buf + 16, 16);
-  sb->k = get32 (buf + 32);
-  sb->m = get32 (buf + 36);
-  sb->code = get32 (buf + 40);
-  sb->chunk = get32 (buf + 44);
-  sb->index = get32 (buf + 48);
-  sb->flags = get32 (buf + 52);
-  sb->data_offset = get64 (buf + 56);
-  sb->data_size = get64 (buf + 64);
-  sb->event = get64 (buf + 72);
-  sb->ctime = get64 (buf + 80);
+  sb->k = gr_le_get32 (buf + 32);
+  sb->m = gr_le_get32 (buf + 36);
+  sb->code = gr_le_get32 (buf + 40);
+  sb->chunk = gr_le_get32 (buf + 44);
+  sb->index = gr_le_get32 (buf + 48);
+  sb->flags = gr_le_get32 (buf + 52);
+  sb->data_offset = gr_le_get64 (buf + 56);
+  sb->data_size = gr_le_get64 (buf + 64);
+  sb->event = gr_le_get64 (buf + 72);
+  sb->ctime = gr_le_get64 (buf + 80);
   memcpy (sb->failed, buf + 88, 32);
-  sb->bitmap_region = get64 (buf + 120);
-  sb->scrub_at = get64 (buf + 128);
-  sb->rebuild_id = get64 (buf + 136);
-  sb->rebuild_at = get64 (buf + 152);
+  sb->bitmap_region = gr_le_get64 (buf + 120);
+  sb->scrub_at = gr_le_get64 (buf + 128);
+  sb->rebuild_id = gr_le_get64 (buf + 136);
+  sb->rebuild_at = gr_le_get64 (buf + 152);
   memcpy (sb->rebuild_set, buf + 160, 32);
-  if (get64 (buf + 144) != 0)
+  if (gr_le_get64 (buf + 144) != 0)
     return -EINVAL;
   for (i = GR_SB_RESERVED_OFFSET; i < GR_SB_CRC_OFFSET; i++)
     if (buf[i] != 0)

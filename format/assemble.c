@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - the assembly decision.  See assemble.h. */
+/* gpuraid - the assembly decision.  See format.h. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "assemble.h"
+#include "format.h"
 
 static void
 refuse (struct gr_assembly *a, const char *fmt, ...)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - replacements being rebuilt: their state among the members.
- * See replacing.h. */
+/* gpuraid - replacements being rebuilt: their state among the members
+ * (part of the members module).  See members.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +9,7 @@
 
 #include "log.h"
 #include "members.h"
-#include "members-state.h"
-#include "replacing.h"
+#include "members-internal.h"
 
 /* Under ms->lock: member i is being rebuilt onto d, rebuilt up to
  * stripe `at`. */
