@@ -10,8 +10,9 @@
 # public header, named after its folder (storage/storage.h), its other
 # headers are private (*-internal.h), and it is pure of the plugin: it
 # includes no nbdkit or plugin header and calls no nbdkit function and
-# nothing of the plugin's.  Call and data references come from the built
-# objects (nm).
+# nothing of the plugin's.  docs/design.md, the map of the house, has a
+# section for every plugin module and library and none for one that does
+# not exist.  Call and data references come from the built objects (nm).
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -143,6 +144,16 @@ for d in LIBRARIES:
                 bad.append('%s/%s calls %s, of %s' % (
                     os.path.basename(d), m, s,
                     'nbdkit' if s.startswith('nbdkit_') else 'the plugin'))
+# The map of the house (docs/design.md): a section (### `name`) for
+# every plugin module and library, none for one that does not exist.
+plugin_mods = {module(f) for f in sources(PLUGIN)}
+known = plugin_mods | {os.path.basename(d) for d in LIBRARIES}
+mapped = set(re.findall(r'^### `([^`]+)`', open(top + '/docs/design.md')
+                        .read(), re.M))
+for m in sorted(known - mapped):
+    bad.append('docs/design.md has no section for module %s' % m)
+for m in sorted(mapped - known):
+    bad.append('docs/design.md maps module %s, which does not exist' % m)
 for b in bad:
     print('FAIL:', b)
 print('%d checks failed' % len(bad))
