@@ -41,7 +41,7 @@ TESTS_SCRIPTS = \
 	tests/test-bitmap.sh \
 	tests/test-control.sh \
 	tests/test-rebuild.sh \
-	tests/test-rebuild-resume.sh \
+	tests/test-rebuild-resume.sh tests/test-rebuild-crash.sh \
 	tests/test-scrub.sh \
 	tests/test-spare.sh \
 	tests/test-fault.sh \

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A crash during a rebuild begun in the session in which its member
+# failed (issue 22, 1), 4+2, 16K chunks:
+#   1. member 1 fails at run time (gpuraidctl fail), writes arrive, it is
+#      replaced by hand and rebuilt while small writes land below and
+#      above its front; kill -9; the restart with the replacement in its
+#      place must take the journal as enough (every write since the
+#      failure was journaled), read every byte back (no EIO), resume the
+#      rebuild and end healthy with every stripe consistent;
+#   2. the same with a hot spare's takeover (spare=): the restart with
+#      the spare as member 1.
+# Before the fix the restart held the session's bitmap regions as
+# unresynced: the rebuilt member's chunks there answered EIO for good.
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_check
+requires_cmd nbdcopy nbdsh python3 cmp
+requires_ctl
+
+k=4 m=2 n=6 chunk=16384
+width=$(( k * chunk ))
+# small_writes S0 S1: 4K of new data inside data chunk (s mod k) of each
+# stripe s in [S0, S1), through one NBD connection.
+small_writes ()
+{
+  python3 - "$1" "$2" "$width" "$chunk" "$k" "$tmpdir/expect" "$sock" <<'EOF' ||
+import os, sys, nbd
+s0, s1, width, chunk, k = map(int, sys.argv[1:6])
+h = nbd.NBD(); h.connect_unix(sys.argv[7])
+with open(sys.argv[6], "r+b") as f:
+    for s in range(s0, s1):
+        off = s * width + (s % k) * chunk + 4096
+        buf = os.urandom(4096)
+        h.pwrite(buf, off)
+        f.seek(off); f.write(buf)
+h.shutdown()
+EOF
+    fail "small writes"
+}
+front () { echo $(( $(ctl_json 's["rebuild"]["done_bytes"]') / width )); }
+wait_front ()
+{
+  local i
+  for (( i = 0; i < 300; i++ )); do
+    [ "$(front)" -gt "$1" ] && return 0
+    sleep 0.1
+  done
+  fail "the rebuild's front did not pass stripe $1 (at $(front))"
+}
+
+# crash_and_resume NEW: kill -9 now (a checkpoint taken), restart with NEW
+# as member 1, read everything, let the rebuild finish, check it all.
+crash_and_resume ()
+{
+  local new=$1 at
+  sleep 1.2                             # a checkpoint past stripe 0
+  kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+  members[1]=$new
+  set_args
+  ctl_serve
+  if grep -q 'cannot be resynced' "$nbdkit_log"; then
+    fail "the restart holds written regions as unresynced: $(grep -i 'resync\|journal' "$nbdkit_log")"
+  fi
+  at=$(sed -n 's/.*resuming the rebuild of member 1 (.*) at stripe \([0-9]*\).*/\1/p' "$nbdkit_log")
+  [ -n "$at" ] || fail "not resumed: $(grep -i 'rebuil\|journal\|degraded' "$nbdkit_log")"
+  verify "after kill -9 during the rebuild, while rebuilding"
+  "$CTL" -c "$ctl" rate 0 >/dev/null
+  timeout 60 "$CTL" -c "$ctl" wait | grep -q '^rebuild done: 100.0%' ||
+    fail "the resumed rebuild did not finish: $(grep -i 'rebuil\|EIO' "$nbdkit_log" | tail -3)"
+  [ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy: $(ctl_json 's["state"]')"
+  verify "rebuild resumed after kill -9"
+  stop_nbdkit "$pid"
+  check_parity $k $m $chunk rs "${members[@]}"
+  echo "  resumed at stripe $at"
+}
+
+make_members $n 8M
+saved=("${members[@]}")
+set_args
+ctl_serve m=$m chunk=$chunk create=true
+size=$(nbdinfo --size "$uri")
+head -c "$size" /dev/urandom >"$tmpdir/expect"
+nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
+stop_nbdkit "$pid"
+snapshot_members "$tmpdir/snap"
+cp "$tmpdir/expect" "$tmpdir/expect0"
+
+echo "=== 1. fail, replace and rebuild in one session; kill -9"
+ctl_serve
+small_writes 0 8
+"$CTL" -c "$ctl" fail 1 >/dev/null || fail "fail 1"
+small_writes 8 16
+truncate -s 8M "$tmpdir/new1.img"
+"$CTL" -c "$ctl" rate 1000000 >/dev/null || fail "rate"
+"$CTL" -c "$ctl" replace 1 "$tmpdir/new1.img" >/dev/null || fail "replace 1"
+wait_front 20
+small_writes 0 60                       # below and above the front
+crash_and_resume "$tmpdir/new1.img"
+echo "rebuild begun in the failure's session, crash: OK"
+
+echo "=== 2. a spare's takeover in the failure's session; kill -9"
+members=("${saved[@]}")
+set_args
+restore_members "$tmpdir/snap"
+cp "$tmpdir/expect0" "$tmpdir/expect"
+rm -f "$tmpdir/spare.img"; truncate -s 8M "$tmpdir/spare.img"
+ctl_serve resync-rate=1000000 spare="$tmpdir/spare.img"
+small_writes 0 8
+"$CTL" -c "$ctl" fail 1 >/dev/null || fail "fail 1"
+for (( i = 0; i < 50; i++ )); do
+  [ "$(ctl_json 's["members"][1]["state"]')" = rebuilding ] && break
+  sleep 0.1
+done
+[ "$(ctl_json 's["members"][1]["state"]')" = rebuilding ] || fail "no takeover"
+wait_front 20
+small_writes 0 60
+crash_and_resume "$tmpdir/spare.img"
+echo "spare takeover, crash: OK"
+echo "$0: PASS"
