@@ -19,6 +19,9 @@ struct gr_exec {
   struct gr_scratch *scratch;
   struct gr_bitmap *bitmap;             /* may be NULL */
   pthread_rwlock_t locks[NLOCKS];
+  pthread_rwlock_t unjournaled;         /* held (read) by the member writes
+                                         * of a plan that is not journaled
+                                         * (gr_exec_journal_drain) */
   uint8_t *zero;                        /* a chunk of zeros */
   pthread_key_t work_key;
   uint64_t requests;                    /* atomic: the clients' */

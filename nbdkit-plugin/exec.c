@@ -62,6 +62,7 @@ gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
   }
   for (i = 0; i < NLOCKS; i++)
     pthread_rwlock_init (&x->locks[i], NULL);
+  pthread_rwlock_init (&x->unjournaled, NULL);
   return x;
 }
 
@@ -77,6 +78,7 @@ gr_exec_free (struct gr_exec *x)
   pthread_key_delete (x->work_key);
   for (i = 0; i < NLOCKS; i++)
     pthread_rwlock_destroy (&x->locks[i]);
+  pthread_rwlock_destroy (&x->unjournaled);
   free (x->zero);
   free (x);
 }
@@ -355,7 +357,7 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
                      enum gr_mio_policy policy, struct gr_exec_result *res)
 {
   enum gr_exec_outcome r = GR_EXEC_DONE;
-  bool marked = false;
+  bool marked = false, gated = false;
   size_t i, nw;
   int m;
 
@@ -370,11 +372,24 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
   nw = write_list (x, p, b, mio, res);
   if (nw == 0)
     goto fronts;
+  /* A request's or the resync's writes that are not journaled: not once
+   * a member has failed on an array that journals (the plan was made
+   * before: made again, journaled), and held against the drain. */
+  if (!p->journal && x->journal && p->kind <= GR_PLAN_RESYNC) {
+    pthread_rwlock_rdlock (&x->unjournaled);
+    gated = true;
+    if (gr_members_nfailed (x->ms) > 0) {
+      r = GR_EXEC_REPLAN;
+      goto out;
+    }
+  }
   /* The regions' bits are on disk before any member write (a rebuild
    * writes only replacements, trusted below their checkpoint). */
   if (x->bitmap && p->kind != GR_PLAN_REBUILD) {
-    if (gr_bitmap_start_write (x->bitmap, p->s0, p->nstripes) == -1)
-      return GR_EXEC_ERROR;
+    if (gr_bitmap_start_write (x->bitmap, p->s0, p->nstripes) == -1) {
+      r = GR_EXEC_ERROR;
+      goto out;
+    }
     marked = true;
   }
   if (p->journal && x->journal) {
@@ -422,7 +437,16 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
  out:
   if (marked)
     gr_bitmap_end_write (x->bitmap, p->s0, p->nstripes);
+  if (gated)
+    pthread_rwlock_unlock (&x->unjournaled);
   return r;
+}
+
+void
+gr_exec_journal_drain (struct gr_exec *x)
+{
+  pthread_rwlock_wrlock (&x->unjournaled);
+  pthread_rwlock_unlock (&x->unjournaled);
 }
 
 enum gr_exec_outcome

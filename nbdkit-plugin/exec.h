@@ -98,6 +98,14 @@ enum gr_exec_outcome gr_exec_run (struct gr_exec *x, struct gr_plan *p,
                                   uint8_t *req, enum gr_mio_policy policy,
                                   struct gr_exec_result *res);
 
+/* Wait until the member writes of every plan that is not journaled and
+ * has begun writing are done.  From the moment a member has failed, a
+ * request's or the resync's plan that is not journaled (made before the
+ * failure) does not begin writing: it is made again, journaled (plan.h).
+ * So once this returns after a member failed, every write in flight is
+ * journaled (members.h: gr_members_journaled). */
+void gr_exec_journal_drain (struct gr_exec *x);
+
 /* --- a background job's batches, in lanes ------------------------------ */
 
 /* Batches in flight, each on its own thread (a lane): one is read while

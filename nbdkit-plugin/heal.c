@@ -294,6 +294,23 @@ use_spare_locked (struct gr_heal *h)
   }
 }
 
+/* A member failed at run time: once the writes in flight then are done,
+ * every write is journaled again, and the superblocks say so (members.h:
+ * gr_members_journal_lost), so that a crash from then on (during the
+ * rebuild onto a spare, say) is repaired by the journal alone. */
+static void
+journal_again (struct gr_heal *h)
+{
+  uint64_t failures;
+
+  if (!gr_members_journal_lost (h->ms, &failures))
+    return;
+  gr_exec_journal_drain (h->x);
+  if (gr_members_journaled (h->ms, failures) == GR_MEMBERS_OK)
+    gr_debug ("every write since the last member failure is journaled: "
+              "recorded in the superblocks");
+}
+
 static void *
 heal_thread (void *arg)
 {
@@ -303,6 +320,9 @@ heal_thread (void *arg)
   while (!h->stopping) {
     struct timespec t;
 
+    pthread_mutex_unlock (&h->lock);
+    journal_again (h);
+    pthread_mutex_lock (&h->lock);
     use_spare_locked (h);
     clock_gettime (CLOCK_REALTIME, &t);
     t.tv_nsec += 200 * 1000 * 1000;

@@ -34,6 +34,10 @@ struct gr_members {
   struct gr_sb sb;
   int dirty_on_disk;            /* atomic: DIRTY flag persisted */
   bool keep_dirty;
+  bool keeps_journal;           /* the dirty session journals its
+                                 * degraded writes (GR_KEEPS_JOURNAL) */
+  uint64_t runtime_failures;    /* under lock: members failed at run
+                                 * time (each clears JOURNALED) */
   bool read_only;               /* salvage: nothing is written */
   unsigned (*on_dirty) (void *arg);
   void *on_dirty_arg;

@@ -156,8 +156,10 @@ fail_locked (struct gr_members *ms, int i, const char *why, bool at_runtime)
   gr_sb_failed_set (&ms->sb, i);
   if (!at_runtime)
     return;
-  /* Writes in flight now were not all journaled. */
+  /* Writes in flight now were not all journaled (gr_members_journaled
+   * says so again once they are done). */
   ms->sb.flags &= ~GR_SB_FLAG_JOURNALED;
+  ms->runtime_failures++;
   left = ms->n - nf;
   tolerated = ms->m - nf;
   if (tolerated >= 0)
@@ -346,7 +348,8 @@ gr_members_begin_write (struct gr_members *ms)
     ms->sb.flags |= GR_SB_FLAG_DIRTY;
     ms->sb.flags &= ~(GR_SB_FLAG_JOURNALED | GR_SB_FLAG_BITMAP);
     /* Not over a crash that was not repaired (keep_dirty). */
-    if ((keeps & GR_KEEPS_JOURNAL) && ms->nfailed > 0 && !ms->keep_dirty)
+    ms->keeps_journal = keeps & GR_KEEPS_JOURNAL;
+    if (ms->keeps_journal && ms->nfailed > 0 && !ms->keep_dirty)
       ms->sb.flags |= GR_SB_FLAG_JOURNALED;
     if (keeps & GR_KEEPS_BITMAP)
       ms->sb.flags |= GR_SB_FLAG_BITMAP;
@@ -361,6 +364,42 @@ gr_members_begin_write (struct gr_members *ms)
     return -1;
   }
   return 0;
+}
+
+/* Under ms->lock: is the session dirty, journaling, degraded but
+ * working, and not said to be journaled (a member failed since)? */
+static bool
+journal_lost_locked (const struct gr_members *ms)
+{
+  return ms->dirty_on_disk && ms->keeps_journal && !ms->keep_dirty &&
+    !ms->read_only && ms->nfailed > 0 && ms->nfailed <= ms->m &&
+    !(ms->sb.flags & GR_SB_FLAG_JOURNALED);
+}
+
+bool
+gr_members_journal_lost (struct gr_members *ms, uint64_t *failures)
+{
+  bool r;
+
+  pthread_mutex_lock (&ms->lock);
+  r = journal_lost_locked (ms);
+  *failures = ms->runtime_failures;
+  pthread_mutex_unlock (&ms->lock);
+  return r;
+}
+
+enum gr_members_outcome
+gr_members_journaled (struct gr_members *ms, uint64_t failures)
+{
+  enum gr_members_outcome r = GR_MEMBERS_OK;
+
+  pthread_mutex_lock (&ms->lock);
+  if (journal_lost_locked (ms) && ms->runtime_failures == failures) {
+    ms->sb.flags |= GR_SB_FLAG_JOURNALED;
+    r = gr_members_write_sbs_locked (ms);
+  }
+  pthread_mutex_unlock (&ms->lock);
+  return r;
 }
 
 int

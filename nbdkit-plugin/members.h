@@ -129,6 +129,18 @@ bool gr_members_read_only_p (const struct gr_members *ms);
 /* Before the first write: persist the dirty flag and the failed set.
  * 0, or -1 with errno EIO. */
 int gr_members_begin_write (struct gr_members *ms);
+/* A member failed at run time while the session journals its degraded
+ * writes: the superblock no longer says that every write since is
+ * journaled (the writes in flight then were not).  true in that case,
+ * and *failures counts the failures so far.  Once the writes in flight
+ * at the failure are done (exec.h: gr_exec_journal_drain), every write
+ * is journaled again: gr_members_journaled says so (JOURNALED in the
+ * superblock, written), unless another member failed since (failures
+ * changed), so that a crash from then on is repaired by the journal's
+ * replay alone. */
+bool gr_members_journal_lost (struct gr_members *ms, uint64_t *failures);
+enum gr_members_outcome gr_members_journaled (struct gr_members *ms,
+                                              uint64_t failures);
 
 /* One member access.  The result says how it went. */
 enum gr_mio_kind {
