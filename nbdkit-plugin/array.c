@@ -489,7 +489,9 @@ gr_array_fail (struct gr_array *a, int i, const char *why)
   if (gr_array_resync_progress (a, &p) && p.state == GR_JOB_RUNNING)
     return GR_ARRAY_FAIL_RESYNCING;
   switch (gr_members_fail_keeping (a->ms, i, why)) {
-  case GR_FAIL_DONE: return GR_ARRAY_FAIL_DONE;
+  case GR_FAIL_DONE:
+    gr_heal_journal_again (a->heal);
+    return GR_ARRAY_FAIL_DONE;
   case GR_FAIL_ALREADY: return GR_ARRAY_FAIL_ALREADY;
   case GR_FAIL_NO_REDUNDANCY: return GR_ARRAY_FAIL_NO_REDUNDANCY;
   case GR_FAIL_READ_ONLY: return GR_ARRAY_FAIL_READ_ONLY;

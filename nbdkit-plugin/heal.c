@@ -294,12 +294,8 @@ use_spare_locked (struct gr_heal *h)
   }
 }
 
-/* A member failed at run time: once the writes in flight then are done,
- * every write is journaled again, and the superblocks say so (members.h:
- * gr_members_journal_lost), so that a crash from then on (during the
- * rebuild onto a spare, say) is repaired by the journal alone. */
-static void
-journal_again (struct gr_heal *h)
+void
+gr_heal_journal_again (struct gr_heal *h)
 {
   uint64_t failures;
 
@@ -321,7 +317,7 @@ heal_thread (void *arg)
     struct timespec t;
 
     pthread_mutex_unlock (&h->lock);
-    journal_again (h);
+    gr_heal_journal_again (h);
     pthread_mutex_lock (&h->lock);
     use_spare_locked (h);
     clock_gettime (CLOCK_REALTIME, &t);

@@ -47,6 +47,14 @@ void gr_heal_free (struct gr_heal *h);
 
 void gr_heal_set_rate (struct gr_heal *h, uint64_t rate);
 
+/* A member failed at run time: once the writes in flight then are done,
+ * every write is journaled again, and the superblocks say so (members.h:
+ * gr_members_journal_lost), so that a crash from then on (during the
+ * rebuild onto a spare, say) is repaired by the journal alone.  The
+ * thread does it within 0.2 s of a failure; gpuraidctl fail before it
+ * answers. */
+void gr_heal_journal_again (struct gr_heal *h);
+
 enum gr_heal_outcome {
   GR_HEAL_STARTED,
   GR_HEAL_NO_SUCH_MEMBER,
