@@ -25,6 +25,8 @@
 #   check_parity K M CHUNK CODE [gpuraid-check args] MEMBER...,
 #   check_decode K M CHUNK CODE REF WHAT [GONE...],
 #   expect_check_fails WHY ARGS..., expect_verify URI REF, randio ARGS...
+#   small_writes S0 S1, rebuild_front, wait_front S  (a rebuild's tests:
+#                              4K writes into stripes, its front)
 #   $tmpdir                    a private temporary directory (removed on
 #                              exit; KEEP_TMPDIR=1 keeps it on failure)
 #   $sock, $pid, $uri          a Unix socket, a pid file and its NBD URI
@@ -189,6 +191,40 @@ ctl_json ()
 {
   "$CTL" -c "$ctl" status --json |
     python3 -c "import json, sys; s = json.load(sys.stdin); print($1)"
+}
+
+# small_writes S0 S1: 4K of new data at byte 8192 of data chunk (s mod
+# k) of each stripe s in [S0, S1), through one NBD connection on $sock,
+# and into $tmpdir/expect ($k, $chunk, $width: the array's).
+small_writes ()
+{
+  python3 - "$1" "$2" "$width" "$chunk" "$k" "$tmpdir/expect" "$sock" <<'EOF' ||
+import os, sys, nbd
+s0, s1, width, chunk, k = map(int, sys.argv[1:6])
+h = nbd.NBD(); h.connect_unix(sys.argv[7])
+with open(sys.argv[6], "r+b") as f:
+    for s in range(s0, s1):
+        off = s * width + (s % k) * chunk + 8192
+        buf = os.urandom(4096)
+        h.pwrite(buf, off)
+        f.seek(off); f.write(buf)
+h.shutdown()
+EOF
+    fail "small writes"
+}
+
+# rebuild_front: the running rebuild's front, in stripes ($width).
+rebuild_front () { echo $(( $(ctl_json 's["rebuild"]["done_bytes"]') / width )); }
+
+# wait_front S: until the rebuild's front is past stripe S.
+wait_front ()
+{
+  local i
+  for (( i = 0; i < 300; i++ )); do
+    [ "$(rebuild_front)" -gt "$1" ] && return 0
+    sleep 0.1
+  done
+  fail "the rebuild's front did not pass stripe $1 (at $(rebuild_front))"
 }
 
 # ctl_refused WHY REGEX CMD...: CMD must exit non-zero with one line on

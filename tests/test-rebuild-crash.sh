@@ -21,35 +21,6 @@ requires_ctl
 
 k=4 m=2 n=6 chunk=16384
 width=$(( k * chunk ))
-# small_writes S0 S1: 4K of new data inside data chunk (s mod k) of each
-# stripe s in [S0, S1), through one NBD connection.
-small_writes ()
-{
-  python3 - "$1" "$2" "$width" "$chunk" "$k" "$tmpdir/expect" "$sock" <<'EOF' ||
-import os, sys, nbd
-s0, s1, width, chunk, k = map(int, sys.argv[1:6])
-h = nbd.NBD(); h.connect_unix(sys.argv[7])
-with open(sys.argv[6], "r+b") as f:
-    for s in range(s0, s1):
-        off = s * width + (s % k) * chunk + 4096
-        buf = os.urandom(4096)
-        h.pwrite(buf, off)
-        f.seek(off); f.write(buf)
-h.shutdown()
-EOF
-    fail "small writes"
-}
-front () { echo $(( $(ctl_json 's["rebuild"]["done_bytes"]') / width )); }
-wait_front ()
-{
-  local i
-  for (( i = 0; i < 300; i++ )); do
-    [ "$(front)" -gt "$1" ] && return 0
-    sleep 0.1
-  done
-  fail "the rebuild's front did not pass stripe $1 (at $(front))"
-}
-
 # crash_and_resume NEW: kill -9 now (a checkpoint taken), restart with NEW
 # as member 1, read everything, let the rebuild finish, check it all.
 crash_and_resume ()

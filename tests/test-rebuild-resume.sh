@@ -28,37 +28,6 @@ requires_ctl
 
 k=6 m=2 n=8 chunk=16384
 width=$(( k * chunk ))
-# small_writes S0 S1: 4K of new data at byte 8192 of data chunk (s mod k)
-# of each stripe s in [S0, S1), through one NBD connection.
-small_writes ()
-{
-  python3 - "$1" "$2" "$width" "$chunk" "$k" "$tmpdir/expect" "$sock" <<'EOF' ||
-import os, sys, nbd
-s0, s1, width, chunk, k = map(int, sys.argv[1:6])
-h = nbd.NBD(); h.connect_unix(sys.argv[7])
-with open(sys.argv[6], "r+b") as f:
-    for s in range(s0, s1):
-        off = s * width + (s % k) * chunk + 8192
-        buf = os.urandom(4096)
-        h.pwrite(buf, off)
-        f.seek(off); f.write(buf)
-h.shutdown()
-EOF
-    fail "small writes"
-}
-# front: the rebuild's front in stripes.
-front () { echo $(( $(ctl_json 's["rebuild"]["done_bytes"]') / width )); }
-# wait_front S: until the rebuild's front is past stripe S.
-wait_front ()
-{
-  local i
-  for (( i = 0; i < 300; i++ )); do
-    [ "$(front)" -gt "$1" ] && return 0
-    sleep 0.1
-  done
-  fail "the rebuild's front did not pass stripe $1 (at $(front))"
-}
-
 # begin_rebuild: from the snapshot (member 1 failed), serve and rebuild
 # member 1 onto a blank new1.img at 2 MB/s.
 begin_rebuild ()
@@ -137,10 +106,10 @@ small_writes 0 60                       # below and above the front
 # at 1 byte/s no other is given out (nor a checkpoint taken), so the
 # checkpoint at the kill is at or below front0.
 "$CTL" -c "$ctl" rate 1 >/dev/null || fail "rate 1"
-front0=$(front)
+front0=$(rebuild_front)
 for (( i = 0; i < 50; i++ )); do
   sleep 0.2
-  now=$(front)
+  now=$(rebuild_front)
   [ "$now" = "$front0" ] && break
   front0=$now
 done
