@@ -63,6 +63,51 @@ same_pattern (const struct gr_plan *p, int m, uint64_t t, uint64_t s, int ne)
     memcmp (ER (t), ER (s), (size_t) ne * sizeof *p->wer) == 0;
 }
 
+/* Stripe t's n blocks of a rebuild batch's reconstruct step: all in
+ * scratch, stripe after stripe. */
+static void
+rebuild_blocks (const struct gr_plan_ctx *c, struct gr_plan *p, uint64_t t,
+                uint64_t ns)
+{
+  const size_t n = (size_t) c->g->k + c->g->m;
+
+  for (size_t i = 0; i < n; i++)
+    p->blk[p->nblk++] = loc (GR_SPACE_SCRATCH, (t * n + i) * c->g->chunk);
+}
+
+/* One RECONSTRUCT step per erasure pattern of the batch's ns stripes
+ * (their sets at ER (t), sizes in wner; DONE: none), the stripes that
+ * lose the same chunks side by side (parity rotates: few patterns),
+ * each stripe's blocks listed by blocks (). */
+static void
+by_pattern (const struct gr_plan_ctx *c, struct gr_plan *p, uint64_t ns,
+            void (*blocks) (const struct gr_plan_ctx *c, struct gr_plan *p,
+                            uint64_t t, uint64_t ns))
+{
+  const int k = c->g->k, m = c->g->m;
+  int *ner = p->wner;
+
+  for (uint64_t s = 0; s < ns; s++) {
+    size_t blk0 = p->nblk, grp = 0;
+    const int ne = ner[s];
+
+    if (ne == DONE)
+      continue;
+    for (uint64_t t = s; t < ns; t++) {
+      if (!same_pattern (p, m, t, s, ne))
+        continue;
+      blocks (c, p, t, ns);
+      if (t != s)
+        ner[t] = DONE;
+      grp++;
+    }
+    add_reconstruct (p, blk0, grp, c->g->chunk, ER (s), ne,
+                     c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT,
+                             grp * k * c->g->chunk, ne));
+    ner[s] = DONE;
+  }
+}
+
 /* --- rebuild ------------------------------------------------------------- */
 
 enum gr_plan_kind
@@ -106,28 +151,8 @@ gr_plan_rebuild (const struct gr_plan_ctx *c, const bool *want, uint64_t s0,
                 moff (c, s0 + s, 0), C,
                 loc (GR_SPACE_SCRATCH, (s * n + (size_t) surv[i]) * C));
   }
-  /* One coding step per erasure pattern: the batch's stripes that lose
-   * the same chunks, side by side (parity rotates: few patterns). */
-  for (s = 0; s < ns; s++) {
-    size_t blk0 = p->nblk, grp = 0;
-    const int ne = ner[s];
-
-    if (ne == DONE)
-      continue;
-    for (uint64_t t = s; t < ns; t++) {
-      if (!same_pattern (p, m, t, s, ne))
-        continue;
-      for (i = 0; i < n; i++)
-        p->blk[p->nblk++] = loc (GR_SPACE_SCRATCH, (t * n + (size_t) i) * C);
-      if (t != s)
-        ner[t] = DONE;
-      grp++;
-    }
-    add_reconstruct (p, blk0, grp, C, ER (s), ne,
-                     c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, grp * k * C,
-                             ne));
-    ner[s] = DONE;
-  }
+  /* One coding step per erasure pattern. */
+  by_pattern (c, p, ns, rebuild_blocks);
   /* The writes: each member from its front on. */
   for (i = 0; i < n; i++) {
     if (!p->rb_adv[i])
@@ -161,6 +186,26 @@ check_cmp_at (const struct gr_geom *g, uint64_t nb, uint64_t t, int j)
   const size_t n = (size_t) g->k + g->m;
 
   return (n * nb + t * g->m + (size_t) j) * g->chunk;
+}
+
+/* Stripe t's n blocks of a degraded check's reconstruct step: a
+ * survivor as read, an erased chunk (the j-th) into its computed place,
+ * the lost ones too (VERIFY passes over them). */
+static void
+check_blocks (const struct gr_plan_ctx *c, struct gr_plan *p, uint64_t t,
+              uint64_t ns)
+{
+  const int m = c->g->m, n = c->g->k + m;
+  int j = 0;
+
+  for (int i = 0; i < n; i++)
+    if (j < p->wner[t] && ER (t)[j] == i) {
+      p->blk[p->nblk++] = loc (GR_SPACE_SCRATCH,
+                               check_cmp_at (c->g, ns, t, j));
+      j++;
+    }
+    else
+      p->blk[p->nblk++] = p->blk[t * n + i];    /* as read (R = 0) */
 }
 
 enum gr_plan_kind
@@ -239,36 +284,7 @@ gr_plan_check (const struct gr_plan_ctx *c, bool repair, uint64_t s0,
           j++;
         }
     }
-    for (t = 0; t < ns; t++) {
-      size_t blk0 = p->nblk, grp = 0;
-      const int ne = ner[t];
-
-      if (ne == DONE)
-        continue;
-      for (uint64_t u = t; u < ns; u++) {
-        int j = 0;
-
-        if (!same_pattern (p, m, u, t, ne))
-          continue;
-        /* A survivor as read; an erased chunk (the j-th) into its
-         * computed place, the lost ones too (VERIFY passes over them). */
-        for (i = 0; i < n; i++)
-          if (j < ne && ER (u)[j] == i) {
-            p->blk[p->nblk++] = loc (GR_SPACE_SCRATCH,
-                                     check_cmp_at (g, ns, u, j));
-            j++;
-          }
-          else
-            p->blk[p->nblk++] = p->blk[R + u * n + i];
-        if (u != t)
-          ner[u] = DONE;
-        grp++;
-      }
-      add_reconstruct (p, blk0, grp, C, ER (t), ne,
-                       c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, grp * k * C,
-                               ne));
-      ner[t] = DONE;
-    }
+    by_pattern (c, p, ns, check_blocks);
   }
   /* VERIFY, and the fixes it leaves where repair writes them. */
   FIX = p->nblk;
