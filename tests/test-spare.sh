@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Hot spares and replacements named at start (heal.h), 4+2, 16K chunks:
 #   1. spare= at start: a member failed by the operator is rebuilt onto
-#      the spare without a command (the log says so), the array ends
+#      the spare without a command (the log says so; gpuraidctl wait
+#      right after the fail follows that rebuild), the array ends
 #      healthy with the spare in the member's slot, every byte reads back
 #      and the offline checker finds every stripe consistent; the status
 #      lists a waiting spare (JSON state "spare", index null);
@@ -48,7 +49,12 @@ echo "=== 1. spare= takes a failed member's place"
 [ "$(ctl_json '[(mb["index"], mb["state"], mb["path"]) for mb in s["members"] if mb["state"] == "spare"]')" = \
   "[(None, 'spare', '$tmpdir/spare1.img')]" ] || fail "spare not listed: $(ctl_json 's["members"]')"
 "$CTL" -c "$ctl" status | grep -q "spare .*$tmpdir/spare1.img" || fail "status text lists no spare"
+# gpuraidctl wait right after fail follows the takeover that fail starts
+# (not "no operation is running" before it begins).
 "$CTL" -c "$ctl" fail 2 >/dev/null || fail "fail 2"
+"$CTL" -c "$ctl" wait >"$tmpdir/wait" 2>&1 || fail "wait: $(cat "$tmpdir/wait")"
+grep -q '^rebuild done: 100.0%' "$tmpdir/wait" ||
+  fail "wait right after fail did not follow the takeover: $(cat "$tmpdir/wait")"
 healed 2 "$tmpdir/spare1.img"
 grep -q "member 2 is failed: rebuilding it onto spare $tmpdir/spare1.img" "$nbdkit_log" || fail "no log line"
 [ "$(ctl_json '[mb for mb in s["members"] if mb["state"] == "spare"]')" = "[]" ] || fail "the spare is still listed"
