@@ -490,7 +490,7 @@ gr_array_fail (struct gr_array *a, int i, const char *why)
     return GR_ARRAY_FAIL_RESYNCING;
   switch (gr_members_fail_keeping (a->ms, i, why)) {
   case GR_FAIL_DONE:
-    gr_heal_journal_again (a->heal);
+    gr_heal_member_failed (a->heal);
     return GR_ARRAY_FAIL_DONE;
   case GR_FAIL_ALREADY: return GR_ARRAY_FAIL_ALREADY;
   case GR_FAIL_NO_REDUNDANCY: return GR_ARRAY_FAIL_NO_REDUNDANCY;

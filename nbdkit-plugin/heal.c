@@ -307,6 +307,16 @@ gr_heal_journal_again (struct gr_heal *h)
               "recorded in the superblocks");
 }
 
+void
+gr_heal_member_failed (struct gr_heal *h)
+{
+  gr_heal_journal_again (h);
+  pthread_mutex_lock (&h->lock);
+  if (h->started && !h->stopping)
+    use_spare_locked (h);
+  pthread_mutex_unlock (&h->lock);
+}
+
 static void *
 heal_thread (void *arg)
 {

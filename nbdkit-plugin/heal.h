@@ -51,9 +51,12 @@ void gr_heal_set_rate (struct gr_heal *h, uint64_t rate);
  * every write is journaled again, and the superblocks say so (members.h:
  * gr_members_journal_lost), so that a crash from then on (during the
  * rebuild onto a spare, say) is repaired by the journal alone.  The
- * thread does it within 0.2 s of a failure; gpuraidctl fail before it
- * answers. */
+ * thread does it within 0.2 s of a failure. */
 void gr_heal_journal_again (struct gr_heal *h);
+/* The operator failed a member (gpuraidctl fail): the journal as above,
+ * and a spare's takeover starts now, before the command answers, so
+ * that gpuraidctl wait right after it follows the rebuild. */
+void gr_heal_member_failed (struct gr_heal *h);
 
 enum gr_heal_outcome {
   GR_HEAL_STARTED,
