@@ -16,7 +16,9 @@
 #   6. refusals, one line each and nothing written to the path: spare add
 #      of a member's file, a file too small, a missing file, a spare twice,
 #      a file of another array; at start: spare= too small, spare= also a
-#      member=, replace= of an active member, replace= with create=true.
+#      member=, spare= a current member not in the member list (after a
+#      takeover: untouched), replace= of an active member, replace= with
+#      create=true.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -150,6 +152,16 @@ expect_refusal "$tmpdir/r.log" "spare=$tmpdir/small.img: smaller than a member" 
   nbdkit "$PLUGIN" "${args[@]}" spare="$tmpdir/small.img"
 expect_refusal "$tmpdir/r.log" "spare=${members[0]} is also given as member=" \
   nbdkit "$PLUGIN" "${args[@]}" spare="${members[0]}"
+# Yesterday's member list after a takeover (disk2.img, failed, where
+# spare1.img now is member 2) with spare1.img as a spare: refused, one
+# line, spare1.img untouched (it was formatted as a spare, and the array
+# left degraded).
+old=("${members[@]}")
+old[2]=$tmpdir/disk2.img
+sum_cur=$(sha256sum <"$tmpdir/spare1.img")
+expect_refusal "$tmpdir/r.log" "spare=$tmpdir/spare1.img: it is member 2 of this array, current" \
+  nbdkit "$PLUGIN" $(member_args "${old[@]}") spare="$tmpdir/spare1.img"
+[ "$(sha256sum <"$tmpdir/spare1.img")" = "$sum_cur" ] || fail "the current member given as a spare was written"
 expect_refusal "$tmpdir/r.log" "replace=2:$tmpdir/ok.img: member is active" \
   nbdkit "$PLUGIN" "${args[@]}" replace=2:"$tmpdir/ok.img"
 expect_refusal "$tmpdir/r.log" "replace=0:.*create=true makes a new array" \
