@@ -149,9 +149,25 @@ check_path (struct gr_heal *h, int i, const char *path, struct gr_disk **d,
     o = GR_HEAL_TOO_SMALL;
   if (o == GR_HEAL_STARTED &&
       gr_disk_pread (*d, buf, GR_SB_SIZE, 0) == 0 &&
-      gr_sb_decode (buf, &old) == 0 &&
-      memcmp (old.uuid, sb.uuid, sizeof sb.uuid) != 0)
-    o = GR_HEAL_OTHER_ARRAY;
+      gr_sb_decode (buf, &old) == 0) {
+    if (memcmp (old.uuid, sb.uuid, sizeof sb.uuid) != 0)
+      o = GR_HEAL_OTHER_ARRAY;
+    /* A spare that is a current member of this array the member list
+     * left out (yesterday's list after a takeover): current as assembly
+     * counts it (one event behind at most), for a slot missing since the
+     * start (a member failed while running is one event behind too);
+     * not a replacement whose rebuild did not finish (its superblock
+     * says so, or records its slot failed). */
+    else if (i < 0 && old.index < (uint32_t) gr_members_n (h->ms) &&
+             !(old.flags & GR_SB_FLAG_REBUILDING) &&
+             !gr_sb_failed_test (&old, (int) old.index) &&
+             old.event + 1 >= sb.event &&
+             gr_members_state (h->ms, (int) old.index)
+             == GR_MEMBER_MISSING) {
+      *err = (int) old.index;
+      o = GR_HEAL_CURRENT_MEMBER;
+    }
+  }
   if (o != GR_HEAL_STARTED) {
     gr_disk_close (*d);
     *d = NULL;
@@ -512,6 +528,11 @@ gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
     snprintf (buf, len, "it is member %d of this array", err);
     return;
   case GR_HEAL_IS_SPARE: snprintf (buf, len, "it is a spare already"); return;
+  case GR_HEAL_CURRENT_MEMBER:
+    snprintf (buf, len, "it is member %d of this array, current (not "
+              "overwritten: give it as member=%d instead of the member list's "
+              "file there)", err, err);
+    return;
   case GR_HEAL_TOO_SMALL:
     snprintf (buf, len, "smaller than a member (data offset + data size)");
     return;

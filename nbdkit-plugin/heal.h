@@ -71,13 +71,16 @@ enum gr_heal_outcome {
   GR_HEAL_READ_ONLY_EXPORT,     /* an NBD export that cannot be written */
   GR_HEAL_IS_MEMBER,            /* the file of a member */
   GR_HEAL_IS_SPARE,             /* a spare already */
+  GR_HEAL_CURRENT_MEMBER,       /* holds a current member of this array
+                                 * that the member list left out */
   GR_HEAL_TOO_SMALL,
   GR_HEAL_OTHER_ARRAY,          /* holds another array's superblock */
   GR_HEAL_IO_ERROR,
   GR_HEAL_NO_REDUNDANCY,        /* scrub: m members lost */
 };
 /* gpuraidctl replace: rebuild failed member i onto path.  *err: errno
- * for CANNOT_OPEN and IO_ERROR, the member for IS_MEMBER. */
+ * for CANNOT_OPEN and IO_ERROR, the member for IS_MEMBER and
+ * CURRENT_MEMBER. */
 enum gr_heal_outcome gr_heal_replace (struct gr_heal *h, int i,
                                       const char *path, int *err);
 /* A spare (member < 0) or the replacement for member (replace=): checked
