@@ -384,8 +384,11 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
     }
   }
   /* The regions' bits are on disk before any member write (a rebuild
-   * writes only replacements, trusted below their checkpoint). */
-  if (x->bitmap && p->kind != GR_PLAN_REBUILD) {
+   * writes only replacements, trusted below their checkpoint; a replay
+   * at start-up repairs what the crash left, before the bitmap is
+   * loaded: as before it was a plan, it marks nothing). */
+  if (x->bitmap && p->kind != GR_PLAN_REBUILD &&
+      p->kind != GR_PLAN_REPLAY) {
     if (gr_bitmap_start_write (x->bitmap, p->s0, p->nstripes) == -1) {
       r = GR_EXEC_ERROR;
       goto out;
