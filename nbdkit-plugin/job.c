@@ -139,7 +139,9 @@ job_thread (void *arg)
       }
       ticked = gr_pace_seconds (j->pace);
     }
-    if (gr_pace_wait (j->pace, moved)) {
+    /* Past the last stripe nothing waits (a stop now would leave the
+     * job stopped with its work done). */
+    if (s < g->stripes && gr_pace_wait (j->pace, moved)) {
       st = GR_JOB_STOPPED;
       goto end;
     }
