@@ -42,10 +42,15 @@ bench-cpu-profile: all scripts/nbdbench
 bench-rebuild: all scripts/nbdbench
 	scripts/bench-rebuild
 
+# bench-rebuild alternately with another build (BASE_PLUGIN=) and this one:
+# medians and before/after in the same run.
+bench-alternate: all scripts/nbdbench
+	scripts/bench-alternate
+
 # A 4+2 array on local files, on NBD exports (remote members) and on the
 # same exports through nbdfuse (docs/performance.md).
 bench-remote: all scripts/nbdbench
 	scripts/bench-remote
 
-.PHONY: bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
+.PHONY: bench-alternate bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
         bench-remote
