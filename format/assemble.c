@@ -132,6 +132,19 @@ gr_assemble_create (const struct gr_probe *p, int np,
   a->sb.m = (uint32_t) m;
   a->sb.code = args->code ? (uint32_t) args->code : GR_CODE_RS;
   a->sb.chunk = chunk;
+  if (args->integrity != GR_INTEGRITY_OFF) {
+    /* The checksum area where the data used to start, the data after it
+     * (sized for the most data there could be: the rest is unused). */
+    a->sb.cksum_offset = data_offset;
+    data_offset += gr_cksum_layout_bytes (size - data_offset);
+    data_offset = (data_offset + chunk - 1) / chunk * chunk;
+    if (size < data_offset + chunk) {
+      refuse (a, "members are too small (%" PRIu64 " bytes): at least %"
+              PRIu64 " bytes needed for chunk=%" PRIu32 " with checksums "
+              "(integrity=on)", size, data_offset + chunk, chunk);
+      return;
+    }
+  }
   a->sb.data_offset = data_offset;
   a->sb.data_size = (size - data_offset) / chunk * chunk;
   a->sb.bitmap_region = gr_sb_bitmap_region (chunk, a->sb.data_size / chunk,
@@ -251,6 +264,13 @@ check_superblocks (const struct gr_probe *p, int np,
   if (args->chunk && args->chunk != p[ref].sb.chunk) {
     refuse (a, "chunk=%" PRIu32 " does not match the array (chunk=%" PRIu32
             ")", args->chunk, p[ref].sb.chunk);
+    return -1;
+  }
+  if (args->integrity != GR_INTEGRITY_DEFAULT &&
+      (args->integrity == GR_INTEGRITY_ON) != (p[ref].sb.cksum_offset != 0)) {
+    refuse (a, "integrity=%s does not match the array (integrity=%s)",
+            args->integrity == GR_INTEGRITY_ON ? "on" : "off",
+            p[ref].sb.cksum_offset ? "on" : "off");
     return -1;
   }
   if (args->code && (uint32_t) args->code != p[ref].sb.code) {

@@ -34,12 +34,14 @@
  *   120     8  stripes per write-intent bitmap region (a power of two;
  *              0 in superblocks of writers before the bitmap)
  *   128     8  stripe a stopped scrub goes on from (0: none)
- *   136     8  rebuild id: a replacement is being rebuilt (0: none)
- *   144     4  the member it replaces
- *   148     4  reserved, zero
+ *   136     8  rebuild id: a rebuild is recorded (0: none)
+ *   144     8  reserved, zero
  *   152     8  rebuild checkpoint: every stripe below it is rebuilt and
- *              synced on the replacement
- *   160  3932  reserved, zero
+ *              synced on the replacements
+ *   160    32  rebuilt set (bit i of byte i/8 = member index i)
+ *   192     8  checksum area offset: where each member's block checksums
+ *              start (0: the array keeps none; see "the checksum area")
+ *   200  3892  reserved, zero
  *  4092     4  crc32c of bytes 0..4091
  */
 #ifndef GPURAID_FORMAT_H
@@ -71,7 +73,7 @@
                            GR_SB_FLAG_BITMAP | GR_SB_FLAG_REBUILDING)
 #define GR_SB_MAX_MEMBERS 256
 #define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
-#define GR_SB_RESERVED_OFFSET 192
+#define GR_SB_RESERVED_OFFSET 200
 /* The write-intent bitmap holds at most this many regions: as many bits
  * as there are bytes from its offset to the journal's (below). */
 #define GR_SB_BITMAP_BITS ((GR_JOURNAL_OFFSET - GR_BITMAP_OFFSET) * 8)
@@ -97,6 +99,7 @@ struct gr_sb {
   uint8_t rebuild_set[GR_SB_MAX_MEMBERS / 8];   /* the members it
                                  * rebuilds (those still failed: in
                                  * progress; live: done) */
+  uint64_t cksum_offset;        /* the checksum area, 0: none */
 };
 
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the iSCSI CRC,
@@ -112,7 +115,9 @@ uint32_t gr_crc32c (uint32_t crc, const void *buf, size_t len);
  * k+m, bitmap region not 0 or a power of two, or too small for the
  * bitmap to hold every region, scrub stripe past the last stripe, a
  * rebuild of no member, of members beyond k+m or past the last stripe,
- * the rebuilding flag without a rebuild of this member).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
+ * the rebuilding flag without a rebuild of this member, a checksum area
+ * not a multiple of 4096, below the journal's offset or not ending by
+ * the data offset).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
 int gr_sb_validate (const struct gr_sb *sb);
 
 /* Stripes per write-intent bitmap region for chunk-byte chunks, stripes
@@ -201,6 +206,19 @@ gr_sb_rebuild_put (struct gr_sb *sb, int i, bool in)
  * arguments.  The plugin's bitmap.c and journal.c keep them at run
  * time. */
 
+/* --- the checksum area ---
+ *
+ * An array with integrity (cksum_offset != 0) keeps a CRC-32C of every
+ * 4096-byte block of every member's data area, data and parity alike, on
+ * that member: block b (member byte data_offset + b * 4096) has the 4
+ * bytes at cksum_offset + 4 * b, little-endian.  The value kept is
+ * gr_cksum_block's: the block's CRC-32C xor that of a block of zeros,
+ * so that a zeroed (new or punched) area is correct without being
+ * written.  The journal's slots end at cksum_offset (instead of
+ * data_offset); the area is gr_cksum_layout_bytes long and ends by
+ * data_offset.  Written lazily, before a bitmap region's bit is cleared
+ * (docs/format.md, "Checksums"). */
+
 #define GR_BITMAP_OFFSET 4096
 #define GR_JOURNAL_OFFSET 65536
 #define GR_JOURNAL_HDR 4096             /* an entry's header */
@@ -216,12 +234,22 @@ size_t gr_bitmap_layout_bytes (uint64_t regions);
  * hold bytes of bitmap?  (Else the array keeps none.) */
 bool gr_bitmap_layout_fits (size_t bytes, uint64_t data_offset);
 
+#define GR_CKSUM_BLOCK 4096
+/* The bytes of the checksum area for data_size bytes of data: whole
+ * 4096-byte blocks. */
+uint64_t gr_cksum_layout_bytes (uint64_t data_size);
+/* The value kept for a block of GR_CKSUM_BLOCK bytes (0 for zeros). */
+uint32_t gr_cksum_block (const void *block);
+/* Where the journal's slots end on a member: the checksum area, or the
+ * data. */
+uint64_t gr_sb_journal_end (const struct gr_sb *sb);
+
 /* The bytes of a journal slot of a k+m array of chunk-byte chunks: a
  * header and the lost data chunks of a stripe, at most min (k, m). */
 size_t gr_journal_slot_size (uint32_t k, uint32_t m, uint32_t chunk);
-/* How many slots of slot_size bytes the metadata area of an array whose
- * data starts at data_offset holds (0: it keeps no journal). */
-unsigned gr_journal_slot_count (uint64_t data_offset, size_t slot_size);
+/* How many slots of slot_size bytes fit before end (gr_sb_journal_end)
+ * (0: the array keeps no journal). */
+unsigned gr_journal_slot_count (uint64_t end, size_t slot_size);
 /* Where slot q starts on a member. */
 uint64_t gr_journal_slot_offset (size_t slot_size, unsigned q);
 
@@ -287,6 +315,12 @@ struct gr_assemble_args {
   bool salvage;                 /* bring a failed array up read-only */
   uint64_t bitmap_chunk;        /* create: member bytes a bitmap bit
                                  * covers at least; 0: the default */
+  enum gr_integrity_arg {
+    GR_INTEGRITY_DEFAULT,       /* not given: on at create, either at
+                                 * assembly */
+    GR_INTEGRITY_ON,            /* checksums (must match at assembly) */
+    GR_INTEGRITY_OFF,
+  } integrity;
 };
 
 enum gr_slot_state {

@@ -32,13 +32,39 @@ gr_journal_slot_size (uint32_t k, uint32_t m, uint32_t chunk)
 }
 
 unsigned
-gr_journal_slot_count (uint64_t data_offset, size_t slot_size)
+gr_journal_slot_count (uint64_t end, size_t slot_size)
 {
-  const uint64_t area = data_offset > GR_JOURNAL_OFFSET
-    ? data_offset - GR_JOURNAL_OFFSET : 0;
+  const uint64_t area = end > GR_JOURNAL_OFFSET ? end - GR_JOURNAL_OFFSET : 0;
 
   return area / slot_size > GR_JOURNAL_MAX_SLOTS ? GR_JOURNAL_MAX_SLOTS
     : (unsigned) (area / slot_size);
+}
+
+uint64_t
+gr_sb_journal_end (const struct gr_sb *sb)
+{
+  return sb->cksum_offset ? sb->cksum_offset : sb->data_offset;
+}
+
+uint64_t
+gr_cksum_layout_bytes (uint64_t data_size)
+{
+  return (data_size / GR_CKSUM_BLOCK * 4 + 4095) / 4096 * 4096;
+}
+
+uint32_t
+gr_cksum_block (const void *block)
+{
+  static uint32_t zero_crc;     /* crc32c of a zero block, made once */
+  uint32_t z = __atomic_load_n (&zero_crc, __ATOMIC_RELAXED);
+
+  if (z == 0) {
+    static const uint8_t zeros[GR_CKSUM_BLOCK];
+
+    z = gr_crc32c (0, zeros, sizeof zeros);
+    __atomic_store_n (&zero_crc, z, __ATOMIC_RELAXED);
+  }
+  return gr_crc32c (0, block, GR_CKSUM_BLOCK) ^ z;
 }
 
 uint64_t

@@ -77,6 +77,12 @@ gr_sb_validate (const struct gr_sb *sb)
   if ((sb->flags & GR_SB_FLAG_REBUILDING) &&
       !gr_sb_rebuild_test (sb, (int) sb->index))
     return -EINVAL;
+  if (sb->cksum_offset != 0 &&
+      (sb->cksum_offset % 4096 != 0 || sb->cksum_offset < GR_JOURNAL_OFFSET ||
+       sb->cksum_offset > sb->data_offset ||
+       gr_cksum_layout_bytes (sb->data_size) >
+       sb->data_offset - sb->cksum_offset))
+    return -EINVAL;
   return 0;
 }
 
@@ -116,6 +122,7 @@ gr_sb_encode (const struct gr_sb *sb, uint8_t *buf)
   gr_le_put64 (buf + 136, sb->rebuild_id);
   gr_le_put64 (buf + 152, sb->rebuild_at);
   memcpy (buf + 160, sb->rebuild_set, 32);
+  gr_le_put64 (buf + 192, sb->cksum_offset);
   gr_le_put32 (buf + GR_SB_CRC_OFFSET, gr_crc32c (0, buf, GR_SB_CRC_OFFSET));
 }
 
@@ -152,6 +159,7 @@ gr_sb_decode (const uint8_t *buf, struct gr_sb *sb)
   sb->rebuild_id = gr_le_get64 (buf + 136);
   sb->rebuild_at = gr_le_get64 (buf + 152);
   memcpy (sb->rebuild_set, buf + 160, 32);
+  sb->cksum_offset = gr_le_get64 (buf + 192);
   if (gr_le_get64 (buf + 144) != 0)
     return -EINVAL;
   for (i = GR_SB_RESERVED_OFFSET; i < GR_SB_CRC_OFFSET; i++)

@@ -90,12 +90,35 @@ expect_refusal (const struct gr_probe *p, int np, int m, const char *want)
 static void
 test_create (void)
 {
-  struct gr_assemble_args args = { .m = 2, .chunk = 0, .code = 0 };
+  struct gr_assemble_args args = { .m = 2, .chunk = 0, .code = 0,
+                                   .integrity = GR_INTEGRITY_OFF };
   struct gr_assembly *a = malloc (sizeof *a);
   struct gr_probe p[6];
   int i;
 
   fresh (p, 6);
+  /* With checksums (the default): their area where the data started (1
+   * MiB), 4 bytes a 4 KiB block of the most data there could be (15 MiB:
+   * 16 KiB), the data at the next chunk. */
+  args.integrity = GR_INTEGRITY_DEFAULT;
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->sb.cksum_offset == MiB &&
+         a->sb.data_offset == MiB + 65536 &&
+         a->sb.data_size == SIZE - MiB - 65536 && a->geom.stripes == 239,
+         "integrity: cksum %" PRIu64 " data %" PRIu64, a->sb.cksum_offset,
+         a->sb.data_offset);
+  CHECK (gr_sb_validate (&a->sb) == 0, "created superblock invalid");
+  args.chunk = 4 * MiB;
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->sb.cksum_offset == 4 * MiB &&
+         a->sb.data_offset == 8 * MiB && a->sb.data_size == 8 * MiB,
+         "integrity, chunk 4M: data %" PRIu64, a->sb.data_offset);
+  args.chunk = 8 * MiB;
+  gr_assemble_create (p, 6, &args, a);
+  CHECK (a->outcome == GR_ASSEMBLY_REFUSED &&
+         strstr (a->error, "with checksums (integrity=on)"), "%s", a->error);
+  args.chunk = 0;
+  args.integrity = GR_INTEGRITY_OFF;
   gr_assemble_create (p, 6, &args, a);
   CHECK (a->outcome == GR_ASSEMBLY_OK, "create 4+2: %s", a->error);
   CHECK (a->sb.k == 4 && a->sb.m == 2 && a->sb.code == GR_CODE_RS &&
@@ -141,6 +164,31 @@ test_create (void)
   args.force = true;
   gr_assemble_create (p, 6, &args, a);
   CHECK (a->outcome == GR_ASSEMBLY_OK, "force: %s", a->error);
+  free (a);
+}
+
+/* integrity= at assembly must match the array, or be left out. */
+static void
+test_integrity_arg (void)
+{
+  struct gr_assemble_args args = { .m = -1 };
+  struct gr_assembly *a;
+  struct gr_probe p[6];
+
+  array (p, 6, 2, 5);                   /* created with checksums */
+  a = assemble_args (p, 6, &args);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->sb.cksum_offset == MiB,
+         "integrity not given: %s", a->error);
+  free (a);
+  args.integrity = GR_INTEGRITY_ON;
+  a = assemble_args (p, 6, &args);
+  CHECK (a->outcome == GR_ASSEMBLY_OK, "integrity=on: %s", a->error);
+  free (a);
+  args.integrity = GR_INTEGRITY_OFF;
+  a = assemble_args (p, 6, &args);
+  CHECK (a->outcome == GR_ASSEMBLY_REFUSED &&
+         strstr (a->error, "integrity=off does not match the array "
+                 "(integrity=on)"), "%s", a->error);
   free (a);
 }
 
@@ -513,6 +561,7 @@ main (void)
 {
   test_seed ("test-assemble");
   test_create ();
+  test_integrity_arg ();
   test_assemble ();
   test_refusals ();
   test_salvage ();

@@ -140,7 +140,7 @@ main (void)
          gr_sb_rebuild_test (&out, 4) && !gr_sb_rebuild_test (&out, 0) &&
          out.rebuild_at == 40);
   CHECK (decode_with_patch (&bad, 147, 1) == -EINVAL);
-  CHECK (decode_with_patch (&bad, 192, 1) == -EINVAL);
+  CHECK (decode_with_patch (&bad, 200, 1) == -EINVAL);
   bad.rebuild_at = 100;                         /* the end: done */
   CHECK (gr_sb_validate (&bad) == 0);
   bad.rebuild_at = 101;
@@ -208,6 +208,40 @@ main (void)
   CHECK (gr_sb_validate (&bad) == -EINVAL);
   bad = sb; bad.version = 7;
   CHECK (gr_sb_validate (&bad) == -EPROTONOSUPPORT);
+
+  /* The checksum area: round trip at 192; a multiple of 4096 from the
+   * journal's offset on, ending by the data offset (sb: 6553600 bytes of
+   * data, 6400 bytes of checksums, 8192 with whole blocks). */
+  CHECK (gr_cksum_layout_bytes (65536 * 100) == 8192);
+  CHECK (gr_cksum_layout_bytes (4096 * 1024) == 4096);
+  CHECK (gr_cksum_layout_bytes (4096 * 1025) == 8192);
+  bad = sb; bad.cksum_offset = 1048576 - 8192;
+  CHECK (gr_sb_validate (&bad) == 0);
+  gr_sb_encode (&bad, buf2);
+  CHECK (buf2[192] == 0 && buf2[193] == 0xe0 && buf2[194] == 0x0f);
+  CHECK (gr_sb_decode (buf2, &out) == 0 && out.cksum_offset == 1048576 - 8192);
+  CHECK (gr_sb_journal_end (&out) == 1048576 - 8192);
+  CHECK (gr_sb_journal_end (&sb) == 1048576);
+  bad.cksum_offset = 1048576 - 4096;            /* overlaps the data */
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.cksum_offset = 1048576 - 8192 - 512;      /* not a block */
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.cksum_offset = 4096;                      /* in the bitmap */
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  /* A block's value: 0 for zeros, else its crc32c xor that of zeros. */
+  {
+    static uint8_t blk[GR_CKSUM_BLOCK];
+
+    CHECK (gr_cksum_block (blk) == 0);
+    blk[100] = 1;
+    {
+      static const uint8_t zeros[GR_CKSUM_BLOCK];
+
+      CHECK (gr_cksum_block (blk) == (gr_crc32c (0, blk, sizeof blk) ^
+                                      gr_crc32c (0, zeros, sizeof zeros)));
+      CHECK (gr_cksum_block (blk) != 0);
+    }
+  }
 
   gr_sb_uuid_str (sb.uuid, uuid);
   CHECK (strcmp (uuid, "a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf") == 0);
