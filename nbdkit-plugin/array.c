@@ -18,12 +18,14 @@
 #include "log.h"
 #include "members.h"
 #include "resync.h"
+#include "cksum.h"
 #include "scratch.h"
 
 struct gr_array {
   struct gr_members *ms;
   struct gr_journal *journal;
   struct gr_bitmap *bitmap;
+  struct gr_cksum *cksum;       /* NULL: no integrity */
   struct gr_scratch *scratch;
   struct gr_exec *x;
   bool resync_wanted;           /* pending regions, every member */
@@ -332,7 +334,8 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   struct gr_assemble_args args = { .m = cfg->m, .chunk = cfg->chunk,
                                    .code = cfg->code, .force = cfg->force,
                                    .salvage = cfg->salvage,
-                                   .bitmap_chunk = cfg->bitmap_chunk };
+                                   .bitmap_chunk = cfg->bitmap_chunk,
+                                   .integrity = cfg->integrity };
   struct probes *ps = calloc (1, sizeof *ps);
   struct gr_assembly *a = calloc (1, sizeof *a);
   struct gr_array *arr = calloc (1, sizeof *arr);
@@ -375,7 +378,12 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   if (arr->ms == NULL)
     goto err;
   arr->journal = gr_journal_new (&a->geom, arr->ms);
-  arr->bitmap = gr_bitmap_new (&a->geom, arr->ms, a->sb.bitmap_region);
+  if (a->sb.cksum_offset &&
+      (arr->cksum = gr_cksum_new (arr->ms, a->sb.cksum_offset,
+                                  a->sb.data_offset)) == NULL)
+    goto err;
+  arr->bitmap = gr_bitmap_new (&a->geom, arr->ms, a->sb.bitmap_region,
+                               arr->cksum);
   if (arr->journal == NULL || arr->bitmap == NULL)
     goto err;
   if (!a->read_only)
@@ -385,7 +393,7 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
     goto err;
   arr->x = gr_exec_new (&a->geom, arr->ms, &(struct gr_exec_parts) {
       .coding = coding, .journal = arr->journal, .scratch = arr->scratch,
-      .bitmap = arr->bitmap });
+      .bitmap = arr->bitmap, .cksum = arr->cksum });
   if (arr->x == NULL)
     goto err;
   arr->heal = gr_heal_new (arr->x, arr->bitmap, cfg->resync_rate);
@@ -414,6 +422,7 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
     gr_exec_free (arr->x);
     gr_scratch_free (arr->scratch);
     gr_bitmap_free (arr->bitmap);
+    gr_cksum_free (arr->cksum);
     gr_journal_free (arr->journal);
     /* Not a clean shutdown of a served array: nothing was written to
      * the members but what assembly itself did. */
@@ -452,6 +461,11 @@ gr_array_close (struct gr_array *a)
   gr_bitmap_free (a->bitmap);
   gr_exec_free (a->x);
   gr_scratch_free (a->scratch);
+  /* The checksums before the members are synced and marked clean. */
+  if (a->cksum && !gr_members_read_only_p (a->ms) &&
+      gr_cksum_flush (a->cksum) == -1)
+    gr_members_keep_dirty (a->ms);
+  gr_cksum_free (a->cksum);
   gr_members_close (a->ms);
   gr_journal_free (a->journal);
   free (a);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "bitmap.h"
+#include "cksum.h"
 #include "format/format.h"
 #include "log.h"
 
@@ -16,6 +17,7 @@ NBDKIT_DLL_PUBLIC int gpuraid_debug_bitmap_ms = 5000;
 
 struct gr_bitmap {
   struct gr_members *ms;
+  struct gr_cksum *cksum;       /* NULL: none */
   int n;
   uint64_t region, nregions;
   size_t nbytes;                /* written: the bits, whole 4096 blocks */
@@ -56,13 +58,14 @@ clear_bit (uint8_t *v, uint64_t r)
 
 struct gr_bitmap *
 gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
-               uint64_t region)
+               uint64_t region, struct gr_cksum *cksum)
 {
   struct gr_bitmap *b = calloc (1, sizeof *b);
 
   if (b == NULL)
     goto err;
   b->ms = ms;
+  b->cksum = cksum;
   b->n = g->k + g->m;
   b->region = region;
   b->nregions = gr_bitmap_layout_regions (g->stripes, b->region);
@@ -354,7 +357,10 @@ clear_pass (struct gr_bitmap *b, uint8_t *cand, bool now)
   if (ncand == 0)
     return;
   /* Everything written to those regions before this pass is durable
-   * after this; a write since sets touched or inflight. */
+   * after this, the block checksums of what was written there included;
+   * a write since sets touched or inflight. */
+  if (b->cksum && gr_cksum_flush (b->cksum) == -1)
+    return;                     /* a member failed: later, without it */
   for (int i = 0; i < b->n; i++)
     if (!gr_members_failed (b->ms, i))
       (void) gr_members_sync (b->ms, i);

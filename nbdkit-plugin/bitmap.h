@@ -30,13 +30,16 @@
 #include "plan.h"
 
 struct gr_bitmap;
+struct gr_cksum;
 
 /* All clear, nothing pending; region stripes a region (the superblock's
- * bitmap_region).  An array whose metadata area has no room for the bits
+ * bitmap_region); the block checksums (cksum.h, or NULL) are written
+ * before the members are synced for a bit to be cleared.  An array whose metadata area has no room for the bits
  * keeps none: it marks nothing, and after a crash every region is
  * pending.  NULL after nbdkit_error. */
 struct gr_bitmap *gr_bitmap_new (const struct gr_geom *g,
-                                 struct gr_members *ms, uint64_t region);
+                                 struct gr_members *ms, uint64_t region,
+                                 struct gr_cksum *cksum);
 /* Stops the clearing thread. */
 void gr_bitmap_free (struct gr_bitmap *b);
 

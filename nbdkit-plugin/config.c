@@ -20,7 +20,7 @@ enum {
   SEEN_FORCE = 16, SEEN_BACKEND = 32, SEEN_ACCEL = 64, SEEN_DEV = 128,
   SEEN_SALVAGE = 256, SEEN_SCRATCH = 512, SEEN_RATE = 1024,
   SEEN_BITMAP = 2048, SEEN_CONTROL = 4096, SEEN_TIMEOUT = 8192,
-  SEEN_RETRIES = 16384,
+  SEEN_RETRIES = 16384, SEEN_INTEGRITY = 32768,
 };
 
 /* A member's path as the key gave it: an NBD URI as it is, a file made
@@ -289,6 +289,14 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
     return parse_bool (cfg, key, value, SEEN_FORCE, &cfg->force);
   if (strcmp (key, "salvage") == 0)
     return parse_bool (cfg, key, value, SEEN_SALVAGE, &cfg->salvage);
+  if (strcmp (key, "integrity") == 0) {
+    bool on;
+
+    if (parse_bool (cfg, key, value, SEEN_INTEGRITY, &on) == -1)
+      return -1;
+    cfg->integrity = on ? GR_INTEGRITY_ON : GR_INTEGRITY_OFF;
+    return 0;
+  }
   if (strcmp (key, "backend") == 0) {
     if (parse_choice (cfg, key, value, SEEN_BACKEND, backends, 4,
                       "ref, isal, gfc or cuda", &i) == -1)

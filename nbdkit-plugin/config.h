@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "gf/gf.h"
+#include "format/format.h"
 #include "pace.h"
 
 #define GR_VERSION "0.1"
@@ -30,6 +31,7 @@ struct gr_config {
   int code;                     /* 0 = not given, else enum gr_code */
   bool create, force;
   bool salvage;                 /* a failed array, read-only */
+  enum gr_integrity_arg integrity;      /* checksums (format.h) */
   char *backend;                /* NULL = best available */
   enum gr_accel accel;
   int gpu_device;
@@ -67,6 +69,8 @@ void gr_config_free (struct gr_config *cfg);
   "create=true|false      Create a new array on the members.\n" \
   "force=true|false       Let create overwrite an existing array.\n" \
   "salvage=true|false     Bring up a failed array read-only.\n" \
+  "integrity=on|off       A checksum of every 4K block, verified on every\n" \
+  "                       read (set at create; default on).\n" \
   "backend=ref|isal|gfc|cuda  Coding backend (default: best available).\n" \
   "accel=auto|cpu|gpu     Use the GPU (default auto).\n" \
   "gpu-device=N           CUDA device number (default 0).\n" \

@@ -18,6 +18,7 @@ struct gr_exec {
   struct gr_journal *journal;           /* none: NULL or no slots */
   struct gr_scratch *scratch;
   struct gr_bitmap *bitmap;             /* may be NULL */
+  struct gr_cksum *cksum;               /* may be NULL */
   pthread_rwlock_t locks[NLOCKS];
   pthread_rwlock_t unjournaled;         /* held (read) by the member writes
                                          * of a plan that is not journaled
@@ -31,10 +32,18 @@ struct gr_exec {
 void gr_exec_lock_plan (struct gr_exec *x, const struct gr_plan *p);
 void gr_exec_unlock_plan (struct gr_exec *x, const struct gr_plan *p);
 
+/* A block read that failed its checksum. */
+struct gr_exec_bad {
+  int member;                   /* -1: none */
+  uint64_t off;
+};
+
 /* The stages of a plan, in this order, on its buffers b; mio: room for
  * p->cap_io accesses.  Read: REPLAN if a member failed since the plan
  * was made (its stripes held) or during its reads (with GR_MIO_REPORT:
- * ERROR), ERROR (EIO) if it would rebuild from parity not resynced.
+ * ERROR), ERROR (EIO) if it would rebuild from parity not resynced;
+ * REPLAN with bad->member >= 0 if a block read failed its checksum: the
+ * caller repairs it (gr_exec_repair) and plans again.
  * Code: its steps, a CPU coding step of several stripes split over
  * `threads` threads (ERROR: a coding failure).  Write: its writes (the
  * bitmap marked, the journal written first where it says so; a
@@ -43,7 +52,8 @@ enum gr_exec_outcome gr_exec_read_stage (struct gr_exec *x,
                                          const struct gr_plan *p,
                                          const struct gr_bufs *b,
                                          struct gr_mio *mio,
-                                         enum gr_mio_policy policy);
+                                         enum gr_mio_policy policy,
+                                         struct gr_exec_bad *bad);
 enum gr_exec_outcome gr_exec_code_stage (struct gr_exec *x,
                                          struct gr_plan *p,
                                          const struct gr_bufs *b,
@@ -54,5 +64,18 @@ enum gr_exec_outcome gr_exec_write_stage (struct gr_exec *x,
                                           struct gr_mio *mio,
                                           enum gr_mio_policy policy,
                                           struct gr_exec_result *res);
+
+/* Repair the block of member at member byte off that failed its
+ * checksum (exec-repair.c): DONE (repaired, or it passes now: a write
+ * changed it meanwhile) or ERROR (EIO: too few good chunks to rebuild it
+ * from).  held: the caller holds the stripe (a job's batch), else it is
+ * taken exclusively.  torn: the stripe may hold a write torn by a crash
+ * (a journal's replay), as in a region pending a resync. */
+enum gr_exec_outcome gr_exec_repair (struct gr_exec *x, int member,
+                                     uint64_t off, bool held, bool torn,
+                                     struct gr_exec_result *res);
+
+/* Set the checksums of the blocks of a write done (cksum: may be NULL). */
+void gr_exec_cksum_written (struct gr_exec *x, const struct gr_mio *v);
 
 #endif /* GPURAID_EXEC_INTERNAL_H */

@@ -66,16 +66,18 @@ pass_turn (struct gr_exec_lanes *l, enum step st)
 }
 
 /* Plan and read the batch on lane ln, its stripes held: planned again
- * while a member fails under it. */
+ * while a member fails under it, or after a block that failed its
+ * checksum was repaired. */
 static enum gr_exec_outcome
 plan_and_read (struct gr_exec_lanes *l, struct lane *ln,
-               const struct gr_bufs *b)
+               const struct gr_bufs *b, struct gr_exec_result *res)
 {
   struct gr_exec *x = l->x;
   struct gr_plan *p = ln->p;
   enum gr_exec_outcome r;
   struct gr_exec_snap sn;
   struct gr_plan_ctx c;
+  struct gr_exec_bad bad;
 
   do {
     gr_exec_plan_ctx (x, &sn, &c);
@@ -95,7 +97,12 @@ plan_and_read (struct gr_exec_lanes *l, struct lane *ln,
       errno = ENOMEM;
       return GR_EXEC_ERROR;
     }
-    r = gr_exec_read_stage (x, p, b, ln->mio, l->ops.policy);
+    r = gr_exec_read_stage (x, p, b, ln->mio, l->ops.policy, &bad);
+    /* The batch's stripes are held: the repair runs under them. */
+    if (bad.member >= 0 &&
+        gr_exec_repair (x, bad.member, bad.off, true, false, res) !=
+        GR_EXEC_DONE)
+      return GR_EXEC_ERROR;
   } while (r == GR_EXEC_REPLAN);
   return r;
 }
@@ -124,7 +131,7 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
 
   t[0] = gr_now ();
   p->kind = GR_PLAN_SKIP;
-  r = plan_and_read (l, ln, &b);
+  r = plan_and_read (l, ln, &b, &res);
   t[1] = gr_now ();
   pthread_mutex_lock (&l->pl);
   wait_turn (l, STEP_CODE, ln->seq);

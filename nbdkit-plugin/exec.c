@@ -11,6 +11,7 @@
 #include "journal.h"
 #include "scratch.h"
 #include "bitmap.h"
+#include "cksum.h"
 #include "log.h"
 #include "steps.h"
 #include "members.h"
@@ -53,6 +54,7 @@ gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
     ? parts->journal : NULL;
   x->scratch = parts->scratch;
   x->bitmap = parts->bitmap;
+  x->cksum = parts->cksum;
   x->zero = calloc (1, g->chunk);
   if (x->zero == NULL || pthread_key_create (&x->work_key, work_free) != 0) {
     nbdkit_error ("executor: %m");
@@ -99,6 +101,12 @@ struct gr_coding *
 gr_exec_coding (const struct gr_exec *x)
 {
   return x->coding;
+}
+
+struct gr_cksum *
+gr_exec_cksum (const struct gr_exec *x)
+{
+  return x->cksum;
 }
 
 void
@@ -171,6 +179,11 @@ gr_exec_plan_ctx (struct gr_exec *x, struct gr_exec_snap *sn,
     .gpu = gr_coding_route,
     .gpu_arg = x->coding,
   };
+  if (x->cksum) {
+    c->cksum = true;
+    if (c->lm < GR_CKSUM_BLOCK)
+      c->lm = GR_CKSUM_BLOCK;
+  }
   /* After the snapshot: a front that moves on changes its generation. */
   if (gr_members_rebuilding (x->ms, sn->front) > 0)
     c->rb_front = sn->front;
@@ -259,13 +272,50 @@ rebuilds (const struct gr_plan *p)
   return false;
 }
 
+/* The first block read by plan p that fails its checksum: false, or
+ * true with *member and *off (the member failed while its checksums were
+ * read: *member -1). */
+static bool
+read_bad (struct gr_exec *x, const struct gr_plan *p, const struct gr_mio *mio,
+          int *member, uint64_t *off)
+{
+  for (size_t i = 0; i < p->nread; i++) {
+    const struct gr_mio *v = &mio[i];
+
+    if (v->off < x->g.data_offset)
+      continue;                 /* metadata */
+    if (v->off % GR_CKSUM_BLOCK || v->len % GR_CKSUM_BLOCK) {
+      gr_debug ("plan %s: read of member %d at %" PRIu64 " (%" PRIu64
+                " bytes) not in whole blocks: not verified",
+                gr_plan_kind_name (p->kind), v->member, v->off, v->len);
+      continue;
+    }
+    switch (gr_cksum_verify (x->cksum, v->member, v->off, v->buf, v->len,
+                             off)) {
+    case GR_CKSUM_MATCH:
+      break;
+    case GR_CKSUM_MISMATCH:
+      *member = v->member;
+      return true;
+    case GR_CKSUM_UNREADABLE:
+      *member = -1;
+      return true;
+    }
+  }
+  return false;
+}
+
 enum gr_exec_outcome
 gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
                     const struct gr_bufs *b, struct gr_mio *mio,
-                    enum gr_mio_policy policy)
+                    enum gr_mio_policy policy, struct gr_exec_bad *bad)
 {
+  int member;
+  uint64_t off;
+
   size_t i;
 
+  bad->member = -1;
   if (p->lock != GR_LOCK_NONE && p->nread > 0 &&
       gr_members_generation (x->ms) != p->gen)
     return GR_EXEC_REPLAN;
@@ -294,6 +344,12 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
       }
       return GR_EXEC_REPLAN;    /* a member failed: again without it */
     }
+  if (x->cksum && read_bad (x, p, mio, &member, &off)) {
+    /* member -1: a member failed (again without it); else repair it. */
+    bad->member = member;
+    bad->off = off;
+    return GR_EXEC_REPLAN;
+  }
   return GR_EXEC_DONE;
 }
 
@@ -417,6 +473,7 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
     switch (mio[i].result) {
     case GR_MIO_DONE:
       res->touched[mio[i].member] = true;
+      gr_exec_cksum_written (x, &mio[i]);
       break;
     case GR_MIO_UNSUPPORTED:
       r = GR_EXEC_UNSUPPORTED;
@@ -446,6 +503,24 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
 }
 
 void
+gr_exec_cksum_written (struct gr_exec *x, const struct gr_mio *v)
+{
+  if (x->cksum == NULL || v->off < x->g.data_offset)
+    return;
+  if (v->off % GR_CKSUM_BLOCK || v->len % GR_CKSUM_BLOCK) {
+    /* The planner writes whole blocks (plan.h): a bug if not. */
+    nbdkit_error ("member %d: a write at %" PRIu64 " of %" PRIu64 " bytes "
+                  "is not in whole blocks: its checksums are not set",
+                  v->member, v->off, v->len);
+    return;
+  }
+  if (v->kind == GR_MIO_PUNCH || v->kind == GR_MIO_ZERO)
+    (void) gr_cksum_zeroed (x->cksum, v->member, v->off, v->len);
+  else
+    (void) gr_cksum_update (x->cksum, v->member, v->off, v->buf, v->len);
+}
+
+void
 gr_exec_journal_drain (struct gr_exec *x)
 {
   pthread_rwlock_wrlock (&x->unjournaled);
@@ -460,6 +535,7 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
   struct gr_bufs b = { .req = req, .zero = x->zero };
   bool locked = false;
   enum gr_exec_outcome r;
+  struct gr_exec_bad bad;
 
   if (w == NULL)
     return GR_EXEC_ERROR;
@@ -473,7 +549,17 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
     gr_exec_lock_plan (x, p);
     locked = true;
   }
-  r = gr_exec_read_stage (x, p, &b, w->mio, policy);
+  r = gr_exec_read_stage (x, p, &b, w->mio, policy, &bad);
+  if (bad.member >= 0) {
+    /* Not holding the stripe: the repair takes it exclusively. */
+    if (locked)
+      gr_exec_unlock_plan (x, p);
+    locked = false;
+    if (gr_exec_repair (x, bad.member, bad.off, false,
+                        p->kind == GR_PLAN_REPLAY, res) != GR_EXEC_DONE)
+      r = GR_EXEC_ERROR;
+    goto out;
+  }
   if (r == GR_EXEC_DONE)
     r = gr_exec_code_stage (x, p, &b, 1);
   if (r != GR_EXEC_DONE)

@@ -9,7 +9,10 @@
  * plan's reads together (members.h: io_uring where there are several),
  * runs its steps on the coder each step was routed to (coding.h), then
  * submits its writes together.  A read error fails the member and the
- * plan is made again without it; a write error fails the member and the
+ * plan is made again without it; a block read that fails its checksum
+ * (cksum.h) is repaired (rebuilt from the stripe's other chunks, which
+ * must pass theirs, and rewritten, the member's count of checksum errors
+ * raised) and the plan made again; a write error fails the member and the
  * other writes go on, so the live members still hold one consistent
  * codeword in which the failed member's chunk is simply erased.
  *
@@ -31,6 +34,7 @@
 #include "plan.h"
 
 struct gr_bitmap;
+struct gr_cksum;
 struct gr_exec;
 struct gr_journal;
 struct gr_scratch;
@@ -44,6 +48,10 @@ struct gr_exec_parts {
   struct gr_bitmap *bitmap;     /* may be NULL: regions marked before
                                  * writes; a rebuild from a pending
                                  * region's parity is refused (EIO) */
+  struct gr_cksum *cksum;       /* may be NULL: the block checksums, set
+                                 * by every write and verified on every
+                                 * read (a block that fails is rebuilt
+                                 * from the others and rewritten) */
 };
 
 /* NULL after nbdkit_error. */
@@ -54,6 +62,7 @@ void gr_exec_free (struct gr_exec *x);
 const struct gr_geom *gr_exec_geom (const struct gr_exec *x);
 struct gr_members *gr_exec_members (const struct gr_exec *x);
 struct gr_coding *gr_exec_coding (const struct gr_exec *x);
+struct gr_cksum *gr_exec_cksum (const struct gr_exec *x);   /* or NULL */
 
 /* The clients' requests: io.h counts each; the background jobs yield
  * to them (pace.h: GR_PACE_AUTO watches the counter). */
@@ -88,6 +97,8 @@ enum gr_exec_outcome {
 struct gr_exec_result {
   bool touched[GR_MAX_MEMBERS]; /* members written (for FUA): or-ed in */
   uint64_t rewritten;           /* GR_IO_WRITE_CHANGED writes done */
+  uint64_t repaired;            /* blocks that failed their checksums,
+                                 * rebuilt and rewritten */
 };
 
 /* Run plan p; req is the request's buffer at the plan's first byte

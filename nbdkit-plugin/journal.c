@@ -42,7 +42,7 @@ gr_journal_new (const struct gr_geom *g, struct gr_members *ms)
   gr_members_sb (ms, &sb);
   memcpy (j->uuid, sb.uuid, 16);
   j->slot_size = gr_journal_slot_size (g->k, g->m, g->chunk);
-  j->nslots = gr_journal_slot_count (g->data_offset, j->slot_size);
+  j->nslots = gr_journal_slot_count (gr_sb_journal_end (&sb), j->slot_size);
   for (i = 0; i < GR_JOURNAL_MAX_SLOTS; i++)
     pthread_mutex_init (&j->lock[i], NULL);
   return j;

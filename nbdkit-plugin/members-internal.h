@@ -18,6 +18,10 @@ struct member {
   char why[256];                /* why it failed */
   /* atomic: accesses done, bytes moved, errors met (gr_members_counts) */
   uint64_t reads, writes, read_bytes, written_bytes, errors;
+  uint64_t cksum_errors;        /* atomic: blocks that failed their
+                                 * checksum (gr_members_count_cksum) */
+  uint32_t attach;              /* atomic: + 1 each time a replacement
+                                 * takes the slot */
   /* A replacement being rebuilt (failed stays set until it is done):
    * atomic; I/O below front (a member byte offset) is allowed, and the
    * rebuild's own writes below wfront (>= front). */

@@ -23,6 +23,8 @@ rebuild_set_locked (struct gr_members *ms, int i, const char *path,
 
   if (mb->disk && mb->disk != d)
     gr_disk_close (mb->disk);
+  if (mb->disk != d)
+    __atomic_add_fetch (&mb->attach, 1, __ATOMIC_ACQ_REL);
   if (p) {
     free (mb->path);
     mb->path = p;

@@ -436,9 +436,14 @@ gr_members_usable (const struct gr_members *ms, const struct gr_mio *v)
 
   if (!gr_members_failed (ms, v->member))
     return true;
-  /* Its data area only: its metadata area stays zero until it is live. */
-  return __atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE) &&
-    v->off >= ms->sb.data_offset &&
+  /* Its data area and its checksum area (cksum.h) only: the rest of its
+   * metadata area stays zero until it is live. */
+  if (!__atomic_load_n (&mb->rebuilding, __ATOMIC_ACQUIRE))
+    return false;
+  if (ms->sb.cksum_offset && v->off >= ms->sb.cksum_offset &&
+      v->off + v->len <= ms->sb.data_offset)
+    return true;
+  return v->off >= ms->sb.data_offset &&
     v->off + v->len <= __atomic_load_n (v->kind == GR_MIO_WRITE
                                         ? &mb->wfront : &mb->front,
                                         __ATOMIC_ACQUIRE);
@@ -598,6 +603,19 @@ gr_members_counts (const struct gr_members *ms, int i,
   out->written_bytes = __atomic_load_n (&mb->written_bytes,
                                         __ATOMIC_RELAXED);
   out->errors = __atomic_load_n (&mb->errors, __ATOMIC_RELAXED);
+  out->cksum_errors = __atomic_load_n (&mb->cksum_errors, __ATOMIC_RELAXED);
+}
+
+void
+gr_members_count_cksum (struct gr_members *ms, int i)
+{
+  __atomic_add_fetch (&ms->mem[i].cksum_errors, 1, __ATOMIC_RELAXED);
+}
+
+uint32_t
+gr_members_device (const struct gr_members *ms, int i)
+{
+  return __atomic_load_n (&ms->mem[i].attach, __ATOMIC_ACQUIRE);
 }
 
 /* --- shutdown ------------------------------------------------------------ */

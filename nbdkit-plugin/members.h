@@ -183,6 +183,7 @@ bool gr_members_falloc_ok (const struct gr_members *ms,
  * done, their bytes) and errors met (failed accesses and syncs). */
 struct gr_member_counts {
   uint64_t reads, writes, read_bytes, written_bytes, errors;
+  uint64_t cksum_errors;        /* blocks read that failed their checksum */
 };
 void gr_members_counts (const struct gr_members *ms, int i,
                         struct gr_member_counts *out);
@@ -190,6 +191,12 @@ void gr_members_counts (const struct gr_members *ms, int i,
 /* fdatasync (NBD flush) member i (FUA, flush).  A failure fails the member; -1 with
  * errno EIO only when the array has failed. */
 int gr_members_sync (struct gr_members *ms, int i);
+
+/* A block of member i failed its checksum (cksum.h): counted. */
+void gr_members_count_cksum (struct gr_members *ms, int i);
+/* Changes each time a replacement takes slot i (a new device there: what
+ * was cached of the old one is not its). */
+uint32_t gr_members_device (const struct gr_members *ms, int i);
 
 /* Clean shutdown: sync the members, clear the dirty flag (unless kept),
  * close them, free ms. */

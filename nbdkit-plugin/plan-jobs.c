@@ -362,3 +362,57 @@ gr_plan_replay (const struct gr_plan_ctx *c, const struct gr_replay_entry *e,
   }
   return p->kind;
 }
+
+/* --- repair of blocks that failed their checksums ------------------------ */
+
+enum gr_plan_kind
+gr_plan_repair (const struct gr_plan_ctx *c, uint64_t s, uint32_t lo,
+                uint32_t hi, const bool *bad, struct gr_plan *p)
+{
+  const int k = c->g->k, m = c->g->m, n = k + m;
+  const size_t L = hi - lo;
+  bool lst[GR_MAX_MEMBERS], want[GR_MAX_MEMBERS];
+  int er[GR_MAX_MEMBERS], surv[GR_MAX_MEMBERS], nbad = 0, ngood = 0, ne;
+  int i, j;
+
+  batch_start (c, p, GR_PLAN_REPAIR, GR_LOCK_EXCL, s, 1);
+  p->lo = lo;
+  p->hi = hi;
+  for (i = 0; i < n; i++) {
+    nbad += bad[i];
+    ngood += !bad[i] && !lost (c, s, i);
+  }
+  if (nbad == 0)
+    return p->kind = GR_PLAN_SKIP;
+  for (i = 0; i < 2 * n; i++)
+    p->blk[i] = loc (GR_SPACE_SCRATCH, (size_t) i * L);
+  p->nblk = (size_t) 2 * n;
+  p->scratch_len = (size_t) 2 * n * L;
+  /* Every chunk not lost, as it is, into blk[n + i]. */
+  for (i = 0; i < n; i++)
+    if (bad[i] || !lost (c, s, i))
+      add_read (p, gr_map_member (c->g, s, i), moff (c, s, lo), L,
+                p->blk[n + i]);
+  if (ngood < k)
+    return p->kind = GR_PLAN_REFUSE;    /* the reads stay: see plan.h */
+  /* The first k good ones are the survivors; every other chunk is
+   * computed from them into blk[i]: the bad ones to be written, the
+   * other good ones to compare with what was read. */
+  for (i = 0, j = 0; i < n; i++) {
+    lst[i] = true;
+    want[i] = true;
+    if (j < k && !bad[i] && !lost (c, s, i)) {
+      lst[i] = false;
+      j++;
+    }
+  }
+  ne = gr_reconstruct_choose (k, m, lst, want, er, surv);
+  for (i = 0; i < k; i++)
+    add_move (p, GR_STEP_COPY, p->blk[surv[i]], p->blk[n + surv[i]], L);
+  add_reconstruct (p, 0, 1, L, er, ne, false);
+  for (i = 0; i < n; i++)
+    if (bad[i])
+      add_write (p, gr_map_member (c->g, s, i), moff (c, s, lo), L,
+                 p->blk[i]);
+  return p->kind;
+}

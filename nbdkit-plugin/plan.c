@@ -5,6 +5,7 @@
 
 #include "plan.h"
 #include "plan-internal.h"
+#include "format/format.h"
 
 /* Parity of full-stripe writes is encoded in batches of this much. */
 #define FULL_BATCH_PARITY (32u << 20)
@@ -18,8 +19,11 @@ gr_plan_kind_name (enum gr_plan_kind kind)
 {
   static const char *const names[] = {
     "read", "read-degraded", "write-full", "write-rcw", "write-rmw",
-    "write-degraded", "fallocate", "skip", "resync", "refuse",
+    "write-degraded", "fallocate", "skip", "resync", "rebuild", "check",
+    "replay", "repair", "refuse",
   };
+  _Static_assert (sizeof names / sizeof names[0] == GR_PLAN_REFUSE + 1,
+                  "a name for every plan kind");
 
   return kind <= GR_PLAN_REFUSE ? names[kind] : "?";
 }
@@ -158,6 +162,37 @@ span_healthy (const struct gr_plan_ctx *c, const struct gr_span *sp)
   return true;
 }
 
+/* Extent e, for request offset at, in whole blocks (checksums): the
+ * blocks it covers straight into the request, a block it covers only
+ * in part into scratch and the part copied out. */
+static void
+read_blocks (struct gr_plan *p, const struct gr_extent *e, size_t at)
+{
+  const uint64_t B = GR_CKSUM_BLOCK, end = e->member_off + e->len;
+  uint64_t pos = e->member_off;
+
+  while (pos < end) {
+    const uint64_t b = pos / B * B;
+    uint64_t to = b + B < end ? b + B : end;
+
+    if (pos == b && to == b + B) {
+      /* Whole blocks from here: as many as there are. */
+      to = end / B * B;
+      add_read (p, e->member, pos, to - pos,
+                loc (GR_SPACE_REQ, at + (pos - e->member_off)));
+    }
+    else {
+      add_read (p, e->member, b, B, loc (GR_SPACE_SCRATCH, p->scratch_len));
+      add_move (p, GR_STEP_COPY,
+                loc (GR_SPACE_REQ, at + (pos - e->member_off)),
+                loc (GR_SPACE_SCRATCH, p->scratch_len + (pos - b)),
+                to - pos);
+      p->scratch_len += B;
+    }
+    pos = to;
+  }
+}
+
 /* Healthy reads: every touched chunk straight into the request, for as
  * many stripes in a row as are healthy and fit. */
 static void
@@ -176,8 +211,11 @@ plan_read (const struct gr_plan_ctx *c, struct gr_walk *w,
 
     while (left > 0) {
       gr_map_extent (c->g, pos, left, &e);
-      add_read (p, e.member, e.member_off, e.len,
-                loc (GR_SPACE_REQ, pos - p->offset));
+      if (c->cksum)
+        read_blocks (p, &e, pos - p->offset);
+      else
+        add_read (p, e.member, e.member_off, e.len,
+                  loc (GR_SPACE_REQ, pos - p->offset));
       pos += e.len;
       left -= e.len;
     }
@@ -185,7 +223,7 @@ plan_read (const struct gr_plan_ctx *c, struct gr_walk *w,
     p->nstripes++;
     save = *w;
     if (!gr_map_walk_next (w, &sp) || !span_healthy (c, &sp) ||
-        p->nread + (size_t) c->g->k > p->cap_io) {
+        p->nread + (size_t) c->g->k + 2 > p->cap_io) {
       *w = save;
       return;
     }
@@ -251,7 +289,20 @@ write_piece (const struct gr_plan_ctx *c, struct gr_plan *p,
     size_t off;
 
     piece_range (pc, i, &a, &b, &off);
-    if (!lost (c, pc->s, i))
+    if (lost (c, pc->s, i))
+      continue;
+    if (c->cksum && (a % GR_CKSUM_BLOCK || b % GR_CKSUM_BLOCK)) {
+      /* Whole blocks, from the chunk's block in scratch (which holds the
+       * new bytes over the old over [lo, hi)). */
+      const uint32_t a4 = a / GR_CKSUM_BLOCK * GR_CKSUM_BLOCK;
+      const uint32_t b4 = (b + GR_CKSUM_BLOCK - 1) / GR_CKSUM_BLOCK *
+        GR_CKSUM_BLOCK;
+
+      add_write (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, a4),
+                 b4 - a4, loc (GR_SPACE_SCRATCH,
+                               p->blk[i].off + (a4 - pc->lo)));
+    }
+    else
       add_write (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, a),
                  b - a, loc (src, off));
   }
@@ -284,6 +335,18 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
     if (!piece_covers (&pc, i))
       rcw++;
   rmw = (pc.i1 - pc.i0 + 1) + (m - failed_parity);
+  /* With checksums a chunk written in part of a block is written whole:
+   * reconstruct-write has its whole new bytes, read-modify-write only
+   * their delta. */
+  if (c->cksum)
+    for (i = pc.i0; i <= pc.i1; i++) {
+      uint32_t a, b;
+      size_t off;
+
+      piece_range (&pc, i, &a, &b, &off);
+      if (a % GR_CKSUM_BLOCK || b % GR_CKSUM_BLOCK)
+        rmw = rcw + 1;
+    }
 
   for (i = 0; i < n + m; i++)
     p->blk[i] = loc (GR_SPACE_SCRATCH, (size_t) i * L);

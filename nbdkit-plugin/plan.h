@@ -150,6 +150,8 @@ enum gr_plan_kind {
   GR_PLAN_REPLAY,               /* a journal entry: parity recomputed
                                  * from the live data and the journaled
                                  * chunks, written */
+  GR_PLAN_REPAIR,               /* blocks that failed their checksums
+                                 * rebuilt from the others, rewritten */
   GR_PLAN_REFUSE,               /* more than m members lost: EIO */
 };
 
@@ -227,6 +229,11 @@ struct gr_plan_ctx {
   const uint64_t *rb_front;
   bool rb_live;                 /* set by gr_plan_next for a plan below
                                  * a front: its writes are journaled */
+  /* The array keeps block checksums (cksum.h): every member read and
+   * write of the data area covers whole 4096-byte blocks (lm is then a
+   * multiple of 4096), so that each block read can be verified and each
+   * block written gets its checksum from its whole contents. */
+  bool cksum;
 };
 
 /* gr_plan_new and gr_plan_free: steps.h (the plan's arrays). */
@@ -280,6 +287,19 @@ struct gr_replay_entry {
  * chunk that was not journaled is not live. */
 enum gr_plan_kind gr_plan_replay (const struct gr_plan_ctx *c,
                                   const struct gr_replay_entry *e,
+                                  struct gr_plan *p);
+
+/* A repair of stripe s over [lo, hi) of its chunks (multiples of 4096),
+ * the chunks in bad[] (by code index) having failed their checksums:
+ * every chunk not lost (bad ones included) read into blk[n + i], the
+ * first k good ones copied to blk[i] and every other chunk computed from
+ * them into blk[i] (blocks of hi - lo bytes in scratch, 2n of them), the
+ * bad ones written from there.  The executor compares the good chunks
+ * computed with those read before it writes.  GR_PLAN_REFUSE (with the
+ * reads only) if fewer than k chunks are good, GR_PLAN_SKIP if none is
+ * bad. */
+enum gr_plan_kind gr_plan_repair (const struct gr_plan_ctx *c, uint64_t s,
+                                  uint32_t lo, uint32_t hi, const bool *bad,
                                   struct gr_plan *p);
 
 /* Plan the first part of [offset, offset + len) (inside the array, len

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cksum.h"
 #include "job.h"
 #include "log.h"
 #include "rebuild.h"
@@ -152,6 +153,16 @@ rebuild_done (void *arg, const struct gr_plan *p, enum gr_exec_outcome o,
   /* The position (job.h) is all a rebuild keeps of its batches. */
 }
 
+/* The replacements' block checksums are written before they are synced
+ * (a checkpoint, the end): below a checkpoint they are right too. */
+static bool
+flush_cksum (struct gr_rebuild *rb)
+{
+  struct gr_cksum *cs = gr_exec_cksum (rb->x);
+
+  return cs == NULL || gr_cksum_flush (cs) == 0;
+}
+
 /* Every second a checkpoint: a restart resumes from there (the least
  * front, which only written batches move); each tenth, progress. */
 static bool
@@ -162,7 +173,8 @@ rebuild_tick (void *arg, enum gr_job_tick why, int pct)
 
   if (why == GR_JOB_SECOND)
     return gr_job_position (rb->job) >= g->stripes ||
-      gr_members_rebuild_checkpoint (gr_exec_members (rb->x));
+      (flush_cksum (rb) &&
+       gr_members_rebuild_checkpoint (gr_exec_members (rb->x)));
   pthread_mutex_lock (&rb->lock);
   gr_debug ("rebuild of member%s %s: %d%% (%.1f s)", plural (rb->names),
             rb->names, pct, gr_job_seconds (rb->job));
@@ -202,7 +214,8 @@ rebuild_finish (void *arg, enum gr_job_state st)
   pthread_mutex_unlock (&rb->lock);
   if (st == GR_JOB_DONE) {
     /* Synced there before the superblocks say that they are live. */
-    if (!gr_members_rebuild_end (ms, which, GR_REBUILD_DONE))
+    if (!flush_cksum (rb) ||
+        !gr_members_rebuild_end (ms, which, GR_REBUILD_DONE))
       st = GR_JOB_FAILED;
     gr_bitmap_checkpoint (rb->b);
     for (i = 0; i < n; i++)
@@ -218,7 +231,8 @@ rebuild_finish (void *arg, enum gr_job_state st)
                    gr_members_path (ms, i));
       }
   }
-  else if (st == GR_JOB_STOPPED && gr_members_rebuild_checkpoint (ms)) {
+  else if (st == GR_JOB_STOPPED && flush_cksum (rb) &&
+           gr_members_rebuild_checkpoint (ms)) {
     gr_members_rebuild_end (ms, which, GR_REBUILD_PAUSED);
     gr_warn ("rebuild of member%s %s paused at shutdown after %" PRIu64
              " of %" PRIu64 " stripes: it resumes from there when the array "

@@ -208,16 +208,18 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     t.read_bytes += mc.read_bytes;
     t.written_bytes += mc.written_bytes;
     t.errors += mc.errors;
+    t.cksum_errors += mc.cksum_errors;
   }
   if (json) {
     fprintf (f, "{\"uuid\": \"%s\", \"k\": %" PRIu32 ", \"m\": %" PRIu32
              ", \"chunk\": %" PRIu32 ", \"code\": \"%s\", \"size\": %"
              PRIu64 ", \"state\": \"%s\", \"read_only\": %s, \"event\": %"
-             PRIu64 ", \"dirty\": %s,\n", uuid, sb.k, sb.m, sb.chunk,
-             sb.code == GR_CODE_RS ? "rs" : "crs", size,
+             PRIu64 ", \"dirty\": %s, \"integrity\": %s,\n", uuid, sb.k,
+             sb.m, sb.chunk, sb.code == GR_CODE_RS ? "rs" : "crs", size,
              array_state (a, ms, (int) sb.m),
              gr_members_read_only_p (ms) ? "true" : "false", sb.event,
-             sb.flags & GR_SB_FLAG_DIRTY ? "true" : "false");
+             sb.flags & GR_SB_FLAG_DIRTY ? "true" : "false",
+             sb.cksum_offset ? "true" : "false");
     fputs (" \"coder\": {\"cpu_backend\": ", f);
     json_str (f, ci.cpu_backend);
     fputs (", \"gpu\": ", f);
@@ -233,11 +235,12 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
       gr_members_counts (ms, i, &mc);
       fprintf (f, "%s\n  {\"index\": %d, \"path\": ", i ? "," : "", i);
       json_str (f, gr_members_path (ms, i));
-      fprintf (f, ", \"state\": \"%s\", \"errors\": %" PRIu64 ", \"reads\": %"
+      fprintf (f, ", \"state\": \"%s\", \"errors\": %" PRIu64
+               ", \"cksum_errors\": %" PRIu64 ", \"reads\": %"
                PRIu64 ", \"writes\": %" PRIu64 ", \"read_bytes\": %" PRIu64
                ", \"written_bytes\": %" PRIu64 ", \"why\": ",
-               member_state_name (s), mc.errors, mc.reads, mc.writes,
-               mc.read_bytes, mc.written_bytes);
+               member_state_name (s), mc.errors, mc.cksum_errors, mc.reads,
+               mc.writes, mc.read_bytes, mc.written_bytes);
       json_str (f, s == GR_MEMBER_ACTIVE ? NULL : gr_members_why (ms, i));
       fputc ('}', f);
     }
@@ -350,25 +353,29 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
   fprintf (f, "io         %" PRIu64 " reads (%" PRIu64 " MiB), %" PRIu64
            " writes (%" PRIu64 " MiB), %" PRIu64 " errors\n", t.reads,
            t.read_bytes >> 20, t.writes, t.written_bytes >> 20, t.errors);
-  fprintf (f, "members\n  %5s  %-8s %7s %10s %10s %10s %10s  %s\n", "index",
-           "state", "errors", "reads", "writes", "read MiB", "wrote MiB",
-           "path");
+  fprintf (f, "integrity  %s\n", sb.cksum_offset
+           ? "on: a checksum of every 4 KiB block, verified on every read"
+           : "off");
+  fprintf (f, "members\n  %5s  %-8s %7s %7s %10s %10s %10s %10s  %s\n",
+           "index", "state", "errors", "cksum", "reads", "writes", "read MiB",
+           "wrote MiB", "path");
   for (i = 0; i < n; i++) {
     const enum gr_member_state s = gr_members_state (ms, i);
     const char *path = gr_members_path (ms, i);
 
     gr_members_counts (ms, i, &mc);
-    fprintf (f, "  %5d  %-8s %7" PRIu64 " %10" PRIu64 " %10" PRIu64
-             " %10" PRIu64 " %10" PRIu64 "  %s", i, member_state_name (s),
-             mc.errors, mc.reads, mc.writes, mc.read_bytes >> 20,
-             mc.written_bytes >> 20, path ? path : "-");
+    fprintf (f, "  %5d  %-8s %7" PRIu64 " %7" PRIu64 " %10" PRIu64 " %10"
+             PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s", i,
+             member_state_name (s), mc.errors, mc.cksum_errors, mc.reads,
+             mc.writes, mc.read_bytes >> 20, mc.written_bytes >> 20,
+             path ? path : "-");
     if (s != GR_MEMBER_ACTIVE)
       fprintf (f, " (%s)", gr_members_why (ms, i));
     fputc ('\n', f);
   }
   for (i = 0; gr_heal_spare (gr_array_heal (a), i, spare, sizeof spare); i++)
-    fprintf (f, "  %5s  %-8s %7s %10s %10s %10s %10s  %s\n", "-", "spare",
-             "-", "-", "-", "-", "-", spare);
+    fprintf (f, "  %5s  %-8s %7s %7s %10s %10s %10s %10s  %s\n", "-",
+             "spare", "-", "-", "-", "-", "-", "-", spare);
 }
 
 void

@@ -45,6 +45,7 @@ struct sim {
   int n;
   enum gr_code code;
   uint32_t lm;
+  bool cksum;                     /* plans in whole 4 KiB blocks */
   struct gr_coder *coder;
   uint8_t *mem[GR_MAX_MEMBERS];   /* member images */
   size_t mem_size;
@@ -63,7 +64,7 @@ struct sim {
 static const char *const kind_names[] = {
   "read", "read-degraded", "write-full", "write-rcw", "write-rmw",
   "write-degraded", "fallocate", "skip", "resync", "rebuild", "check",
-  "replay", "refuse",
+  "replay", "repair", "refuse",
 };
 
 /* --- the plan's coding calls, on the ref coder ---------------------------- */
@@ -133,11 +134,24 @@ check_reads (struct sim *s, const struct gr_plan *p)
   uint32_t lo = 0, hi = C, L;
 
   switch (p->kind) {
-  case GR_PLAN_READ:
-    CHECK (io_bytes (p->read, p->nread) == p->len,
-           "healthy read of %" PRIu64 " bytes reads %" PRIu64, p->len,
-           io_bytes (p->read, p->nread));
+  case GR_PLAN_READ: {
+    /* Exactly the bytes asked for; with checksums each chunk's part
+     * widened to whole 4 KiB blocks. */
+    uint64_t want = p->len, pos, end = p->offset + p->len;
+
+    if (s->cksum)
+      for (want = 0, pos = p->offset; pos < end; ) {
+        const uint64_t co = pos % C, piece = C - co < end - pos ? C - co
+          : end - pos;
+
+        want += (co + piece + 4095) / 4096 * 4096 - co / 4096 * 4096;
+        pos += piece;
+      }
+    CHECK (io_bytes (p->read, p->nread) == want,
+           "healthy read of %" PRIu64 " bytes reads %" PRIu64 " (want %"
+           PRIu64 ")", p->len, io_bytes (p->read, p->nread), want);
     return;
+  }
   case GR_PLAN_RESYNC:
     CHECK (p->nread == (size_t) n && io_bytes (p->read, p->nread) ==
            n * p->nstripes * C, "resync reads %zu", p->nread);
@@ -187,7 +201,18 @@ check_reads (struct sim *s, const struct gr_plan *p)
   case GR_PLAN_WRITE_RCW:
   case GR_PLAN_WRITE_RMW: {
     int rcw = k - covered, rmw = touched + (m - lost_parity);
-    int want = rcw <= rmw ? rcw : rmw;
+    int want;
+
+    /* With checksums a write of part of a block is a reconstruct-write
+     * (it must write whole blocks). */
+    for (i = i0; s->cksum && i <= i1; i++) {
+      uint64_t a = i == i0 ? so % C : 0;
+      uint64_t b = i == i1 ? (so + p->len - 1) % C + 1 : C;
+
+      if (a % 4096 || b % 4096)
+        rmw = rcw + 1;
+    }
+    want = rcw <= rmw ? rcw : rmw;
 
     CHECK (p->kind == (rmw < rcw ? GR_PLAN_WRITE_RMW : GR_PLAN_WRITE_RCW),
            "write chose %s with rmw=%d rcw=%d", kind_names[p->kind], rmw,
@@ -251,7 +276,7 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
   struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s, 1 };
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .falloc = falloc, .gpu = sim_gpu,
-                           .rb_front = NULL };
+                           .rb_front = NULL, .cksum = s->cksum };
   uint64_t pos = offset, end = offset + len;
   int nfailed = 0, i;
 
@@ -278,6 +303,16 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
            p->nblk <= p->cap_blk && p->nstep <= p->cap_step,
            "plan over capacity");
     check_reads (s, p);
+    /* With checksums every access of the data area is whole blocks. */
+    for (j = 0; s->cksum && j < p->nread + p->nwrite; j++) {
+      const struct gr_io *io = j < p->nread ? &p->read[j]
+        : &p->write[j - p->nread];
+
+      CHECK (io->off % 4096 == 0 && io->len % 4096 == 0, "plan %s: %s of "
+             "member %d at %" PRIu64 " (%" PRIu64 " bytes) not in whole "
+             "4 KiB blocks", kind_names[p->kind], j < p->nread ? "read"
+             : "write", io->member, io->off, io->len);
+    }
     scratch = malloc (p->scratch_len + 1);
     memset (scratch, 0xa5, p->scratch_len + 1);
     b = (struct gr_bufs) { .req = buf ? buf + (p->offset - offset) : NULL,
@@ -580,6 +615,69 @@ ref_chunk (struct sim *s, uint64_t st, int mem, uint8_t *out)
   free (blk);
 }
 
+/* Repair: in a random stripe and 4 KiB row, some live chunks spoiled
+ * (their blocks "failed their checksums"): with at least k good chunks
+ * left the repair plan reads every chunk not lost, writes the bad ones
+ * only, and they hold the reference's bytes again; with fewer it is
+ * refused, with none bad skipped. */
+static void
+check_repair (struct sim *s, const char *what)
+{
+  const int k = s->g.k, m = s->g.m, n = s->n;
+  const uint32_t C = s->g.chunk;
+  struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
+                           .gpu = sim_gpu, .cksum = true };
+  const uint64_t st = test_rand () % s->g.stripes;
+  const uint32_t lo = (uint32_t) (test_rand () % (C / 4096)) * 4096;
+  bool bad[GR_MAX_MEMBERS] = { false };
+  int nlive = 0, nbad = 0, want, i;
+  uint8_t *chunk = malloc (C);
+  struct gr_plan *p = s->batch;
+
+  for (i = 0; i < n; i++)
+    nlive += !s->failed[gr_map_member (&s->g, st, i)];
+  want = (int) (test_rand () % (unsigned) (m + 2));
+  for (int tries = 0; nbad < want && tries < 100; tries++) {
+    i = (int) (test_rand () % (unsigned) n);
+    if (bad[i] || s->failed[gr_map_member (&s->g, st, i)])
+      continue;
+    bad[i] = true;
+    nbad++;
+    s->mem[gr_map_member (&s->g, st, i)]
+      [gr_map_member_offset (&s->g, st, lo) + test_rand () % 4096] ^=
+      (uint8_t) (1 + test_rand () % 255);
+  }
+  gr_plan_repair (&c, st, lo, lo + 4096, bad, p);
+  s->nplans[p->kind]++;
+  if (nbad == 0)
+    CHECK (p->kind == GR_PLAN_SKIP, "%s: repair of nothing is %s", what,
+           kind_names[p->kind]);
+  else if (nlive - nbad < k)
+    CHECK (p->kind == GR_PLAN_REFUSE, "%s: repair of %d bad with %d live "
+           "is %s", what, nbad, nlive, kind_names[p->kind]);
+  else {
+    CHECK (p->kind == GR_PLAN_REPAIR && p->nread == (size_t) nlive,
+           "%s: repair of %d bad: %s, %zu reads", what, nbad,
+           kind_names[p->kind], p->nread);
+    memset (s->written, 0, sizeof s->written);
+    sim_batch (s, p, NULL);
+    for (i = 0; i < n; i++)
+      CHECK (s->written[gr_map_member (&s->g, st, i)] == bad[i],
+             "%s: repair %s chunk %d", what, bad[i] ? "did not write bad"
+             : "wrote good", i);
+    check_consistent (s, what);
+  }
+  /* Put back what the repair did not (refused). */
+  for (i = 0; i < n; i++)
+    if (bad[i]) {
+      const int mem = gr_map_member (&s->g, st, i);
+
+      ref_chunk (s, st, mem, chunk);
+      memcpy (s->mem[mem] + gr_map_member_offset (&s->g, st, 0), chunk, C);
+    }
+  free (chunk);
+}
+
 /* Cut [0, stripes) into random batches; run gen on each. */
 #define EACH_BATCH(s, s0, ns)                                           \
   for (uint64_t s0 = 0, ns = 1; s0 < (s)->g.stripes; s0 += ns)         \
@@ -858,9 +956,9 @@ check_replay (struct sim *s, const char *what)
 
 /* One geometry: fill it healthy, then every failed set. */
 static void
-test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
+test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum)
 {
-  struct sim s = { .n = k + m, .code = code }, base;
+  struct sim s = { .n = k + m, .code = code, .cksum = cksum }, base;
   unsigned set, nsets;
   int i, ops = test_quick () ? 6 : 16;
   char what[128];
@@ -875,6 +973,8 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
                        ? gr_backend_find ("ref") : gr_backend_best ()) == 0,
          "coder");
   s.lm = (uint32_t) gr_coder_len_multiple (s.coder);
+  if (cksum && s.lm < 4096)
+    s.lm = 4096;                /* as the executor makes it (exec.c) */
   s.size = gr_map_size (&s.g);
   s.mem_size = DATA_OFFSET + s.g.stripes * chunk;
   s.ref = calloc (1, s.size);
@@ -890,8 +990,8 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
 
   /* Healthy: random writes over the zeroed array, then a resync repairs
    * parity chunks spoiled on purpose. */
-  snprintf (what, sizeof what, "%d+%d %s healthy", k, m,
-            code == GR_CODE_RS ? "rs" : "crs");
+  snprintf (what, sizeof what, "%d+%d %s%s healthy", k, m,
+            code == GR_CODE_RS ? "rs" : "crs", cksum ? " cksum" : "");
   random_ops (&s, 4 * ops, false, what);
   check_read_all (&s, what);
   check_consistent (&s, what);
@@ -907,6 +1007,8 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
   check_consistent (&s, "after resync");
   check_check (&s, what);
   check_replay (&s, what);
+  for (i = 0; i < 4 && cksum; i++)
+    check_repair (&s, what);
   copy_members (&base, &s);
 
   /* Every failed set of at most m + 1 members. */
@@ -922,8 +1024,9 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
       if (s.failed[i])
         memset (s.mem[i], 0xee, s.mem_size);  /* never to be read */
     }
-    snprintf (what, sizeof what, "%d+%d %s chunk %u, failed set 0x%x", k,
-              m, code == GR_CODE_RS ? "rs" : "crs", chunk, set);
+    snprintf (what, sizeof what, "%d+%d %s%s chunk %u, failed set 0x%x",
+              k, m, code == GR_CODE_RS ? "rs" : "crs", cksum ? " cksum" : "",
+              chunk, set);
     if (nf > m) {
       bool want[GR_MAX_MEMBERS];
 
@@ -944,6 +1047,8 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk)
     check_rebuild_front (&s, what);
     check_check (&s, what);
     check_replay (&s, what);
+    for (i = 0; i < 4 && cksum; i++)
+      check_repair (&s, what);
     {
       /* Every non-empty subset of the failed set rebuilt (beyond 5
        * members, each member alone and all together). */
@@ -989,8 +1094,12 @@ main (void)
   test_seed ("test-plan");
   for (k = 1; k <= 6; k++)
     for (m = 1; k + m <= 7; m++) {
-      test_geometry (k, m, GR_CODE_RS, 4096);
-      test_geometry (k, m, GR_CODE_CRS, 8192);
+      test_geometry (k, m, GR_CODE_RS, 4096, false);
+      test_geometry (k, m, GR_CODE_CRS, 8192, false);
+      /* With checksums: blocks of 4 KiB in chunks of 16 KiB, so that
+       * requests touch blocks in part. */
+      if (k + m <= 5)
+        test_geometry (k, m, GR_CODE_RS, 16384, true);
     }
   return test_done ("test-plan");
 }

@@ -439,11 +439,18 @@ start_array ()
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m="$m" "$@"
 }
 
-# data_offset CHUNK: the metadata area size for a chunk size (contract:
-# 1 MiB, or the chunk if larger).
+# data_offset CHUNK: where the data starts on the members: the data
+# offset of ${members[0]}'s superblock where it has one (an array with
+# integrity has its checksum area before the data), else the rule for an
+# array without (1 MiB, or the chunk if larger).
 data_offset ()
 {
-  local chunk=$1
+  local chunk=$1 f=${members[0]:-}
+  if [ -n "$f" ] && [ -f "$f" ] &&
+     [ "$(head -c 7 "$f" 2>/dev/null | tr -d '\0')" = GPURAID ]; then
+    od -An -t u8 -j 56 -N 8 "$f" | tr -d ' '
+    return
+  fi
   if [ "$chunk" -gt 1048576 ]; then echo "$chunk"; else echo 1048576; fi
 }
 

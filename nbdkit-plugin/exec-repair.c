@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - the executor: repairing a block that failed its checksum.
+ * See exec.h and exec-internal.h.
+ *
+ * The block's row (the same 4 KiB of every chunk of its stripe) is read
+ * again with the stripe held exclusively, every block verified; the
+ * blocks that fail (bad) are rebuilt from the first k that pass, and the
+ * other good ones computed from them too: where they all agree with what
+ * was read the good blocks are one codeword and the bad ones are
+ * rewritten with what it says.  Where they do not, the good blocks
+ * disagree with each other: outside a region that a crash left to
+ * resync that cannot be (EIO, never a guess); inside one it is a write
+ * torn by the crash (a block landed, its checksum or its parity not),
+ * and the blocks are taken as written: their checksums are set from
+ * them, and the resync recomputes the parity (bitmap.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+#include "exec-internal.h"
+#include "bitmap.h"
+#include "cksum.h"
+#include "log.h"
+
+/* What the verification of the row's reads found. */
+enum row_state { ROW_SAME, ROW_CHANGED, ROW_MEMBER_FAILED };
+
+/* Verify the row's reads (mio[0..p->nread), chunk code index of each in
+ * idx[]): bad[] updated, and whether it changed. */
+static enum row_state
+verify_row (struct gr_exec *x, const struct gr_plan *p,
+            const struct gr_mio *mio, const int *idx, bool *bad)
+{
+  enum row_state st = ROW_SAME;
+  uint64_t off;
+
+  for (size_t i = 0; i < p->nread; i++) {
+    if (mio[i].result != GR_MIO_DONE)
+      return ROW_MEMBER_FAILED;
+    switch (gr_cksum_verify (x->cksum, mio[i].member, mio[i].off,
+                             mio[i].buf, mio[i].len, &off)) {
+    case GR_CKSUM_MATCH:
+      if (bad[idx[i]]) {
+        bad[idx[i]] = false;    /* written meanwhile: it passes now */
+        st = ROW_CHANGED;
+      }
+      break;
+    case GR_CKSUM_MISMATCH:
+      if (!bad[idx[i]]) {
+        bad[idx[i]] = true;
+        st = ROW_CHANGED;
+      }
+      break;
+    case GR_CKSUM_UNREADABLE:
+      return ROW_MEMBER_FAILED;
+    }
+  }
+  return st;
+}
+
+/* Do the good chunks computed agree with those read? */
+static bool
+good_agree (const struct gr_plan *p, int n, const bool *lostbad,
+            const uint8_t *scratch)
+{
+  const size_t L = p->hi - p->lo;
+
+  for (int i = 0; i < n; i++)
+    if (!lostbad[i] &&
+        memcmp (scratch + (size_t) i * L, scratch + (size_t) (n + i) * L,
+                L) != 0)
+      return false;
+  return true;
+}
+
+enum gr_exec_outcome
+gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
+                bool torn, struct gr_exec_result *res)
+{
+  const int n = x->g.k + x->g.m;
+  struct gr_plan *p = gr_plan_new (&x->g);
+  struct gr_mio *mio = NULL;
+  uint8_t *scratch = NULL;
+  bool bad[GR_MAX_MEMBERS] = { false }, lostbad[GR_MAX_MEMBERS];
+  int idx[GR_MAX_MEMBERS], ci, tries, i;
+  uint64_t s, logical;
+  uint32_t co;
+  enum gr_exec_outcome r = GR_EXEC_ERROR;
+
+  if (p == NULL ||
+      (mio = calloc (p->cap_io, sizeof *mio)) == NULL ||
+      (scratch = aligned_alloc (4096, (size_t) 2 * n * GR_CKSUM_BLOCK))
+      == NULL) {
+    nbdkit_error ("checksum repair: out of memory");
+    errno = ENOMEM;
+    goto out;
+  }
+  if (gr_map_inverse (&x->g, member, off, &s, &ci, &co, &logical) != 0) {
+    nbdkit_error ("checksum repair: member %d at %" PRIu64 ": not in the "
+                  "data area", member, off);
+    errno = EIO;
+    goto out;
+  }
+  bad[ci] = true;
+  for (tries = 0; tries <= 2 * n; tries++) {
+    struct gr_exec_snap sn;
+    struct gr_plan_ctx c;
+    struct gr_bufs b = { .scratch = scratch, .zero = x->zero };
+    const uint32_t lo = co / GR_CKSUM_BLOCK * GR_CKSUM_BLOCK;
+    enum gr_plan_kind kind;
+    bool pending;
+    int nbad = 0;
+
+    gr_exec_plan_ctx (x, &sn, &c);
+    kind = gr_plan_repair (&c, s, lo, lo + GR_CKSUM_BLOCK, bad, p);
+    if (kind == GR_PLAN_SKIP) {
+      r = GR_EXEC_DONE;         /* nothing fails now */
+      goto out;
+    }
+    if (!held)
+      gr_exec_lock_plan (x, p);
+    pending = torn || (x->bitmap && gr_bitmap_pending (x->bitmap, s, 1));
+    for (i = 0; i < (int) p->nread; i++) {
+      const struct gr_io *io = &p->read[i];
+      uint64_t s2, l2;
+      uint32_t c2;
+
+      mio[i] = (struct gr_mio) { .kind = GR_MIO_READ, .member = io->member,
+                                 .off = io->off, .len = io->len,
+                                 .buf = gr_steps_at (&b, io->buf) };
+      (void) gr_map_inverse (&x->g, io->member, io->off, &s2, &idx[i], &c2,
+                             &l2);
+    }
+    if (gr_members_generation (x->ms) != p->gen)
+      goto again;
+    gr_members_io (x->ms, mio, p->nread, GR_MIO_FAIL_MEMBER);
+    switch (verify_row (x, p, mio, idx, bad)) {
+    case ROW_MEMBER_FAILED:
+    case ROW_CHANGED:
+      goto again;               /* planned again with what it found */
+    case ROW_SAME:
+      break;
+    }
+    for (i = 0; i < n; i++) {
+      lostbad[i] = bad[i] || c.failed[gr_map_member (&x->g, s, i)];
+      nbad += bad[i];
+    }
+    if (kind == GR_PLAN_REFUSE ||
+        gr_exec_code_stage (x, p, &b, 1) != GR_EXEC_DONE ||
+        !good_agree (p, n, lostbad, scratch)) {
+      if (pending) {
+        /* A write torn by the crash: taken as written. */
+        for (i = 0; i < (int) p->nread; i++)
+          if (bad[idx[i]])
+            (void) gr_cksum_update (x->cksum, mio[i].member, mio[i].off,
+                                    mio[i].buf, mio[i].len);
+        gr_verbose ("stripe %" PRIu64 ", bytes %" PRIu32 "+4096 of its "
+                    "chunks (a region the crash left to resync): %d blocks "
+                    "disagree with their checksums and the others do not "
+                    "decide: taken as written, their checksums set, the "
+                    "parity recomputed by the resync", s, lo, nbad);
+        r = GR_EXEC_DONE;
+      }
+      else {
+        for (i = 0; i < n; i++)
+          if (bad[i])
+            gr_members_count_cksum (x->ms, gr_map_member (&x->g, s, i));
+        nbdkit_error ("stripe %" PRIu64 ", bytes %" PRIu32 "+4096 of its "
+                      "chunks: %d blocks failed their checksums and the "
+                      "others cannot rebuild them (%s): EIO", s, lo, nbad,
+                      kind == GR_PLAN_REFUSE ? "too few good chunks left"
+                      : "the good ones disagree");
+        errno = EIO;
+      }
+      if (!held)
+        gr_exec_unlock_plan (x, p);
+      goto out;
+    }
+    r = gr_exec_write_stage (x, p, &b, mio, GR_MIO_FAIL_MEMBER, res);
+    if (!held)
+      gr_exec_unlock_plan (x, p);
+    if (r != GR_EXEC_DONE)
+      goto out;
+    for (i = 0; i < n; i++)
+      if (bad[i]) {
+        const int mb = gr_map_member (&x->g, s, i);
+
+        gr_members_count_cksum (x->ms, mb);
+        res->repaired++;
+        nbdkit_error ("member %d: checksum error at byte %" PRIu64 " (stripe %"
+                      PRIu64 ", %s %d): rebuilt from the other chunks and "
+                      "rewritten", mb, gr_map_member_offset (&x->g, s, lo),
+                      s, i < x->g.k ? "data chunk" : "parity chunk",
+                      i < x->g.k ? i : i - x->g.k);
+      }
+    goto out;
+  again:
+    if (!held)
+      gr_exec_unlock_plan (x, p);
+  }
+  nbdkit_error ("stripe %" PRIu64 ": checksum repair did not settle: EIO", s);
+  errno = EIO;
+  r = GR_EXEC_ERROR;
+ out:
+  free (scratch);
+  free (mio);
+  gr_plan_free (p);
+  return r;
+}
