@@ -47,27 +47,6 @@ gr_sb_journal_end (const struct gr_sb *sb)
 }
 
 uint64_t
-gr_cksum_layout_bytes (uint64_t data_size)
-{
-  return (data_size / GR_CKSUM_BLOCK * 4 + 4095) / 4096 * 4096;
-}
-
-uint32_t
-gr_cksum_block (const void *block)
-{
-  static uint32_t zero_crc;     /* crc32c of a zero block, made once */
-  uint32_t z = __atomic_load_n (&zero_crc, __ATOMIC_RELAXED);
-
-  if (z == 0) {
-    static const uint8_t zeros[GR_CKSUM_BLOCK];
-
-    z = gr_crc32c (0, zeros, sizeof zeros);
-    __atomic_store_n (&zero_crc, z, __ATOMIC_RELAXED);
-  }
-  return gr_crc32c (0, block, GR_CKSUM_BLOCK) ^ z;
-}
-
-uint64_t
 gr_journal_slot_offset (size_t slot_size, unsigned q)
 {
   return GR_JOURNAL_OFFSET + (uint64_t) q * slot_size;

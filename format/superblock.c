@@ -27,6 +27,27 @@ gr_crc32c (uint32_t crc, const void *buf, size_t len)
   return ~crc;
 }
 
+uint64_t
+gr_cksum_layout_bytes (uint64_t data_size)
+{
+  return (data_size / GR_CKSUM_BLOCK * 4 + 4095) / 4096 * 4096;
+}
+
+uint32_t
+gr_cksum_block (const void *block)
+{
+  static uint32_t zero_crc;     /* crc32c of a zero block, made once */
+  uint32_t z = __atomic_load_n (&zero_crc, __ATOMIC_RELAXED);
+
+  if (z == 0) {
+    static const uint8_t zeros[GR_CKSUM_BLOCK];
+
+    z = gr_crc32c (0, zeros, sizeof zeros);
+    __atomic_store_n (&zero_crc, z, __ATOMIC_RELAXED);
+  }
+  return gr_crc32c (0, block, GR_CKSUM_BLOCK) ^ z;
+}
+
 int
 gr_sb_validate (const struct gr_sb *sb)
 {

@@ -19,6 +19,7 @@
 #include "members.h"
 #include "resync.h"
 #include "cksum.h"
+#include "common/now.h"
 #include "scratch.h"
 
 struct gr_array {
@@ -258,6 +259,53 @@ plan_resync (struct gr_array *arr, const struct gr_assembly *a)
   return 0;
 }
 
+/* A dirty degraded array with block checksums, after the journal's
+ * replay: where writes were made at the crash a block and its checksum
+ * may disagree (the write landed, the checksum not: taken as written;
+ * unless the stripe's other chunks decide it), and no resync can run:
+ * those regions are read and verified now.  Where it cannot be done (no
+ * chunk of redundancy left) the array stays dirty.  0, or -1. */
+static int
+verify_suspect (struct gr_array *arr, const struct gr_assembly *a)
+{
+  const uint64_t ns = gr_bitmap_load_suspect (arr->bitmap, !a->bitmap_kept);
+  const uint64_t region = gr_bitmap_region_size (arr->bitmap);
+  const double t0 = gr_now ();
+  uint64_t r, left = 0;
+
+  if (ns == 0)
+    return 0;
+  for (r = gr_bitmap_next_suspect (arr->bitmap, 0);
+       r < gr_bitmap_regions (arr->bitmap);
+       r = gr_bitmap_next_suspect (arr->bitmap, r + 1)) {
+    const uint64_t s0 = r * region;
+    const uint64_t n = a->geom.stripes - s0 < region ? a->geom.stripes - s0
+      : region;
+
+    switch (gr_exec_verify_stripes (arr->x, s0, n)) {
+    case GR_EXEC_DONE:
+      gr_bitmap_unsuspect (arr->bitmap, r);
+      break;
+    case GR_EXEC_UNSUPPORTED:
+      left++;
+      break;
+    default:
+      nbdkit_error ("verifying the block checksums of region %" PRIu64
+                    " failed", r);
+      return -1;
+    }
+  }
+  gr_warn ("the array was not shut down cleanly while degraded: the block "
+           "checksums of the %" PRIu64 " regions written at the crash were "
+           "verified (%.1f s)%s", ns, gr_now () - t0, left
+           ? "; some could not be (no redundancy left): blocks there that "
+           "disagree with their checksums are taken as written when read, "
+           "and the array stays dirty" : "");
+  if (left)
+    gr_members_keep_dirty (arr->ms);
+  return 0;
+}
+
 /* A dirty degraded array: replay the journal.  If every write of the
  * session that crashed was journaled, the array is consistent again;
  * else warn, and keep the dirty flag so that every start warns. */
@@ -271,6 +319,8 @@ repair_degraded (struct gr_array *arr, const struct gr_assembly *a,
   if (gr_journal_slots (arr->journal))
     r = gr_replay_journal (arr->x, arr->journal, &n);
   if (r == GR_REPLAY_FAILED)
+    return -1;
+  if (arr->cksum && verify_suspect (arr, a) == -1)
     return -1;
   if (r == GR_REPLAY_DONE && (a->sb.flags & GR_SB_FLAG_JOURNALED)) {
     gr_warn ("the array was not shut down cleanly while degraded: stripes "

@@ -28,6 +28,9 @@ struct gr_bitmap {
   uint8_t *bits;                /* as wanted on disk (nbytes) */
   uint8_t *pending;             /* a bit per region: resync not done */
   uint64_t npending;            /* atomic: its count */
+  uint8_t *suspect;             /* a bit per region: its block checksums
+                                 * may miss writes of a crash (kept set) */
+  uint64_t nsuspect;            /* atomic: its count */
   uint8_t *touched;             /* a bit per region: written this pass */
   uint64_t *set_gen;            /* per region: gen that set its bit */
   uint32_t *inflight;           /* per region: plans writing */
@@ -74,11 +77,12 @@ gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
   b->bits = calloc (1, b->nbytes);
   b->out = calloc (1, b->nbytes);
   b->pending = calloc (1, b->nbytes);
+  b->suspect = calloc (1, b->nbytes);
   b->touched = calloc (1, b->nbytes);
   b->set_gen = calloc (b->nregions, sizeof *b->set_gen);
   b->inflight = calloc (b->nregions, sizeof *b->inflight);
-  if (!b->bits || !b->out || !b->pending || !b->touched || !b->set_gen ||
-      !b->inflight)
+  if (!b->bits || !b->out || !b->pending || !b->suspect || !b->touched ||
+      !b->set_gen || !b->inflight)
     goto err;
   pthread_mutex_init (&b->lock, NULL);
   pthread_cond_init (&b->cond, NULL);
@@ -88,7 +92,7 @@ gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
  err:
   nbdkit_error ("bitmap: %m");
   if (b) {
-    free (b->bits); free (b->out); free (b->pending); free (b->touched);
+    free (b->bits); free (b->out); free (b->pending); free (b->suspect); free (b->touched);
     free (b->set_gen); free (b->inflight);
   }
   free (b);
@@ -110,7 +114,7 @@ gr_bitmap_free (struct gr_bitmap *b)
   pthread_mutex_destroy (&b->lock);
   pthread_cond_destroy (&b->cond);
   pthread_cond_destroy (&b->stop_cond);
-  free (b->bits); free (b->out); free (b->pending); free (b->touched);
+  free (b->bits); free (b->out); free (b->pending); free (b->suspect); free (b->touched);
   free (b->set_gen); free (b->inflight);
   free (b);
 }
@@ -127,8 +131,10 @@ gr_bitmap_region_size (const struct gr_bitmap *b)
   return b->region;
 }
 
-uint64_t
-gr_bitmap_load (struct gr_bitmap *b, bool all)
+/* The regions whose bit is set on a live member (every region: all)
+ * set, and marked in `into` (pending or suspect); their count. */
+static uint64_t
+load (struct gr_bitmap *b, bool all, uint8_t *into)
 {
   uint8_t *buf = calloc (1, b->nbytes);
   uint64_t r, npending = 0;
@@ -159,15 +165,47 @@ gr_bitmap_load (struct gr_bitmap *b, bool all)
     if (all)
       set_bit (b->bits, r);
     if (test_bit (b->bits, r)) {
-      set_bit (b->pending, r);
+      set_bit (into, r);
       npending++;
     }
   }
-  __atomic_store_n (&b->npending, npending, __ATOMIC_RELEASE);
   /* Bits past the last region are never set. */
   for (r = b->nregions; r < (uint64_t) b->nbytes * 8; r++)
     clear_bit (b->bits, r);
   return npending;
+}
+
+uint64_t
+gr_bitmap_load (struct gr_bitmap *b, bool all)
+{
+  uint64_t n = load (b, all, b->pending);
+
+  __atomic_store_n (&b->npending, n, __ATOMIC_RELEASE);
+  return n;
+}
+
+uint64_t
+gr_bitmap_load_suspect (struct gr_bitmap *b, bool all)
+{
+  uint64_t n = load (b, all, b->suspect);
+
+  __atomic_store_n (&b->nsuspect, n, __ATOMIC_RELEASE);
+  return n;
+}
+
+bool
+gr_bitmap_suspect (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
+{
+  uint64_t r, r0 = s0 / b->region, r1 = (s0 + ns - 1) / b->region;
+  bool any = false;
+
+  if (__atomic_load_n (&b->nsuspect, __ATOMIC_ACQUIRE) == 0)
+    return false;
+  pthread_mutex_lock (&b->lock);
+  for (r = r0; r <= r1 && !any; r++)
+    any = test_bit (b->suspect, r);
+  pthread_mutex_unlock (&b->lock);
+  return any;
 }
 
 /* Write the bits to every live member, durably when sync (RWF_DSYNC:
@@ -319,6 +357,27 @@ gr_bitmap_next_pending (struct gr_bitmap *b, uint64_t r)
   return r;
 }
 
+uint64_t
+gr_bitmap_next_suspect (struct gr_bitmap *b, uint64_t r)
+{
+  pthread_mutex_lock (&b->lock);
+  while (r < b->nregions && !test_bit (b->suspect, r))
+    r++;
+  pthread_mutex_unlock (&b->lock);
+  return r;
+}
+
+void
+gr_bitmap_unsuspect (struct gr_bitmap *b, uint64_t r)
+{
+  pthread_mutex_lock (&b->lock);
+  if (test_bit (b->suspect, r))
+    __atomic_sub_fetch (&b->nsuspect, 1, __ATOMIC_RELEASE);
+  clear_bit (b->suspect, r);
+  set_bit (b->touched, r);
+  pthread_mutex_unlock (&b->lock);
+}
+
 void
 gr_bitmap_resynced (struct gr_bitmap *b, uint64_t r)
 {
@@ -343,7 +402,7 @@ clear_pass (struct gr_bitmap *b, uint8_t *cand, bool now)
   pthread_mutex_lock (&b->lock);
   for (r = 0; r < b->nregions; r++) {
     if (!test_bit (b->bits, r) || test_bit (b->pending, r) ||
-        b->inflight[r] > 0)
+        test_bit (b->suspect, r) || b->inflight[r] > 0)
       continue;
     if (test_bit (b->touched, r) && !now)
       clear_bit (b->touched, r);        /* idle for one more pass */

@@ -52,6 +52,22 @@ uint64_t gr_bitmap_region_size (const struct gr_bitmap *b);  /* stripes */
  * or a member's bitmap cannot be read).  Returns the pending count. */
 uint64_t gr_bitmap_load (struct gr_bitmap *b, bool all);
 
+/* At assembly of a dirty degraded array with block checksums, after the
+ * journal's replay: every region whose bit is set on a live member (every
+ * region: all) becomes set and suspect: a write the crash tore may have
+ * left a block and its checksum apart there, and no resync can run to
+ * set them right: they are verified (gr_exec_verify_stripes) and then
+ * unsuspected.  A suspect region's bit is not cleared.  Returns the
+ * suspect count. */
+uint64_t gr_bitmap_load_suspect (struct gr_bitmap *b, bool all);
+/* Is a region of stripes [s0, s0 + ns) suspect? */
+bool gr_bitmap_suspect (struct gr_bitmap *b, uint64_t s0, uint64_t ns);
+/* The first suspect region at or after r (gr_bitmap_regions: none). */
+uint64_t gr_bitmap_next_suspect (struct gr_bitmap *b, uint64_t r);
+/* Region r's checksums were verified: no longer suspect (its bit is
+ * cleared lazily, as after a write). */
+void gr_bitmap_unsuspect (struct gr_bitmap *b, uint64_t r);
+
 /* The hook of the dirty superblock update (gr_members_on_dirty, under the
  * superblock lock): write the bits to every live member, unsynced (the
  * superblock write syncs them).  true when all were written: the dirty

@@ -121,7 +121,8 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
     }
     if (!held)
       gr_exec_lock_plan (x, p);
-    pending = torn || (x->bitmap && gr_bitmap_pending (x->bitmap, s, 1));
+    pending = torn || (x->bitmap && (gr_bitmap_pending (x->bitmap, s, 1) ||
+                                     gr_bitmap_suspect (x->bitmap, s, 1)));
     for (i = 0; i < (int) p->nread; i++) {
       const struct gr_io *io = &p->read[i];
       uint64_t s2, l2;
@@ -206,6 +207,44 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
  out:
   free (scratch);
   free (mio);
+  gr_plan_free (p);
+  return r;
+}
+
+enum gr_exec_outcome
+gr_exec_verify_stripes (struct gr_exec *x, uint64_t s0, uint64_t ns)
+{
+  const size_t n = (size_t) x->g.k + x->g.m;
+  uint64_t per = ((uint64_t) 64 << 20) / (n * x->g.chunk), s = s0;
+  struct gr_plan *p;
+  enum gr_exec_outcome r = GR_EXEC_DONE;
+
+  if (per < 1)
+    per = 1;
+  if (per > ns)
+    per = ns;
+  p = gr_plan_new_batch (&x->g, per);
+  if (p == NULL) {
+    nbdkit_error ("verify: out of memory");
+    return GR_EXEC_ERROR;
+  }
+  while (s < s0 + ns && r == GR_EXEC_DONE) {
+    const uint64_t k = s0 + ns - s < per ? s0 + ns - s : per;
+    struct gr_exec_result res = { .rewritten = 0 };
+    struct gr_exec_snap sn;
+    struct gr_plan_ctx c;
+
+    gr_exec_plan_ctx (x, &sn, &c);
+    if (gr_plan_check (&c, false, s, k, p) == GR_PLAN_REFUSE) {
+      r = GR_EXEC_UNSUPPORTED;  /* nothing left to check against */
+      break;
+    }
+    r = gr_exec_run (x, p, NULL, GR_MIO_FAIL_MEMBER, &res);
+    if (r == GR_EXEC_REPLAN)
+      r = GR_EXEC_DONE;         /* again from s */
+    else if (r == GR_EXEC_DONE)
+      s += k;
+  }
   gr_plan_free (p);
   return r;
 }

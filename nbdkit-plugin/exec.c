@@ -344,7 +344,11 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
       }
       return GR_EXEC_REPLAN;    /* a member failed: again without it */
     }
-  if (x->cksum && read_bad (x, p, mio, &member, &off)) {
+  /* Salvage (read-only) serves what is there, as it says: a member it
+   * brought back missed the writes, and the checksums, made after it
+   * failed, and nothing may be repaired. */
+  if (x->cksum && !gr_members_read_only_p (x->ms) &&
+      read_bad (x, p, mio, &member, &off)) {
     /* member -1: a member failed (again without it); else repair it. */
     bad->member = member;
     bad->off = off;

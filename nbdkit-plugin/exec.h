@@ -109,6 +109,13 @@ enum gr_exec_outcome gr_exec_run (struct gr_exec *x, struct gr_plan *p,
                                   uint8_t *req, enum gr_mio_policy policy,
                                   struct gr_exec_result *res);
 
+/* Read every live chunk of stripes [s0, s0 + ns) and verify their block
+ * checksums, repairing those that fail (as any read does): DONE,
+ * UNSUPPORTED (no chunk of redundancy left to check against: nothing
+ * read) or ERROR. */
+enum gr_exec_outcome gr_exec_verify_stripes (struct gr_exec *x, uint64_t s0,
+                                             uint64_t ns);
+
 /* Wait until the member writes of every plan that is not journaled and
  * has begun writing are done.  From the moment a member has failed, a
  * request's or the resync's plan that is not journaled (made before the

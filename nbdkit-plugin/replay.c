@@ -24,19 +24,27 @@ gr_replay_journal (struct gr_exec *x, struct gr_journal *j,
     struct gr_exec_snap sn;
     struct gr_plan_ctx c;
     uint8_t *payload;
-    enum gr_exec_outcome o;
+    enum gr_exec_outcome o = GR_EXEC_ERROR;
 
     if (!gr_journal_entry (j, q, &e, &payload))
       continue;
-    gr_exec_plan_ctx (x, &sn, &c);
-    if (gr_plan_replay (&c, &e, p) == GR_PLAN_REFUSE) {
+    /* Planned again after a block that failed its checksum was
+     * repaired (exec.h), a few times at most. */
+    for (int tries = 0; tries < 8; tries++) {
+      gr_exec_plan_ctx (x, &sn, &c);
+      if (gr_plan_replay (&c, &e, p) == GR_PLAN_REFUSE)
+        break;
+      o = gr_exec_run (x, p, payload, GR_MIO_REPORT, &res);
+      if (o != GR_EXEC_REPLAN)
+        break;
+    }
+    if (p->kind == GR_PLAN_REFUSE) {
       gr_warn ("journal: stripe %" PRIu64 " cannot be replayed: a data "
                "chunk it did not journal is lost too", e.stripe);
       out = GR_REPLAY_PARTLY;
       free (payload);
       continue;
     }
-    o = gr_exec_run (x, p, payload, GR_MIO_REPORT, &res);
     free (payload);
     if (o != GR_EXEC_DONE) {
       nbdkit_error ("journal: replaying stripe %" PRIu64 " failed",

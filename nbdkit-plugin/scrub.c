@@ -105,6 +105,9 @@ scrub_done (void *arg, const struct gr_plan *p, enum gr_exec_outcome o,
                   gr_members_nfailed (ms));
     return;
   }
+  pthread_mutex_lock (&sc->lock);
+  sc->counts.cksum_repaired += res->repaired;
+  pthread_mutex_unlock (&sc->lock);
   if (o != GR_EXEC_DONE)
     return;
   if (p->kind == GR_PLAN_SKIP) {

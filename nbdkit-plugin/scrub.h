@@ -58,6 +58,9 @@ struct gr_scrub_counts {
   uint64_t located;             /* of those, one corrupt chunk named */
   uint64_t repaired;            /* of those, written back */
   uint64_t skipped;             /* stripes not checked (resync pending) */
+  uint64_t cksum_repaired;      /* blocks that failed their checksums,
+                                 * rebuilt and rewritten (with or
+                                 * without repair, as any read does) */
 };
 
 /* Scrub stripes [from, end); repair: write back what is located.  NULL

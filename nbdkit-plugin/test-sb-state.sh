@@ -11,7 +11,8 @@ requires_plugin
 requires_py
 
 # sb.py FILE: print "uuid index k m code chunk flags doff dsize event failed
-# region" after checking magic, version, size field, reserved bytes and crc32c.
+# region cksum" after checking magic, version, size field, reserved bytes
+# and crc32c.
 cat > "$tmpdir/sb.py" <<'PYEOF'
 import struct, sys
 def crc32c(b):
@@ -26,14 +27,15 @@ b = open(sys.argv[1], "rb").read(4096)
 if b[:8] != b"GPURAID\0": sys.exit("bad magic")
 ver, size = struct.unpack_from("<II", b, 8)
 if ver != 1 or size != 4096: sys.exit("bad version/size")
-if any(b[128:4092]): sys.exit("reserved bytes not zero")
+if any(b[128:192]) or any(b[200:4092]): sys.exit("reserved bytes not zero")
 if struct.unpack_from("<I", b, 4092)[0] != crc32c(b[:4092]): sys.exit("bad crc")
 k, m, code, chunk, idx, flags = struct.unpack_from("<6I", b, 32)
 doff, dsize, event, ctime = struct.unpack_from("<4Q", b, 56)
 failed = [i for i in range(256) if b[88 + i // 8] >> (i % 8) & 1]
 region = struct.unpack_from("<Q", b, 120)[0]
+cksum = struct.unpack_from("<Q", b, 192)[0]
 print(b[16:32].hex(), idx, k, m, code, chunk, flags, doff, dsize, event,
-      ",".join(map(str, failed)) or "-", region)
+      ",".join(map(str, failed)) or "-", region, cksum)
 PYEOF
 
 sb () { $PY "$tmpdir/sb.py" "$1" || fail "$1: invalid superblock"; }
@@ -64,13 +66,16 @@ run_nbdkit -U - "$PLUGIN" "${args[@]}" m=1 chunk=8K code=crs create=true \
   --run true || fail "create"
 uuid=$(field "$tmpdir/d0" 1)
 for (( i = 0; i < n; i++ )); do
-  read -r u idx k m code chunk flags doff dsize event failed region \
+  read -r u idx k m code chunk flags doff dsize event failed region cksum \
     <<<"$(sb "$tmpdir/d$i")"
   # The bitmap region: 64 MiB of a member in 8 KiB chunks.
   [ "$u $idx $k $m $code $chunk $flags $event $failed $region" = \
     "$uuid $i 2 1 2 8192 0 1 - 8192" ] || fail "member $i after create: $(sb "$tmpdir/d$i")"
-  [ "$doff" = 1048576 ] && [ "$dsize" = $(( 2 * 1024 * 1024 )) ] ||
-    fail "member $i: data offset/size $doff $dsize"
+  # Checksums (the default): their area at 1 MiB, 4 bytes for each 4 KiB
+  # of the 2 MiB after it (one block), the data at the next chunk.
+  [ "$cksum" = 1048576 ] && [ "$doff" = $(( 1048576 + 8192 )) ] &&
+    [ "$dsize" = $(( 2 * 1024 * 1024 - 8192 )) ] ||
+    fail "member $i: checksums/data offset/size $cksum $doff $dsize"
 done
 echo "create: OK ($(sb "$tmpdir/d0"))"
 

@@ -439,18 +439,22 @@ start_array ()
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m="$m" "$@"
 }
 
-# data_offset CHUNK: where the data starts on the members: the data
-# offset of ${members[0]}'s superblock where it has one (an array with
-# integrity has its checksum area before the data), else the rule for an
-# array without (1 MiB, or the chunk if larger).
+# data_offset CHUNK [FILE...]: where the data starts on the members: the
+# data offset in the superblock of the first of FILE... (else of
+# ${members[@]}) that has one (an array with integrity has its checksum
+# area before the data), else the rule for an array without (1 MiB, or
+# the chunk if larger).
 data_offset ()
 {
-  local chunk=$1 f=${members[0]:-}
-  if [ -n "$f" ] && [ -f "$f" ] &&
-     [ "$(head -c 7 "$f" 2>/dev/null | tr -d '\0')" = GPURAID ]; then
-    od -An -t u8 -j 56 -N 8 "$f" | tr -d ' '
-    return
-  fi
+  local chunk=$1 f
+  shift
+  for f in "$@" "${members[@]}"; do
+    if [ -f "$f" ] &&
+       [ "$(head -c 7 "$f" 2>/dev/null | tr -d '\0')" = GPURAID ]; then
+      od -An -t u8 -j 56 -N 8 "$f" | tr -d ' '
+      return
+    fi
+  done
   if [ "$chunk" -gt 1048576 ]; then echo "$chunk"; else echo 1048576; fi
 }
 
@@ -494,10 +498,12 @@ check_parity ()
 {
   local k=$1 m=$2 chunk=$3 code=$4
   shift 4
-  echo "+ gpuraid-check -k $k -m $m -c $chunk -t $code -o $(data_offset "$chunk") ${check_backend:+-b $check_backend }$*"
+  local off
+  off=$(data_offset "$chunk" "$@")
+  echo "+ gpuraid-check -k $k -m $m -c $chunk -t $code -o $off ${check_backend:+-b $check_backend }$*"
   # shellcheck disable=SC2086
   if ! "$CHECK" -k "$k" -m "$m" -c "$chunk" -t "$code" \
-       -o "$(data_offset "$chunk")" ${check_backend:+-b "$check_backend"} "$@"; then
+       -o "$off" ${check_backend:+-b "$check_backend"} "$@"; then
     echo "$0: FAIL: gpuraid-check found parity errors (k=$k m=$m chunk=$chunk code=$code)"
     exit 1
   fi

@@ -3,8 +3,9 @@
 # The fault-injection script (scripts/gpuraid-fault) on live arrays, 4+2,
 # 16K chunks:
 #   1. corrupt: a data chunk and (--parity 1) a parity chunk overwritten
-#      where the script says; a scrub names exactly those members and
-#      chunks, and --repair brings every byte back;
+#      where the script says; a scrub finds them by their block checksums
+#      (integrity, the default) on exactly those members and brings every
+#      byte back (test-scrub checks the syndrome's location without);
 #   2. kill: the server killed during writes; the restart resyncs and the
 #      offline checker finds every stripe consistent;
 #   3. flaky (needs FUSE): member 5 served through the error and delay
@@ -35,12 +36,18 @@ read -r mb1 at1 < <(sed -n 's/^corrupted 300 bytes of member \([0-9]*\) .* at by
 read -r mb2 at2 < <(sed -n 's/^corrupted [0-9]* bytes of member \([0-9]*\) .* at byte \([0-9]*\)$/\1 \2/p' "$tmpdir/c2")
 [ "$mb1" = $(( (2 - 5 % n + n) % n )) ] || fail "data chunk 2 of stripe 5 is not on member $mb1"
 [ "$mb2" = $(( (k + 1 - 17 % n + 2 * n) % n )) ] || fail "parity 1 of stripe 17 is not on member $mb2"
-[ "$at1" = $(( 1048576 + 5 * chunk + 1000 )) ] || fail "data corrupted at $at1"
+[ "$at1" = $(( $(data_offset $chunk) + 5 * chunk + 1000 )) ] || fail "data corrupted at $at1"
 grep -q "^corrupted 16374 bytes" "$tmpdir/c2" || fail "the parity corruption went past its chunk: $(cat "$tmpdir/c2")"
 "$CTL" -c "$ctl" scrub --repair >/dev/null || fail "scrub"
 timeout 60 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
-got=$(ctl_json '" ".join("%d:%d:%d" % (r["stripe"], r["member"], r["repaired"]) for r in s["scrub"]["reports"])')
-[ "$got" = "5:$mb1:1 17:$mb2:1" ] || fail "scrub reports $got"
+# 300 bytes in one 4 KiB block; 16374 bytes of parity: its chunk from
+# byte 10 on, 4 blocks.
+got=$(ctl_json '"%d %d %d" % (s["scrub"]["cksum_repaired"], s["members"]['"$mb1"']["cksum_errors"], s["members"]['"$mb2"']["cksum_errors"])')
+[ "$got" = "5 1 4" ] || fail "scrub repaired (blocks, member $mb1, member $mb2): $got"
+got=$(ctl_json 'sum(m["cksum_errors"] for m in s["members"])')
+[ "$got" = 5 ] || fail "checksum errors on other members: $got"
+got=$(ctl_json 'len(s["scrub"]["reports"])')
+[ "$got" = 0 ] || fail "the scrub found stripes inconsistent after the checksums' repairs: $got"
 verify "repaired"
 echo "corrupt: OK"
 

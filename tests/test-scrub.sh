@@ -26,7 +26,9 @@
 #      with m members failed, an unknown option;
 #   8. on the stand-in GPU coder (fake_gpu=2, every operation there): the
 #      corrupt chunk repaired, coded there (its count), no fallback.
-# On the GPU machine test-gpu-array scrubs with the real GPU.
+# On the GPU machine test-gpu-array scrubs with the real GPU.  The arrays
+# keep no block checksums (integrity=off): the syndrome's own location is
+# tested here; tests/test-integrity.sh has scrubs that use checksums.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -64,7 +66,7 @@ data_sums ()    # the members' data areas (a scrub updates superblocks)
 
 make_members $n 8M
 set_args
-ctl_serve m=$m chunk=$chunk create=true
+ctl_serve m=$m chunk=$chunk create=true integrity=off
 size=$(nbdinfo --size "$uri")
 stripes=$(( size / (k * chunk) ))
 head -c "$size" /dev/urandom >"$tmpdir/expect"
@@ -167,7 +169,7 @@ echo "degraded scrub: OK"
 echo "=== 6. stop and go on"
 make_members $n 8M c
 set_args
-ctl_serve m=$m chunk=$chunk create=true
+ctl_serve m=$m chunk=$chunk create=true integrity=off
 nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
 "$CTL" -c "$ctl" rate 2000000 >/dev/null || fail "rate"
 scrub_started () { "$CTL" -c "$ctl" scrub | tee "$tmpdir/scrub.out" || fail "scrub: $(cat "$tmpdir/scrub.out")"; }
@@ -225,7 +227,7 @@ echo "refusals: OK"
 echo "=== 8. the scrub's coding on a stand-in GPU coder"
 make_members $n 8M d
 set_args
-nbdkit_opts="-D gpuraid.fake_gpu=2" ctl_serve m=$m chunk=$chunk create=true
+nbdkit_opts="-D gpuraid.fake_gpu=2" ctl_serve m=$m chunk=$chunk create=true integrity=off
 nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
 corrupt 7 1 300 1000
 scrub --repair

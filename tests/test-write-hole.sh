@@ -118,7 +118,9 @@ for g in 2:1:0 4:2:0,5; do
     start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
   write_one
   stop_nbdkit "$pid"
-  tid=$(grep -a "$(printf '\\\\247\\\\247\\\\247')" "$tmpdir/dry.log" | head -n 1 | cut -d' ' -f1)
+  # (The thread that journals the write: its data write, of a whole
+  # 4 KiB block with checksums, starts with the block's old bytes.)
+  tid=$(grep -a 'GRJOURNL' "$tmpdir/dry.log" | head -n 1 | cut -d' ' -f1)
   last=$(grep -c "^$tid .*pwrite64(" "$tmpdir/dry.log")
   nv2=$(grep -c "^$tid .*pwritev2(" "$tmpdir/dry.log")
   echo "writing thread $tid: $last pwrite calls, $nv2 pwritev2 calls"
