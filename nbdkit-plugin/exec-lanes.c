@@ -101,8 +101,12 @@ plan_and_read (struct gr_exec_lanes *l, struct lane *ln,
     /* The batch's stripes are held: the repair runs under them. */
     if (bad.member >= 0 &&
         gr_exec_repair (x, bad.member, bad.off, true, false, res) !=
-        GR_EXEC_DONE)
-      return GR_EXEC_ERROR;
+        GR_EXEC_DONE) {
+      if (!l->ops.go_on_unrecoverable || errno != EIO)
+        return GR_EXEC_ERROR;
+      res->unrecoverable++;
+      return GR_EXEC_DONE;
+    }
   } while (r == GR_EXEC_REPLAN);
   return r;
 }

@@ -99,6 +99,7 @@ struct gr_exec_result {
   uint64_t rewritten;           /* GR_IO_WRITE_CHANGED writes done */
   uint64_t repaired;            /* blocks that failed their checksums,
                                  * rebuilt and rewritten */
+  uint64_t unrecoverable;       /* such blocks that could not be */
 };
 
 /* Run plan p; req is the request's buffer at the plan's first byte
@@ -134,6 +135,11 @@ void gr_exec_journal_drain (struct gr_exec *x);
 struct gr_exec_batches {
   enum gr_lock_mode lock;       /* a batch's stripes are held so */
   enum gr_mio_policy policy;
+  /* A block that fails its checksum and cannot be repaired (too few good
+   * chunks left) does not fail the batch: it is counted (unrecoverable)
+   * and the batch goes on with what was read (a scrub, whose check then
+   * reports the stripe). */
+  bool go_on_unrecoverable;
   /* Plan batch [s0, s0 + ns) into p (made with gr_plan_new_batch for
    * the largest batch), its stripes held, from context c (made now).
    * GR_PLAN_SKIP: nothing to do; GR_PLAN_REFUSE: the batch fails. */

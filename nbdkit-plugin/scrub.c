@@ -107,6 +107,7 @@ scrub_done (void *arg, const struct gr_plan *p, enum gr_exec_outcome o,
   }
   pthread_mutex_lock (&sc->lock);
   sc->counts.cksum_repaired += res->repaired;
+  sc->counts.cksum_unrecoverable += res->unrecoverable;
   pthread_mutex_unlock (&sc->lock);
   if (o != GR_EXEC_DONE)
     return;
@@ -220,7 +221,7 @@ gr_scrub_start (struct gr_exec *x, struct gr_bitmap *b, bool repair,
   def = (struct gr_job_def) {
     .batches = { .lock = repair ? GR_LOCK_EXCL : GR_LOCK_SHARED,
                  .policy = GR_MIO_FAIL_MEMBER, .plan = scrub_plan,
-                 .done = scrub_done },
+                 .done = scrub_done, .go_on_unrecoverable = true },
     .batch = batch,
     /* plan-jobs.c: what was read, computed, fixes, and VERIFY's room */
     .scratch = ((n + g->m + 1) * batch + n) * g->chunk,

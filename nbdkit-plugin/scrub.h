@@ -61,6 +61,9 @@ struct gr_scrub_counts {
   uint64_t cksum_repaired;      /* blocks that failed their checksums,
                                  * rebuilt and rewritten (with or
                                  * without repair, as any read does) */
+  uint64_t cksum_unrecoverable; /* such blocks too few good chunks were
+                                 * left to rebuild: reads of them answer
+                                 * EIO (their stripes reported) */
 };
 
 /* Scrub stripes [from, end); repair: write back what is located.  NULL

@@ -138,12 +138,14 @@ scrub_status (struct gr_array *a, FILE *f, bool json, uint64_t resume_at,
              "\"checked_stripes\": %"
              PRIu64 ", \"mismatched_stripes\": %" PRIu64 ", \"located\": %"
              PRIu64 ", \"repaired\": %" PRIu64 ", \"skipped_stripes\": %"
-             PRIu64 ", \"cksum_repaired\": %" PRIu64 ", \"reports\": [",
+             PRIu64 ", \"cksum_repaired\": %" PRIu64
+             ", \"cksum_unrecoverable\": %" PRIu64 ", \"reports\": [",
              state_name (p.state),
              gr_scrub_repairing (sc) ? "true" : "false", p.done_bytes,
              p.total_bytes, rate, limit_of (p.rate_limit),
              auto_of (p.rate_limit), ct.checked, ct.mismatched,
-             ct.located, ct.repaired, ct.skipped, ct.cksum_repaired);
+             ct.located, ct.repaired, ct.skipped, ct.cksum_repaired,
+             ct.cksum_unrecoverable);
     for (i = 0; i < nrep; i++)
       fprintf (f, "%s\n   {\"stripe\": %" PRIu64 ", \"offset\": %" PRIu64
                ", \"length\": %" PRIu64 ", \"member\": %d, \"index\": %d"
@@ -171,6 +173,10 @@ scrub_status (struct gr_array *a, FILE *f, bool json, uint64_t resume_at,
   if (ct.cksum_repaired)
     fprintf (f, "; %" PRIu64 " blocks failed their checksums, rebuilt and "
              "rewritten", ct.cksum_repaired);
+  if (ct.cksum_unrecoverable)
+    fprintf (f, "; %" PRIu64 " blocks failed their checksums with too few "
+             "good chunks left to rebuild them (reads of them answer EIO)",
+             ct.cksum_unrecoverable);
   fputc ('\n', f);
   for (i = 0; i < nrep; i++) {
     fprintf (f, "  stripe %" PRIu64 ", array bytes %" PRIu64 "-%" PRIu64

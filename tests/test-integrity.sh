@@ -147,6 +147,11 @@ print("every other byte right")
 PYEOF
 grep -q 'failed their checksums and the others cannot rebuild them' "$nbdkit_log" ||
   fail "the unrecoverable block is not logged"
+# A scrub goes on past it, counts it and reports its stripe.
+scrub_wait
+got=$(ctl_json '"%d %s" % (s["scrub"]["cksum_unrecoverable"], ",".join(str(r["stripe"]) for r in s["scrub"]["reports"]))')
+[ "$got" = "1 20" ] || fail "scrub over the unrecoverable row (count, stripes reported): $got"
+[ "$(ctl_json 's["scrub"]["state"]')" = done ] || fail "the scrub did not end done"
 stop_nbdkit "$pid"
 echo "m = 1: OK"
 
