@@ -42,6 +42,10 @@ bench-cpu-profile: all scripts/nbdbench
 bench-rebuild: all scripts/nbdbench
 	scripts/bench-rebuild
 
+# The cost of block checksums: integrity=on against off, same run.
+bench-integrity: all scripts/nbdbench
+	scripts/bench-integrity
+
 # bench-rebuild alternately with another build (BASE_PLUGIN=) and this one:
 # medians and before/after in the same run.
 bench-alternate: all scripts/nbdbench
@@ -52,5 +56,5 @@ bench-alternate: all scripts/nbdbench
 bench-remote: all scripts/nbdbench
 	scripts/bench-remote
 
-.PHONY: bench-alternate bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
+.PHONY: bench-alternate bench-integrity bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
         bench-remote
