@@ -20,7 +20,7 @@ PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               plan-jobs.o exec.o exec-lanes.o job.o replay.o \
               members.o members-rebuild.o control.o \
               status.o pace.o rebuild.o scrub.o heal.o \
-              coding.o scratch.o \
+              coding.o reqpin.o scratch.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o)
 
 # Callbacks have fixed signatures: unused parameters are normal there.
