@@ -32,7 +32,7 @@ struct gr_reqpin {
   struct tls *head;
   size_t bytes, ranges;
   uint64_t registered, moved, stale, failed, over_cap;
-  bool off, warned, said_cap, said_moves;
+  bool off, warned, said_exist, said_cap, said_moves;
 };
 
 /* Unregister t's range (under lock); the bytes are given back even if
@@ -146,20 +146,29 @@ get_tls (struct gr_reqpin *rp)
   return t;
 }
 
-/* The first failure, said once. */
+/* A failure, said once: EEXIST (pages shared with a neighbouring
+ * buffer that is registered: only this buffer is staged) in the debug
+ * log, any other as a warning (from now on every buffer is staged). */
 static void
 say_failed (struct gr_reqpin *rp, int r, size_t len)
 {
   const char *why = rp->ops.why ? rp->ops.why () : NULL;
 
+  if (r == -EEXIST) {
+    if (!rp->said_exist)
+      gr_debug ("a request buffer of %zu bytes shares pages with one "
+                "page-locked already (%s): it is staged until it moves",
+                len, why ? why : "");
+    rp->said_exist = true;
+    return;
+  }
   if (rp->warned)
     return;
   rp->warned = true;
-  gr_warn ("cannot page-lock a request buffer of %zu bytes (%s%s%s): it is "
-           "copied through the GPU engine's staging memory, as %s",
-           len, strerror (-r), why && why[0] ? ": " : "", why ? why : "",
-           r == -EEXIST ? "is any other buffer that cannot be page-locked"
-           : "are all request buffers from now on");
+  gr_warn ("cannot page-lock a request buffer of %zu bytes (%s%s%s): "
+           "request buffers are copied through the GPU engine's staging "
+           "memory from now on", len, strerror (-r), why && why[0] ? ": " : "",
+           why ? why : "");
 }
 
 /* Register [p, p + len) for thread t, under lock: its old range and any

@@ -33,9 +33,11 @@
  *    copies shorter blocks through staging anyway), at most `cap` bytes
  *    registered in all and GR_REQPIN_MOVES registrations per thread;
  *    beyond them a buffer is staged as before;
- *  - a registration that fails leaves the buffer staged; the first
- *    failure is logged once as a warning; a failure other than "already
- *    registered" (EEXIST) stops registering for good.
+ *  - a registration that fails leaves the buffer staged.  EEXIST (pages
+ *    shared with a neighbouring buffer registered already, as small heap
+ *    buffers may) stages that buffer until it moves, said once in the
+ *    debug log; any other failure stops registering for good, said once
+ *    as a warning.
  *
  * Plugin code: returns false where the buffer stays staged; never
  * fails a request. */
