@@ -251,7 +251,7 @@ enum { R_ALLOC, R_IDLE, R_IN_USE };
 static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { uintptr_t base; size_t size; int state; } ranges[NRANGES];
 static int nranges;
-static uint64_t ops_direct, ops_staged, ops_idle, nregistered;
+static uint64_t ops_direct, ops_req, ops_staged, ops_idle, nregistered;
 static uint64_t bad_unreg, bad_in_use;
 static char pin_err[128];
 
@@ -376,20 +376,21 @@ gr_fakegpu_pin_error (void)
   return pin_err;
 }
 
-/* Under pin_lock: 1 if [p, p + len) lies in an allocation or a range in
- * use, -1 if it touches a registered range not in use, else 0. */
+/* Under pin_lock: 2 if [p, p + len) lies in a registered range in use,
+ * 1 in an allocation, -1 if it touches a registered range not in use,
+ * else 0. */
 static int
 span_state (const uint8_t *p, size_t len)
 {
   const uintptr_t a = (uintptr_t) p;
   int st = 0;
 
-  for (int i = 0; i < nranges && st != 1; i++) {
+  for (int i = 0; i < nranges && st < 1; i++) {
     const uintptr_t b = ranges[i].base;
     const size_t sz = ranges[i].size;
 
     if (a >= b && len <= sz && a - b <= sz - len && ranges[i].state != R_IDLE)
-      st = 1;
+      st = ranges[i].state == R_IN_USE ? 2 : 1;
     else if (ranges[i].state != R_ALLOC && a < b + sz && b < a + len)
       st = -1;
   }
@@ -400,7 +401,8 @@ span_state (const uint8_t *p, size_t len)
 static void
 classify (const uint8_t *const *b, size_t n, size_t len)
 {
-  int worst = 1;
+  int worst = 2;
+  bool req = false;
 
   pthread_mutex_lock (&pin_lock);
   for (size_t i = 0; i < n && worst != -1; i++) {
@@ -408,9 +410,12 @@ classify (const uint8_t *const *b, size_t n, size_t len)
 
     if (st < worst)
       worst = st;
+    req |= st == 2;
   }
-  if (worst == 1)
+  if (worst >= 1)
     ops_direct++;
+  if (worst >= 1 && req)
+    ops_req++;
   else
     ops_staged++;
   if (worst == -1)
@@ -427,10 +432,11 @@ gr_fakegpu_report (void)
   for (int i = 0; i < nranges; i++)
     left += ranges[i].state != R_ALLOC;
   nbdkit_debug ("gpuraid: fake GPU: %" PRIu64 " operations with every block "
-                "page-locked, %" PRIu64 " staged (%" PRIu64 " touching a "
+                "page-locked (%" PRIu64 " with blocks in request buffers), %"
+                PRIu64 " staged (%" PRIu64 " touching a "
                 "registered range not in use); %" PRIu64 " ranges registered, "
                 "%d left registered, %" PRIu64 " bad unregisters, %" PRIu64
-                " bad in-use marks", ops_direct, ops_staged, ops_idle,
+                " bad in-use marks", ops_direct, ops_req, ops_staged, ops_idle,
                 nregistered, left, bad_unreg, bad_in_use);
   pthread_mutex_unlock (&pin_lock);
 }
