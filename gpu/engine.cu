@@ -287,12 +287,11 @@ host_reg_del (void *p)
  * use (1), overlap a registered range not in use (-1: stage it), or
  * neither (0: memory the engine does not know of)? */
 static int
-host_span_state (const uint8_t *p, size_t len)
+host_span_state_locked (const uint8_t *p, size_t len)
 {
   const uintptr_t a = (uintptr_t) p;
   int st = 0;
 
-  pthread_mutex_lock (&hostreg_lock);
   for (int i = 0; i < nhostreg && st != 1; i++) {
     const uintptr_t b = hostreg[i].base;
     const size_t sz = hostreg[i].size;
@@ -303,6 +302,16 @@ host_span_state (const uint8_t *p, size_t len)
     else if (hostreg[i].state != REG_ALLOC && a < b + sz && b < a + len)
       st = -1;
   }
+  return st;
+}
+
+static int
+host_span_state (const uint8_t *p, size_t len)
+{
+  int st;
+
+  pthread_mutex_lock (&hostreg_lock);
+  st = host_span_state_locked (p, len);
   pthread_mutex_unlock (&hostreg_lock);
   return st;
 }
@@ -786,9 +795,11 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len)
 {
   size_t ask[PIN_SAMPLES], nask = 0;
 
+  pthread_mutex_lock (&hostreg_lock);
   for (size_t i = 0; i < n; i++)
-    switch (host_span_state (p[i], len)) {
+    switch (host_span_state_locked (p[i], len)) {
     case -1:
+      pthread_mutex_unlock (&hostreg_lock);
       return 0;
     case 0:
       if (nask < PIN_SAMPLES)
@@ -799,6 +810,7 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len)
     default:
       break;
     }
+  pthread_mutex_unlock (&hostreg_lock);
   for (size_t i = 0; i < nask; i++)
     if (!is_pinned (p[ask[i]]))
       return 0;
