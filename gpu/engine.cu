@@ -12,8 +12,9 @@
  * round-robin, so the gather of one chunk, the upload of the next, the
  * kernel and the download of another overlap (both copy engines).
  *
- * When every block of the call is itself page-locked (cudaHostAlloc or
- * cudaHostRegister; a sample is checked) and at least DIRECT_MIN bytes
+ * When every block of the call is itself page-locked (gr_gpu_host_alloc,
+ * a range registered with gr_gpu_host_register and in use, or memory
+ * CUDA says is page-locked: a sample is asked) and at least DIRECT_MIN bytes
  * long, the staging copy is skipped: run_direct copies blocks straight
  * between the caller's memory and the device, in small chunks through one
  * slot, uploads, kernels and downloads on three streams chained by
@@ -228,54 +229,164 @@ cuda_probe (void)
   return r;
 }
 
-/* The page-locked allocations made by gr_gpu_host_alloc.  A strided
- * (2D) copy goes only over a span of host memory inside one of them: CUDA
- * refuses (cudaErrorInvalidValue) a 2D copy whose span crosses memory
- * that is not page-locked, such as the gap between two allocations whose
- * blocks happen to be equally spaced.  Allocations beyond NHOSTREG are
- * simply not listed (their copies go one block run at a time). */
+/* The page-locked memory the engine knows of: its allocations
+ * (gr_gpu_host_alloc) and the ranges registered through
+ * gr_gpu_host_register.  A strided (2D) copy goes only over a span of
+ * host memory inside one of them: CUDA refuses (cudaErrorInvalidValue) a
+ * 2D copy whose span crosses memory that is not page-locked, such as the
+ * gap between two allocations whose blocks happen to be equally spaced.
+ * Allocations beyond NHOSTREG are simply not listed (their copies go one
+ * block run at a time); registrations beyond it are refused.
+ *
+ * A registered range is trusted (copied to and from directly) only while
+ * its owner says it is in use: between uses the caller may have freed the
+ * memory and the address may hold other memory, while CUDA still maps
+ * the registration's old pages there.  Memory inside a registered range
+ * not in use is therefore staged, and never handed to a CUDA copy. */
 #define NHOSTREG 1024
+enum { REG_ALLOC, REG_IDLE, REG_IN_USE };
 static pthread_mutex_t hostreg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { uintptr_t base; size_t size; } hostreg[NHOSTREG];
+static struct { uintptr_t base; size_t size; int state; } hostreg[NHOSTREG];
 static int nhostreg;
 
-static void
-host_reg_add (void *p, size_t size)
+static bool
+host_reg_add (void *p, size_t size, int state)
 {
+  bool ok = false;
+
   pthread_mutex_lock (&hostreg_lock);
   if (nhostreg < NHOSTREG) {
     hostreg[nhostreg].base = (uintptr_t) p;
     hostreg[nhostreg].size = size;
+    hostreg[nhostreg].state = state;
     nhostreg++;
+    ok = true;
   }
   pthread_mutex_unlock (&hostreg_lock);
+  return ok;
 }
 
-static void
+/* Remove the entry at p; false if there was none. */
+static bool
 host_reg_del (void *p)
 {
+  bool found = false;
+
   pthread_mutex_lock (&hostreg_lock);
   for (int i = 0; i < nhostreg; i++)
     if (hostreg[i].base == (uintptr_t) p) {
       hostreg[i] = hostreg[--nhostreg];
+      found = true;
       break;
     }
   pthread_mutex_unlock (&hostreg_lock);
+  return found;
 }
 
-/* Does [p, p + len) lie inside one gr_gpu_host_alloc allocation? */
+/* Does [p, p + len) lie inside one allocation or one registered range in
+ * use (1), overlap a registered range not in use (-1: stage it), or
+ * neither (0: memory the engine does not know of)? */
+static int
+host_span_state_locked (const uint8_t *p, size_t len)
+{
+  const uintptr_t a = (uintptr_t) p;
+  int st = 0;
+
+  for (int i = 0; i < nhostreg && st != 1; i++) {
+    const uintptr_t b = hostreg[i].base;
+    const size_t sz = hostreg[i].size;
+
+    if (a >= b && len <= sz && a - b <= sz - len &&
+        hostreg[i].state != REG_IDLE)
+      st = 1;
+    else if (hostreg[i].state != REG_ALLOC && a < b + sz && b < a + len)
+      st = -1;
+  }
+  return st;
+}
+
+static int
+host_span_state (const uint8_t *p, size_t len)
+{
+  int st;
+
+  pthread_mutex_lock (&hostreg_lock);
+  st = host_span_state_locked (p, len);
+  pthread_mutex_unlock (&hostreg_lock);
+  return st;
+}
+
+/* Does [p, p + len) lie inside one allocation or registered range in
+ * use? */
 static bool
 host_span_ok (const uint8_t *p, size_t len)
 {
-  const uintptr_t a = (uintptr_t) p;
-  bool ok = false;
+  return host_span_state (p, len) == 1;
+}
 
+int
+gr_gpu_host_register (void *p, size_t size)
+{
+  cudaError_t e;
+  int r;
+
+  r = set_device ();
+  if (r < 0)
+    return r;
+  /* Listed first, so that the engine never meets a registration of its
+   * caller's that it does not know of. */
+  if (!host_reg_add (p, size, REG_IDLE)) {
+    gr_gpu_set_error ("cudaHostRegister: more than %d page-locked ranges",
+                      NHOSTREG);
+    return -ENOSPC;
+  }
+  e = cudaHostRegister (p, size, cudaHostRegisterPortable);
+  if (e != cudaSuccess) {
+    host_reg_del (p);
+    if (e == cudaErrorHostMemoryAlreadyRegistered) {
+      (void) cudaGetLastError ();
+      gr_gpu_set_error ("cudaHostRegister: %s (%s)", cudaGetErrorString (e),
+                        cudaGetErrorName (e));
+      return -EEXIST;
+    }
+    return gr_gpu_fail (e, "cudaHostRegister");
+  }
+  return 0;
+}
+
+int
+gr_gpu_host_unregister (void *p)
+{
+  cudaError_t e;
+  int r;
+
+  r = set_device ();
+  if (r < 0)
+    return r;
+  /* Unlisted only once CUDA has let go of it: a range that fails stays
+   * listed (not in use), so that what lies there is always staged. */
+  gr_gpu_host_in_use (p, 0);
+  e = cudaHostUnregister (p);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaHostUnregister");
+  if (!host_reg_del (p)) {
+    gr_gpu_set_error ("cudaHostUnregister: %p was not registered", p);
+    return -EINVAL;
+  }
+  return 0;
+}
+
+void
+gr_gpu_host_in_use (void *p, int on)
+{
   pthread_mutex_lock (&hostreg_lock);
-  for (int i = 0; i < nhostreg && !ok; i++)
-    ok = a >= hostreg[i].base && len <= hostreg[i].size &&
-      a - hostreg[i].base <= hostreg[i].size - len;
+  for (int i = 0; i < nhostreg; i++)
+    if (hostreg[i].base == (uintptr_t) p &&
+        hostreg[i].state != REG_ALLOC) {
+      hostreg[i].state = on ? REG_IN_USE : REG_IDLE;
+      break;
+    }
   pthread_mutex_unlock (&hostreg_lock);
-  return ok;
 }
 
 void *
@@ -291,7 +402,7 @@ gr_gpu_host_alloc (size_t size)
     gr_gpu_fail (e, "cudaHostAlloc");
     return NULL;
   }
-  host_reg_add (p, size);
+  host_reg_add (p, size, REG_ALLOC);
   return p;
 }
 
@@ -604,6 +715,8 @@ rows_copy (struct copier *cp, uint8_t *dev, const uint8_t *const *blocks,
     }
 }
 
+/* Is p (memory the engine does not know of) page-locked, as CUDA says
+ * (by someone else, such as a test)? */
 static int
 is_pinned (const void *p)
 {
@@ -669,20 +782,38 @@ chunk_finish (const struct job *j, struct slot *sl, const struct chunk *ch)
   return 0;
 }
 
-/* Are the batch's blocks page-locked?  A sample of them is checked (the
- * first, the last and some between): a wrong guess only costs speed, as
- * CUDA copies ordinary memory correctly too, through its own staging. */
+/* May the batch's blocks (len bytes each) be copied directly?  Every
+ * block is looked up in the engine's list (host_span_state): its own
+ * allocations and registered ranges in use are page-locked, a block
+ * touching a registered range not in use never is (CUDA would copy the
+ * registration's old pages).  Of the others a sample is asked of CUDA
+ * (the first, the last and some between): a wrong guess there only costs
+ * speed, as CUDA copies ordinary memory correctly too, through its own
+ * staging. */
 static int
-all_pinned (const uint8_t *const *p, size_t n)
+all_pinned (const uint8_t *const *p, size_t n, size_t len)
 {
-  if (n == 0)
-    return 1;
-  for (size_t i = 0; i < PIN_SAMPLES && i < n; i++) {
-    const size_t k = n <= PIN_SAMPLES ? i
-      : i == PIN_SAMPLES - 1 ? n - 1 : i * (n / PIN_SAMPLES);
-    if (!is_pinned (p[k]))
+  size_t ask[PIN_SAMPLES], nask = 0;
+
+  pthread_mutex_lock (&hostreg_lock);
+  for (size_t i = 0; i < n; i++)
+    switch (host_span_state_locked (p[i], len)) {
+    case -1:
+      pthread_mutex_unlock (&hostreg_lock);
       return 0;
-  }
+    case 0:
+      if (nask < PIN_SAMPLES)
+        ask[nask++] = i;
+      else
+        ask[PIN_SAMPLES - 1] = i;       /* the last unknown one */
+      break;
+    default:
+      break;
+    }
+  pthread_mutex_unlock (&hostreg_lock);
+  for (size_t i = 0; i < nask; i++)
+    if (!is_pinned (p[ask[i]]))
+      return 0;
   return 1;
 }
 
@@ -879,8 +1010,9 @@ run_job (struct job *j)
   /* Page-locked blocks of at least DIRECT_MIN bytes go straight to the
    * device. */
   if (j->len >= DIRECT_MIN &&
-      all_pinned (j->in, j->nstripes * j->ncols) &&
-      all_pinned ((const uint8_t *const *) j->out, j->nstripes * j->nrows)) {
+      all_pinned (j->in, j->nstripes * j->ncols, j->len) &&
+      all_pinned ((const uint8_t *const *) j->out, j->nstripes * j->nrows,
+                  j->len)) {
     j->direct = 1;
     return run_direct (j);
   }
@@ -908,7 +1040,8 @@ run_job (struct job *j)
    * scratch, its data in the request) come down straight into place:
    * only the inputs pay the CPU copy. */
   j->out_pinned = !j->acc && j->len >= DIRECT_MIN &&
-    all_pinned ((const uint8_t *const *) j->out, j->nstripes * j->nrows);
+    all_pinned ((const uint8_t *const *) j->out, j->nstripes * j->nrows,
+                j->len);
 
   nslots = acquire_slots (got, nchunks < NSLOTS ? (int) nchunks : NSLOTS);
   if (nslots < 0)

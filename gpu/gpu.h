@@ -60,6 +60,22 @@ const struct gr_backend *gr_gpu_backend (void);
 void *gr_gpu_host_alloc (size_t size);
 void gr_gpu_host_free (void *p);
 
+/* The caller's memory [p, p + size) page-locked in place (cudaHostRegister)
+ * until gr_gpu_host_unregister (p).  The engine copies blocks inside such
+ * a range directly only while it is marked in use (gr_gpu_host_in_use):
+ * between uses the caller may have freed the memory and the address may
+ * hold other memory, to which CUDA would still map the old pages, so
+ * blocks touching a registered range not in use are always staged.  The
+ * caller unregisters a range once it knows the memory was freed or moved
+ * (and before registering memory that overlaps it).  0, -EEXIST (CUDA
+ * says pages of it are registered already), -ENOSPC (more than 1024
+ * ranges and allocations), -ENOMEM or -EIO (message kept). */
+int gr_gpu_host_register (void *p, size_t size);
+/* 0, -EINVAL (p was not registered) or -EIO (message kept). */
+int gr_gpu_host_unregister (void *p);
+/* Mark the range registered at p in use (on) or not. */
+void gr_gpu_host_in_use (void *p, int on);
+
 /* Free the engine's staging buffers, streams and shared tables, which are
  * otherwise kept for the life of the process.  Call only while no
  * operation is running (at shutdown); later operations allocate them

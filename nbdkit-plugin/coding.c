@@ -14,6 +14,14 @@
 #include "gf/gf-backend.h"
 #include "gpudev.h"
 #include "log.h"
+#include "reqpin.h"
+
+/* -D gpuraid.group_commit=0: GPU encodes of whole chunks each on their
+ * own, not gathered across requests (to measure what the group commit
+ * brings); -D gpuraid.pin_requests=0: nbdkit's request buffers not
+ * page-locked in place (reqpin.h), staged as before. */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_group_commit = 1;
+NBDKIT_DLL_PUBLIC int gpuraid_debug_pin_requests = 1;
 
 #define MiB ((size_t) 1 << 20)
 
@@ -56,6 +64,7 @@ struct gr_coding {
   void (*host_free) (void *p);
   const char *(*gpu_error) (void);      /* the GPU's last failure, or
                                          * NULL (a stand-in) */
+  struct gr_reqpin *reqpin;     /* request buffers page-locked, or NULL */
 
   size_t gpu_from[GR_ROUTE_NKINDS];
   int inflight;                 /* atomic */
@@ -183,6 +192,36 @@ gr_coding_setup (struct gr_coding *c, int k, int m, enum gr_code code,
   return 0;
 }
 
+/* The registry of page-locked request buffers, where a GPU (or a
+ * stand-in with "page-locked" memory) codes. */
+static int
+start_reqpin (struct gr_coding *c)
+{
+  static const struct gr_reqpin_ops gpudev_ops = {
+    .reg = gr_gpudev_host_register, .unreg = gr_gpudev_host_unregister,
+    .in_use = gr_gpudev_host_in_use, .why = gr_gpudev_last_error,
+  };
+  static const struct gr_reqpin_ops fake_ops = {
+    .reg = gr_fakegpu_host_register, .unreg = gr_fakegpu_host_unregister,
+    .in_use = gr_fakegpu_host_in_use, .why = gr_fakegpu_pin_error,
+  };
+
+  if (c->gpu == NULL || c->host_alloc == NULL)
+    return 0;
+  if (!gpuraid_debug_pin_requests) {
+    gr_debug ("request buffers are not page-locked (pin_requests=0): "
+              "staged");
+    return 0;
+  }
+  c->reqpin = gr_reqpin_new (c->use_gpu ? &gpudev_ops : &fake_ops,
+                             GR_REQPIN_CAP_DEFAULT);
+  if (c->reqpin == NULL)
+    return -1;
+  gr_debug ("request buffers of %zu bytes and more page-locked in place, "
+            "up to %zu bytes in all", GR_REQPIN_MIN, GR_REQPIN_CAP_DEFAULT);
+  return 0;
+}
+
 int
 gr_coding_start_gpu (struct gr_coding *c)
 {
@@ -233,7 +272,7 @@ gr_coding_start_gpu (struct gr_coding *c)
     gr_debug ("using CPU backend %s", gr_backend_name (c->cpu_be));
   if (c->gpu && gr_coder_len_multiple (c->gpu) > c->lm)
     c->lm = (uint32_t) gr_coder_len_multiple (c->gpu);
-  return 0;
+  return start_reqpin (c);
 }
 
 void
@@ -247,6 +286,20 @@ gr_coding_free (struct gr_coding *c)
               __atomic_load_n (&c->ops_gpu, __ATOMIC_RELAXED),
               GPU_MAX_INFLIGHT,
               __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED));
+  if (c->reqpin) {
+    struct gr_reqpin_stats st;
+
+    gr_reqpin_stats (c->reqpin, &st);
+    gr_debug ("request buffers page-locked: %" PRIu64 " registrations (%"
+              PRIu64 " moved or grown, %" PRIu64 " stale ranges of ended "
+              "threads), %" PRIu64 " refused, %" PRIu64 " staged for the "
+              "bound; %zu ranges (%zu bytes) at exit, unregistered now%s",
+              st.registered, st.moved, st.stale, st.failed, st.over_cap,
+              st.ranges, st.bytes, st.off ? "; stopped after a failure" : "");
+    gr_reqpin_free (c->reqpin);
+  }
+  if (c->gpu && !c->use_gpu)
+    gr_fakegpu_report ();
   gr_coder_free (c->gpu);
   gr_coder_free (c->cpu);
   if (c->use_gpu)
@@ -495,7 +548,7 @@ gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
   int r;
 
   if (gpu && claim (c)) {
-    if (len == c->chunk)
+    if (len == c->chunk && gpuraid_debug_group_commit)
       r = encode_combined (c, blocks, nstripes, len);
     else
       r = gr_encode (c->gpu, blocks, nstripes, len);
@@ -584,6 +637,28 @@ gr_coding_plan_coder (struct gr_coding *c)
   return (struct gr_plan_coder) { .encode = plan_encode,
                                   .reconstruct = plan_reconstruct,
                                   .update = plan_update, .arg = c };
+}
+
+bool
+gr_coding_request_begin (struct gr_coding *c, void *buf, size_t len)
+{
+  int i;
+
+  if (c->reqpin == NULL || !gr_coding_gpu_usable (c))
+    return false;
+  /* Under accel=auto, only where the GPU may code something. */
+  for (i = 0; !c->gpu_all && i < GR_ROUTE_NKINDS; i++)
+    if (c->gpu_from[i] != SIZE_MAX)
+      break;
+  if (i == GR_ROUTE_NKINDS)
+    return false;
+  return gr_reqpin_begin (c->reqpin, buf, len);
+}
+
+void
+gr_coding_request_end (struct gr_coding *c)
+{
+  gr_reqpin_end (c->reqpin);
 }
 
 void *

@@ -5,7 +5,8 @@
  * process, the GPU coder (a real GPU, or a test stand-in, fakegpu.h);
  * accel=auto's thresholds (set by the start-up measurement, calibrate.h)
  * and the count of operations on the GPU; the GPU -> CPU fallback; the
- * group commit of GPU encodes across concurrent writes.
+ * group commit of GPU encodes across concurrent writes; the registry of
+ * request buffers page-locked in place (reqpin.h).
  *
  * accel=cpu: always the CPU coder.  accel=gpu (or backend=cuda): every
  * operation on the GPU.  accel=auto with a usable GPU: an operation goes
@@ -99,6 +100,15 @@ struct gr_plan_coder gr_coding_plan_coder (struct gr_coding *c);
  * that have not queued yet). */
 void gr_coding_writer_enter (struct gr_coding *c);
 void gr_coding_writer_leave (struct gr_coding *c);
+
+/* A request owns buffer [buf, buf + len) (nbdkit's, of this thread)
+ * until gr_coding_request_end: true if it is page-locked in place for
+ * the GPU meanwhile (reqpin.h), so that the plan may put GPU blocks in
+ * it.  False without a GPU, for small buffers, beyond the bound or if
+ * page-locking fails (staged; said once). */
+bool gr_coding_request_begin (struct gr_coding *c, void *buf, size_t len);
+/* After a true gr_coding_request_begin, once no coding uses the buffer. */
+void gr_coding_request_end (struct gr_coding *c);
 
 /* Page-locked memory (for scratch.h, and the start-up measurement), or
  * NULL when no GPU is in use. */

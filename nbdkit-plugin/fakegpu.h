@@ -13,10 +13,19 @@
  *                          "page-locked" memory ordinary memory;
  *   -D gpuraid.fake_auto=2 the same, but after the measurement every
  *                          operation goes to the stand-in.
+ * With fake_auto the stand-in also emulates page-locking in place
+ * (registration, gpu.h gr_gpu_host_register): it records the ranges,
+ * refuses one that shares a page with another (-EEXIST, as CUDA does),
+ * and counts its operations whose every block it would copy directly
+ * (its "page-locked" allocations and registered ranges in use) against
+ * the staged ones; gr_fakegpu_report logs the counts.
+ *   -D gpuraid.fake_pin=1  every registration fails (-ENOMEM);
+ *   -D gpuraid.fake_pin=2  every registration fails with -EEXIST.
  * Used only when no real GPU is. */
 #ifndef GPURAID_FAKEGPU_H
 #define GPURAID_FAKEGPU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "gf/gf.h"
@@ -36,5 +45,15 @@ const char *gr_fakegpu_name (void);
 /* Its "page-locked" memory: 4096-aligned ordinary memory. */
 void *gr_fakegpu_host_alloc (size_t size);
 void gr_fakegpu_host_free (void *p);
+/* Its page-locking in place: as gpudev.h's gr_gpudev_host_register,
+ * gr_gpudev_host_unregister (-EINVAL for a range not registered) and
+ * gr_gpudev_host_in_use. */
+int gr_fakegpu_host_register (void *p, size_t size);
+int gr_fakegpu_host_unregister (void *p);
+void gr_fakegpu_host_in_use (void *p, bool on);
+const char *gr_fakegpu_pin_error (void);
+/* Log (debug) its operations direct and staged, and the ranges still
+ * registered, unregistered wrongly or marked in use wrongly. */
+void gr_fakegpu_report (void);
 
 #endif /* GPURAID_FAKEGPU_H */

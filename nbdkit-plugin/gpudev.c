@@ -148,6 +148,24 @@ gr_gpudev_host_free (void *p)
   gr_gpu_host_free (p);
 }
 
+int
+gr_gpudev_host_register (void *p, size_t size)
+{
+  return gr_gpu_host_register (p, size);
+}
+
+int
+gr_gpudev_host_unregister (void *p)
+{
+  return gr_gpu_host_unregister (p);
+}
+
+void
+gr_gpudev_host_in_use (void *p, bool on)
+{
+  gr_gpu_host_in_use (p, on);
+}
+
 const char *
 gr_gpudev_last_error (void)
 {
@@ -198,6 +216,23 @@ gr_gpudev_host_alloc (size_t size)
 
 void
 gr_gpudev_host_free (void *p)
+{
+}
+
+int
+gr_gpudev_host_register (void *p, size_t size)
+{
+  return -ENOTSUP;
+}
+
+int
+gr_gpudev_host_unregister (void *p)
+{
+  return -ENOTSUP;
+}
+
+void
+gr_gpudev_host_in_use (void *p, bool on)
 {
 }
 

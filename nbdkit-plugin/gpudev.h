@@ -25,6 +25,12 @@ int gr_gpudev_coder (struct gr_coder **out, int device, int k, int m,
 /* Page-locked host memory (NULL if none). */
 void *gr_gpudev_host_alloc (size_t size);
 void gr_gpudev_host_free (void *p);
+/* Memory page-locked in place, and marked in use (gpu.h
+ * gr_gpu_host_register): 0 or a negative errno (-EEXIST: pages of it are
+ * registered already; -ENOTSUP without CUDA). */
+int gr_gpudev_host_register (void *p, size_t size);
+int gr_gpudev_host_unregister (void *p);
+void gr_gpudev_host_in_use (void *p, bool on);
 /* The CUDA message of the engine's last failure ("" if none). */
 const char *gr_gpudev_last_error (void);
 /* Free the engine's buffers and streams (at shutdown). */

@@ -38,10 +38,11 @@ req_name (enum gr_req req)
 }
 
 /* Plan and run [offset, offset + len) of a request; buf is its buffer
- * (NULL for zero and trim).  0 or -1. */
+ * (NULL for zero and trim), pinned if it is page-locked for the GPU
+ * (coding.h).  0 or -1. */
 static int
-run (struct gr_exec *x, enum gr_req req, uint8_t *buf, uint64_t offset,
-     uint64_t len, struct gr_exec_result *res)
+run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
+     uint64_t offset, uint64_t len, struct gr_exec_result *res)
 {
   struct gr_plan *p = gr_exec_plan (x);
   struct gr_exec_snap sn;
@@ -53,6 +54,7 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, uint64_t offset,
   gr_exec_count_request (x);
   while (pos < end) {
     gr_exec_plan_ctx (x, &sn, &c);
+    c.req_pinned = pinned;
     gr_plan_next (&c, req, pos, end - pos, p);
     if (p->kind == GR_PLAN_REFUSE)
       return fail_eio (x, req_name (req), pos);
@@ -80,7 +82,8 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, uint64_t offset,
       /* Some members may have punched part of it: zero the range for
        * sure (trim is advisory: the rest of it is skipped). */
       if (req == GR_REQ_TRIM) {
-        if (run (x, GR_REQ_ZERO_MAY_TRIM, NULL, pos, plen, res) == -1)
+        if (run (x, GR_REQ_ZERO_MAY_TRIM, NULL, false, pos, plen,
+                 res) == -1)
           return -1;
         pos += plen;
       }
@@ -108,10 +111,19 @@ sync_touched (struct gr_exec *x, const struct gr_exec_result *res)
 int
 gr_io_pread (struct gr_exec *x, void *buf, uint32_t count, uint64_t offset)
 {
+  struct gr_coding *coding = gr_exec_coding (x);
   struct gr_exec_result res = { .rewritten = 0 };
+  bool pinned;
+  int r;
 
   gr_verbose ("pread count=%" PRIu32 " offset=%" PRIu64, count, offset);
-  return run (x, GR_REQ_READ, buf, offset, count, &res);
+  /* nbdkit's buffer page-locked in place: a degraded read's GPU
+   * reconstruct writes straight into it. */
+  pinned = gr_coding_request_begin (coding, buf, count);
+  r = run (x, GR_REQ_READ, buf, pinned, offset, count, &res);
+  if (pinned)
+    gr_coding_request_end (coding);
+  return r;
 }
 
 /* A write-like request: dirty first, FUA after. */
@@ -121,13 +133,19 @@ write_req (struct gr_exec *x, enum gr_req req, const void *buf,
 {
   struct gr_coding *coding = gr_exec_coding (x);
   struct gr_exec_result res = { .rewritten = 0 };
+  bool pinned;
   int r;
 
   if (gr_members_begin_write (gr_exec_members (x)) == -1)
     return -1;
+  /* nbdkit's buffer page-locked in place: the GPU reads the data from
+   * it. */
+  pinned = buf && gr_coding_request_begin (coding, (void *) buf, count);
   gr_coding_writer_enter (coding);
-  r = run (x, req, (uint8_t *) buf, offset, count, &res);
+  r = run (x, req, (uint8_t *) buf, pinned, offset, count, &res);
   gr_coding_writer_leave (coding);
+  if (pinned)
+    gr_coding_request_end (coding);
   if (r == -1)
     return -1;
   return fua ? sync_touched (x, &res) : 0;

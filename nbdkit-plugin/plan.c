@@ -256,10 +256,10 @@ plan_read_degraded (const struct gr_plan_ctx *c, const struct gr_span *sp,
     gpu = c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, (size_t) k * L, nl);
   }
   /* On the CPU, chunks the request covers are read or rebuilt in place;
-   * on the GPU every block is in scratch (page-locked) and the request's
-   * part is copied out. */
+   * on the GPU too where the request is page-locked, else every block is
+   * in scratch (page-locked) and the request's part is copied out. */
   for (i = 0; i < n; i++)
-    p->blk[i] = !gpu && piece_covers (&pc, i)
+    p->blk[i] = (!gpu || c->req_pinned) && piece_covers (&pc, i)
       ? loc (GR_SPACE_REQ, piece_lo_off (&pc, i))
       : loc (GR_SPACE_SCRATCH, (size_t) i * L);
   p->nblk = n;

@@ -219,9 +219,13 @@ struct gr_plan_ctx {
   unsigned falloc;              /* GR_FALLOC_* modes the members support */
   /* Where a coding operation of that many data bytes (nerased lost)
    * runs: true for the GPU, whose blocks are then all in scratch (the
-   * engine copies page-locked memory directly). */
+   * engine copies page-locked memory directly), or in the request where
+   * req_pinned. */
   bool (*gpu) (void *arg, enum gr_op op, size_t bytes, int nerased);
   void *gpu_arg;
+  bool req_pinned;              /* the request's buffer is page-locked
+                                 * too (coding.h): GPU blocks may lie in
+                                 * it */
   /* Members being rebuilt (failed[] says lost), or NULL if none:
    * rb_front[member] (stripes; 0 for the others) is the front below
    * which a replacement is live, so a plan starting there ends at its

@@ -20,12 +20,12 @@ PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               plan-jobs.o exec.o exec-lanes.o job.o replay.o \
               members.o members-rebuild.o control.o \
               status.o pace.o rebuild.o scrub.o heal.o \
-              coding.o scratch.o \
+              coding.o reqpin.o scratch.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o)
 
 # Callbacks have fixed signatures: unused parameters are normal there.
 $(PLUGIN_OBJS) nbdkit-plugin/test-plan.o nbdkit-plugin/test-scratch.o \
-nbdkit-plugin/test-pace.o: \
+nbdkit-plugin/test-pace.o nbdkit-plugin/test-reqpin.o: \
   CFLAGS_ALL += -I. -Wno-unused-parameter
 # A build option confined to the one file that has stubs for it (those
 # of member storage are in storage/storage.mk).
@@ -56,8 +56,12 @@ nbdkit-plugin/test-scratch: nbdkit-plugin/test-scratch.o \
 nbdkit-plugin/test-pace: nbdkit-plugin/test-pace.o nbdkit-plugin/pace.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
 
+nbdkit-plugin/test-reqpin: nbdkit-plugin/test-reqpin.o \
+                           nbdkit-plugin/reqpin.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
+
 PLUGIN_TESTS = nbdkit-plugin/test-plan nbdkit-plugin/test-scratch \
-               nbdkit-plugin/test-pace
+               nbdkit-plugin/test-pace nbdkit-plugin/test-reqpin
 CHECK_PROGS += $(PLUGIN_TESTS)
 CHECK_TESTS += $(PLUGIN_TESTS) nbdkit-plugin/test-sb-state.sh \
                nbdkit-plugin/test-degraded-reads.sh \

@@ -51,6 +51,7 @@ TESTS_SCRIPTS = \
 	tests/test-drill.sh \
 	tests/test-group-commit.sh \
 	tests/test-accel-auto.sh \
+	tests/test-request-pin.sh \
 	tests/test-gpu-array.sh
 
 CHECK_PROGS += $(TESTS_PROGS)
@@ -70,5 +71,5 @@ TSAN_TESTS += tests/test-concurrent.sh tests/test-group-commit.sh \
               tests/test-bitmap.sh tests/test-control.sh tests/test-rebuild.sh \
               tests/test-scrub.sh tests/test-spare.sh tests/test-integrity.sh
 # On the GPU machine: GPU parity inside the array (skips without a GPU).
-GPU_TESTS += tests/test-gpu-array.sh
+GPU_TESTS += tests/test-gpu-array.sh tests/test-gpu-request-pin.sh
 CLEAN_FILES += $(TESTS_PROGS) tests/logs/*.log
