@@ -28,9 +28,13 @@ struct page {
   int next;                     /* hash chain, -1: end */
 };
 
-struct gr_cksum {
+/* The cache is cut into shards by page (its own lock, pages and clock
+ * each), so that threads touching different pages seldom meet. */
+#define NSHARD 32
+
+struct shard {
   struct gr_members *ms;
-  uint64_t area, data_offset;
+  uint64_t area;
   pthread_mutex_t lock;
   pthread_cond_t cond;          /* a page loaded or written */
   struct page *pg;
@@ -39,57 +43,72 @@ struct gr_cksum {
   size_t nbucket;               /* a power of two */
 };
 
-struct gr_cksum *
-gr_cksum_new (struct gr_members *ms, uint64_t area, uint64_t data_offset)
-{
-  struct gr_cksum *cs = calloc (1, sizeof *cs);
-  size_t i;
+struct gr_cksum {
+  uint64_t data_offset;
+  struct shard sh[NSHARD];
+};
 
-  if (cs == NULL)
-    goto nomem;
-  cs->ms = ms;
-  cs->area = area;
-  cs->data_offset = data_offset;
-  cs->cap = GR_CKSUM_CACHE / PAGE;
-  for (cs->nbucket = 1; cs->nbucket < cs->cap * 2; cs->nbucket *= 2)
-    ;
-  cs->pg = calloc (cs->cap, sizeof *cs->pg);
-  cs->bucket = malloc (cs->nbucket * sizeof *cs->bucket);
-  if (cs->pg == NULL || cs->bucket == NULL)
-    goto nomem;
-  for (i = 0; i < cs->nbucket; i++)
-    cs->bucket[i] = -1;
-  pthread_mutex_init (&cs->lock, NULL);
-  pthread_cond_init (&cs->cond, NULL);
-  return cs;
- nomem:
-  if (cs) {
-    free (cs->pg);
-    free (cs->bucket);
-    free (cs);
-  }
-  nbdkit_error ("checksums: out of memory");
-  return NULL;
-}
-
-void
-gr_cksum_free (struct gr_cksum *cs)
+static void
+shard_free (struct shard *cs)
 {
-  if (cs == NULL)
-    return;
   for (size_t i = 0; i < cs->used; i++)
     free (cs->pg[i].v);
   free (cs->pg);
   free (cs->bucket);
   pthread_mutex_destroy (&cs->lock);
   pthread_cond_destroy (&cs->cond);
-  free (cs);
+}
+
+void
+gr_cksum_free (struct gr_cksum *c)
+{
+  if (c == NULL)
+    return;
+  for (int i = 0; i < NSHARD; i++)
+    shard_free (&c->sh[i]);
+  free (c);
+}
+
+struct gr_cksum *
+gr_cksum_new (struct gr_members *ms, uint64_t area, uint64_t data_offset)
+{
+  struct gr_cksum *c = calloc (1, sizeof *c);
+  int j;
+
+  if (c == NULL)
+    goto nomem;
+  c->data_offset = data_offset;
+  for (j = 0; j < NSHARD; j++) {
+    struct shard *cs = &c->sh[j];
+
+    cs->ms = ms;
+    cs->area = area;
+    cs->cap = GR_CKSUM_CACHE / PAGE / NSHARD;
+    for (cs->nbucket = 1; cs->nbucket < cs->cap * 2; cs->nbucket *= 2)
+      ;
+    pthread_mutex_init (&cs->lock, NULL);
+    pthread_cond_init (&cs->cond, NULL);
+    cs->pg = calloc (cs->cap, sizeof *cs->pg);
+    cs->bucket = malloc (cs->nbucket * sizeof *cs->bucket);
+    if (cs->pg == NULL || cs->bucket == NULL) {
+      for (; j >= 0; j--)
+        shard_free (&c->sh[j]);
+      free (c);
+      goto nomem;
+    }
+    for (size_t i = 0; i < cs->nbucket; i++)
+      cs->bucket[i] = -1;
+  }
+  return c;
+ nomem:
+  nbdkit_error ("checksums: out of memory");
+  return NULL;
 }
 
 /* --- the hash of pages --------------------------------------------------- */
 
 static size_t
-hash (const struct gr_cksum *cs, int member, uint64_t pgno)
+hash (const struct shard *cs, int member, uint64_t pgno)
 {
   uint64_t h = (pgno * 0x9E3779B97F4A7C15ull) ^ ((uint64_t) member << 48);
 
@@ -97,7 +116,7 @@ hash (const struct gr_cksum *cs, int member, uint64_t pgno)
 }
 
 static int
-find_locked (const struct gr_cksum *cs, int member, uint64_t pgno)
+find_locked (const struct shard *cs, int member, uint64_t pgno)
 {
   int i;
 
@@ -108,7 +127,7 @@ find_locked (const struct gr_cksum *cs, int member, uint64_t pgno)
 }
 
 static void
-insert_locked (struct gr_cksum *cs, int i)
+insert_locked (struct shard *cs, int i)
 {
   size_t h = hash (cs, cs->pg[i].member, cs->pg[i].pgno);
 
@@ -117,7 +136,7 @@ insert_locked (struct gr_cksum *cs, int i)
 }
 
 static void
-remove_locked (struct gr_cksum *cs, int i)
+remove_locked (struct shard *cs, int i)
 {
   int *at = &cs->bucket[hash (cs, cs->pg[i].member, cs->pg[i].pgno)];
 
@@ -131,7 +150,7 @@ remove_locked (struct gr_cksum *cs, int i)
 /* --- member I/O (without the lock) --------------------------------------- */
 
 static uint64_t
-page_off (const struct gr_cksum *cs, uint64_t pgno)
+page_off (const struct shard *cs, uint64_t pgno)
 {
   return cs->area + pgno * PAGE;
 }
@@ -140,7 +159,7 @@ page_off (const struct gr_cksum *cs, uint64_t pgno)
  * under the lock).  Drops and retakes the lock.  false if a write
  * failed (the member has failed). */
 static bool
-write_pages_locked (struct gr_cksum *cs, const int *idx, int n, uint8_t *buf)
+write_pages_locked (struct shard *cs, const int *idx, int n, uint8_t *buf)
 {
   struct gr_mio v[FLUSH_BATCH];
   bool ok = true;
@@ -171,7 +190,7 @@ write_pages_locked (struct gr_cksum *cs, const int *idx, int n, uint8_t *buf)
 /* A free slot, or -1 when the lock was dropped (a dirty page written
  * on the way, or all pages busy): look again. */
 static int
-slot_locked (struct gr_cksum *cs)
+slot_locked (struct shard *cs)
 {
   size_t step;
 
@@ -214,7 +233,7 @@ slot_locked (struct gr_cksum *cs)
 /* The page of member i's block values pgno, ready (under the lock, which
  * it may drop to read it).  -1 if it could not be read or held. */
 static int
-page_locked (struct gr_cksum *cs, int member, uint64_t pgno)
+page_locked (struct shard *cs, int member, uint64_t pgno)
 {
   const uint32_t attach = gr_members_device (cs->ms, member);
   struct gr_mio v;
@@ -274,23 +293,31 @@ enum op { OP_VERIFY, OP_SET };
 
 /* Compare (OP_VERIFY) or set (OP_SET) the values of blocks [b0, b0 + nb)
  * of member i against or to val[]. */
+static struct shard *
+shard_of (struct gr_cksum *c, int member, uint64_t pgno)
+{
+  return &c->sh[(pgno + (uint64_t) member * 7) % NSHARD];
+}
+
 static enum gr_cksum_outcome
-apply (struct gr_cksum *cs, enum op op, int member, uint64_t b0,
+apply (struct gr_cksum *c, enum op op, int member, uint64_t b0,
        const uint32_t *val, size_t nb, uint64_t *bad)
 {
   enum gr_cksum_outcome r = GR_CKSUM_MATCH;
   size_t j = 0;
 
-  pthread_mutex_lock (&cs->lock);
-  while (j < nb) {
+  while (j < nb && r == GR_CKSUM_MATCH) {
     const uint64_t b = b0 + j, pgno = b / PER_PAGE;
-    int i = page_locked (cs, member, pgno);
+    struct shard *cs = shard_of (c, member, pgno);
     size_t in = PER_PAGE - (size_t) (b % PER_PAGE), t;
     struct page *p;
+    int i;
 
+    pthread_mutex_lock (&cs->lock);
+    i = page_locked (cs, member, pgno);
     if (i < 0) {
-      r = GR_CKSUM_UNREADABLE;
-      break;
+      pthread_mutex_unlock (&cs->lock);
+      return GR_CKSUM_UNREADABLE;
     }
     p = &cs->pg[i];
     if (in > nb - j)
@@ -304,16 +331,15 @@ apply (struct gr_cksum *cs, enum op op, int member, uint64_t b0,
           p->dirty = true;
         }
       }
-      else if (*at != val[j + t] && r == GR_CKSUM_MATCH) {
+      else if (*at != val[j + t]) {
         r = GR_CKSUM_MISMATCH;
-        *bad = cs->data_offset + (b + t) * GR_CKSUM_BLOCK;
+        *bad = c->data_offset + (b + t) * GR_CKSUM_BLOCK;
+        break;
       }
     }
+    pthread_mutex_unlock (&cs->lock);
     j += in;
-    if (r == GR_CKSUM_MISMATCH)
-      break;
   }
-  pthread_mutex_unlock (&cs->lock);
   return r;
 }
 
@@ -379,20 +405,16 @@ gr_cksum_poison (struct gr_cksum *cs, int i, uint64_t off,
                0xffffffffu) == GR_CKSUM_MATCH ? 0 : -1;
 }
 
-int
-gr_cksum_flush (struct gr_cksum *cs)
+/* One pass over shard cs: every page changed before it began is written
+ * when it returns (one being written by another thread: waited for);
+ * pages changed meanwhile may or may not be.  false if a write failed. */
+static bool
+flush_shard (struct shard *cs, uint8_t *buf)
 {
-  uint8_t *buf = malloc ((size_t) FLUSH_BATCH * PAGE);
-  int idx[FLUSH_BATCH], r = 0, n = 0;
+  int idx[FLUSH_BATCH], n = 0;
+  bool ok = true;
   size_t i;
 
-  if (buf == NULL) {
-    nbdkit_error ("checksums: flush: out of memory");
-    return -1;
-  }
-  /* One pass: every page changed before the call is written when it
-   * returns (one being written by another thread: waited for); pages
-   * changed meanwhile may or may not be. */
   pthread_mutex_lock (&cs->lock);
   for (i = 0; i < cs->used; i++) {
     struct page *p = &cs->pg[i];
@@ -405,14 +427,28 @@ gr_cksum_flush (struct gr_cksum *cs)
     p->writing = true;
     idx[n++] = (int) i;
     if (n == FLUSH_BATCH) {
-      if (!write_pages_locked (cs, idx, n, buf))
-        r = -1;
+      ok &= write_pages_locked (cs, idx, n, buf);
       n = 0;
     }
   }
-  if (n > 0 && !write_pages_locked (cs, idx, n, buf))
-    r = -1;
+  if (n > 0)
+    ok &= write_pages_locked (cs, idx, n, buf);
   pthread_mutex_unlock (&cs->lock);
+  return ok;
+}
+
+int
+gr_cksum_flush (struct gr_cksum *c)
+{
+  uint8_t *buf = malloc ((size_t) FLUSH_BATCH * PAGE);
+  bool ok = true;
+
+  if (buf == NULL) {
+    nbdkit_error ("checksums: flush: out of memory");
+    return -1;
+  }
+  for (int j = 0; j < NSHARD; j++)
+    ok &= flush_shard (&c->sh[j], buf);
   free (buf);
-  return r;
+  return ok ? 0 : -1;
 }

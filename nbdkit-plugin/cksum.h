@@ -14,8 +14,8 @@
  * value on disk is that of the block on disk; inside, a block and its
  * value may disagree after a crash, and the resync sorts them out.
  *
- * One owner: struct gr_cksum holds the cache.  Its lock is a leaf (no
- * member I/O is done under it). */
+ * One owner: struct gr_cksum holds the cache, cut into shards by page,
+ * each with its own lock, a leaf (no member I/O is done under it). */
 #ifndef GPURAID_CKSUM_H
 #define GPURAID_CKSUM_H
 
