@@ -162,6 +162,11 @@ print_sb (const struct gr_probe *p)
           PRIu64 "\n", sb->data_size, sb->data_offset);
   if (sb->bitmap_region)
     printf ("  bitmap region  %" PRIu64 " stripes\n", sb->bitmap_region);
+  if (sb->cksum_offset)
+    printf ("  integrity      a CRC-32C of every 4 KiB block, from offset %"
+            PRIu64 "\n", sb->cksum_offset);
+  else
+    printf ("  integrity      off (no block checksums)\n");
   printf ("  created        %s\n", when);
 }
 
