@@ -7,7 +7,10 @@
 # chunks, parity checks clean offline, and reads with two members gone
 # (rebuilt from the repaired parity) return the right data.  A dirty array
 # started degraded cannot be resynced: it warns, and the dirty flag stays
-# set across a clean shutdown (the next start warns again).  Without
+# set across a clean shutdown (the next start warns again).  A data chunk
+# silently corrupt in a region the crash left dirty is located by the
+# resync (two chunks of redundancy) and rewritten, not laundered into the
+# parity.  Without
 # block checksums (integrity=off): with them, the damaged blocks fail
 # their checksums and are rebuilt before the parity is compared
 # (tests/test-integrity.sh).
@@ -46,6 +49,12 @@ for code in rs crs; do
     dd of="${members[1]}" bs=$chunk seek=$(( doff / chunk + 3 )) conv=notrunc status=none
   head -c $chunk /dev/urandom |
     dd of="${members[4]}" bs=$chunk seek=$(( doff / chunk + 7 )) conv=notrunc status=none
+  # And silent corruption in the same (dirty) region: 16 bytes of data
+  # chunk 2 of stripe 11 (member (2-11) mod 6 = 3).  The resync must not
+  # recompute the parity from it: with two chunks of redundancy it is
+  # located (the other chunks agree) and rewritten from them.
+  head -c 16 /dev/urandom |
+    dd of="${members[3]}" bs=1 seek=$(( doff + 11 * chunk + 100 )) conv=notrunc status=none
   # Negative control: the damage is visible offline.
   expect_check_fails "gpuraid-check did not see the damaged parity" \
     -k $k -m $m -c $chunk -t $code -o "$doff" "${members[@]}"
@@ -59,6 +68,8 @@ for code in rs crs; do
     echo "$0: FAIL: resync did not report the 2 damaged parity chunks (got '${fixed}')"; exit 1
   fi
   expect_verify "$uri" "$ref" "after resync"
+  grep -q 'resync: stripe 11: data chunk 2 (member 3) does not match the other chunks, which agree: rewritten from them' \
+    "$nbdkit_log" || { echo "$0: FAIL: the resync did not say it located the corrupt data chunk"; exit 1; }
   stop_nbdkit "$pid"
   check_parity $k $m $chunk $code "${members[@]}"
 
