@@ -400,6 +400,26 @@ write_list (struct gr_exec *x, const struct gr_plan *p,
       if (v->kind != GR_VERDICT_LOCATED)
         continue;
       member = gr_map_member (&x->g, p->s0 + io->slot, v->index);
+      if (p->kind == GR_PLAN_RESYNC) {
+        res->rewritten++;
+        gr_warn ("resync: stripe %" PRIu64 ": %s %d (member %d) does not "
+                 "match the other chunks, which agree: rewritten from them "
+                 "(not the parity recomputed from it)", p->s0 + io->slot,
+                 v->index < x->g.k ? "data chunk" : "parity chunk",
+                 v->index < x->g.k ? v->index : v->index - x->g.k, member);
+      }
+    }
+    if (io->kind == GR_IO_WRITE_UNLOCATED) {
+      const struct gr_verdict *v = &p->verdict[io->slot];
+
+      if ((v->kind != GR_VERDICT_UNLOCATED &&
+           v->kind != GR_VERDICT_UNDECIDABLE) ||
+          memcmp (src, gr_steps_at (b, io->cmp), io->len) == 0)
+        continue;
+      res->rewritten++;
+      gr_verbose ("resync: stripe %" PRIu64 ": no single chunk explains "
+                  "the mismatch: parity on member %d recomputed from the "
+                  "data", p->s0 + io->slot, io->member);
     }
     /* A rebuild writes a member only once its front may move there. */
     if (p->kind == GR_PLAN_REBUILD && !p->rb_adv[member])

@@ -308,6 +308,32 @@ gr_plan_check (const struct gr_plan_ctx *c, bool repair, uint64_t s0,
   return p->kind;
 }
 
+enum gr_plan_kind
+gr_plan_resync_check (const struct gr_plan_ctx *c, uint64_t s0, uint64_t ns,
+                      struct gr_plan *p)
+{
+  const struct gr_geom *g = c->g;
+  const int k = g->k, n = k + g->m;
+
+  for (int i = 0; i < n; i++)
+    if (c->failed[i])
+      return p->kind = GR_PLAN_REFUSE;  /* a resync needs every member */
+  if (gr_plan_check (c, true, s0, ns, p) != GR_PLAN_CHECK)
+    return p->kind;
+  for (uint64_t t = 0; t < ns; t++)
+    for (int i = k; i < n; i++) {
+      const int mb = gr_map_member (g, s0 + t, i);
+
+      add_io (p->write, &p->nwrite, GR_IO_WRITE_UNLOCATED, mb,
+              moff (c, s0 + t, 0), g->chunk,
+              loc (GR_SPACE_SCRATCH, check_cmp_at (g, ns, t, i - k)));
+      p->write[p->nwrite - 1].cmp =
+        loc (GR_SPACE_SCRATCH, check_read_at (g, ns, mb, t));
+      p->write[p->nwrite - 1].slot = (uint32_t) t;
+    }
+  return p->kind = GR_PLAN_RESYNC;
+}
+
 /* --- journal replay ------------------------------------------------------ */
 
 /* Is member `mem` live at stripe s: not failed, or rebuilt there? */

@@ -56,6 +56,10 @@ enum gr_io_kind {
                                  * stripe slot `slot` of the plan, to
                                  * that chunk's member (member is -1 in
                                  * the plan) */
+  GR_IO_WRITE_UNLOCATED,        /* a locating resync's parity: written
+                                 * only if the check found stripe slot
+                                 * `slot` inconsistent and located no
+                                 * chunk, and it differs from cmp */
 };
 
 /* One member access. */
@@ -273,6 +277,17 @@ enum gr_plan_kind gr_plan_rebuild (const struct gr_plan_ctx *c,
 enum gr_plan_kind gr_plan_check (const struct gr_plan_ctx *c, bool repair,
                                  uint64_t s0, uint64_t ns,
                                  struct gr_plan *p);
+
+/* The resync of a batch of a healthy array without block checksums and
+ * with two chunks of redundancy or more: a check with repair
+ * (gr_plan_check) whose stripes, where no single corrupt chunk is
+ * located, get the parity recomputed from their data (written where it
+ * differs, GR_IO_WRITE_UNLOCATED: md's resync); a located chunk is
+ * rewritten instead of the parity being recomputed from it.  Its kind is
+ * GR_PLAN_RESYNC. */
+enum gr_plan_kind gr_plan_resync_check (const struct gr_plan_ctx *c,
+                                        uint64_t s0, uint64_t ns,
+                                        struct gr_plan *p);
 
 /* A journal entry (journal.h) to replay: the stripe, its coding range
  * and its journaled data chunks (code index index[x]'s bytes [lo, hi) at

@@ -63,6 +63,13 @@ resync_plan (void *arg, const struct gr_plan_ctx *c, uint64_t s0,
 {
   const uint64_t width = gr_map_stripe_width (c->g);
 
+  /* Without block checksums, with two chunks of redundancy: a chunk
+   * that alone disagrees with the others is located and rewritten, not
+   * laundered into the parity (which is recomputed only where no chunk
+   * is located).  With checksums a corrupt block fails its checksum as
+   * the batch is read and is repaired before (exec.h). */
+  if (!c->cksum && c->g->m >= 2)
+    return gr_plan_resync_check (c, s0, ns, p);
   /* Degraded: refused (the job stops). */
   if (gr_plan_next (c, GR_REQ_RESYNC, s0 * width, ns * width, p)
       == GR_PLAN_RESYNC && p->nstripes != ns) {
@@ -178,8 +185,9 @@ gr_resync_start (struct gr_exec *x, struct gr_bitmap *b, uint64_t rate)
     .batches = { .lock = GR_LOCK_EXCL, .policy = GR_MIO_FAIL_MEMBER,
                  .plan = resync_plan, .done = resync_done },
     .batch = batch,
-    /* plan.c: every member's chunks, then the new parity */
-    .scratch = (n + g->m) * batch * g->chunk,
+    /* plan.c: every member's chunks, then the new parity; plan-jobs.c's
+     * locating resync: those, the fixes and VERIFY's room */
+    .scratch = ((n + g->m + 1) * batch + n) * g->chunk,
     .total_bytes = total, .next = resync_next, .tick = resync_tick,
     .finish = resync_finish, .arg = rs,
   };

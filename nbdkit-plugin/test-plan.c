@@ -252,6 +252,7 @@ sim_io (struct sim *s, const struct gr_plan *p, const struct gr_io *io,
     break;
   case GR_IO_WRITE:
   case GR_IO_WRITE_LOCATED:     /* resolved by the caller */
+  case GR_IO_WRITE_UNLOCATED:   /* likewise */
     memcpy (mp, gr_steps_at (b, io->buf), io->len);
     s->written[io->member] = true;
     break;
@@ -587,6 +588,16 @@ sim_batch (struct sim *s, struct gr_plan *p, uint8_t *req)
         continue;
       io.member = gr_map_member (&s->g, p->s0 + io.slot, v->index);
     }
+    if (io.kind == GR_IO_WRITE_UNLOCATED) {
+      const struct gr_verdict *v = &p->verdict[io.slot];
+
+      CHECK (io.slot < p->nstripes, "unlocated write of slot %u", io.slot);
+      if ((v->kind != GR_VERDICT_UNLOCATED &&
+           v->kind != GR_VERDICT_UNDECIDABLE) ||
+          memcmp (gr_steps_at (&b, io.buf), gr_steps_at (&b, io.cmp),
+                  io.len) == 0)
+        continue;
+    }
     if (p->kind == GR_PLAN_REBUILD)
       CHECK (p->rb_adv[io.member], "rebuild writes member %d, whose front "
              "it does not move", io.member);
@@ -682,6 +693,37 @@ check_repair (struct sim *s, const char *what)
 #define EACH_BATCH(s, s0, ns)                                           \
   for (uint64_t s0 = 0, ns = 1; s0 < (s)->g.stripes; s0 += ns)         \
     if ((ns = 1 + test_rand () % 5) > (s)->g.stripes - s0 ? (ns = (s)->g.stripes - s0) : ns)
+
+/* The locating resync (no checksums, m >= 2): one data chunk spoiled in
+ * a stripe is located and rewritten from the others (not laundered into
+ * the parity); every parity chunk of another stripe spoiled is
+ * recomputed from the data; afterwards every stripe is one codeword and
+ * the array reads as the reference. */
+static void
+check_resync_check (struct sim *s, const char *what)
+{
+  struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
+                           .gpu = sim_gpu };
+  const uint32_t C = s->g.chunk;
+  const uint64_t a = test_rand () % s->g.stripes;
+  const uint64_t b = (a + 1 + test_rand () % (s->g.stripes - 1)) %
+    s->g.stripes;
+
+  s->mem[gr_map_member (&s->g, a, (int) (test_rand () % s->g.k))]
+    [gr_map_member_offset (&s->g, a, 0) + test_rand () % C] ^= 0x5a;
+  for (int i = s->g.k; i < s->n; i++)
+    s->mem[gr_map_member (&s->g, b, i)]
+      [gr_map_member_offset (&s->g, b, 0) + test_rand () % C] ^= 0x21;
+  EACH_BATCH (s, s0, ns) {
+    gr_plan_resync_check (&c, s0, ns, s->batch);
+    s->nplans[s->batch->kind]++;
+    CHECK (s->batch->kind == GR_PLAN_RESYNC, "%s: locating resync is %s",
+           what, kind_names[s->batch->kind]);
+    sim_batch (s, s->batch, NULL);
+  }
+  check_consistent (s, what);
+  check_read_all (s, what);
+}
 
 /* Rebuild: the failed members in want (each with a random front, below
  * which its replacement holds what it holds) rebuilt in random batches:
@@ -1009,6 +1051,8 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum)
   check_replay (&s, what);
   for (i = 0; i < 4 && cksum; i++)
     check_repair (&s, what);
+  if (m >= 2 && s.g.stripes > 1)
+    check_resync_check (&s, what);
   copy_members (&base, &s);
 
   /* Every failed set of at most m + 1 members. */
