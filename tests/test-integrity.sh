@@ -15,6 +15,10 @@
 #   3. a rebuild does not launder: a data block corrupt, then the member
 #      holding a parity chunk of its stripe failed and rebuilt: the data
 #      reads right, the offline checker finds every stripe consistent;
+#   3b. with m = 1 a rebuild that meets a corrupt block has nothing to
+#      rebuild it from: it goes on, and the rebuilt block of that row is
+#      marked unreadable: reads there answer EIO, never wrong bytes, every
+#      other byte reads right, the array ends healthy;
 #   4. the resync does not launder: a data block corrupt in a region that
 #      a kill -9 leaves dirty (written meanwhile): after the restart's
 #      resync every byte reads right and every stripe is consistent;
@@ -213,6 +217,41 @@ got=$(ctl_json '"%d %d %d" % (s["scrub"]["cksum_repaired"], len(s["scrub"]["repo
 [ "$got" = "0 0 0" ] || fail "after writes of parts of blocks: $got"
 stop_nbdkit "$pid"
 echo "partial writes: OK"
+
+echo "=== 3b. m = 1: a rebuild over a block past repair"
+k=2 m=1 n=3 chunk=8192
+width=$(( k * chunk ))
+make_members $n 4M
+set_args
+ctl_serve m=$m chunk=$chunk create=true
+fill
+stop_nbdkit "$pid"
+s=7
+"$fault" corrupt $(( s * width + 4096 )) 4096 "${members[@]}" >/dev/null || fail "corrupt"
+pm=$(( (k - s % n + n) % n ))            # the parity of stripe s
+ctl_serve
+"$CTL" -c "$ctl" fail $pm >/dev/null || fail "fail $pm"
+rm -f "$tmpdir/new.img"; truncate -s 4M "$tmpdir/new.img"
+"$CTL" -c "$ctl" replace $pm "$tmpdir/new.img" >/dev/null || fail "replace"
+timeout 120 "$CTL" -c "$ctl" wait | grep -q '^rebuild done' || fail "the rebuild did not go on"
+[ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy after the rebuild"
+grep -q 'marked unreadable' "$nbdkit_log" || fail "the rebuilt block is not marked unreadable"
+"$PY" - "$uri" "$tmpdir/expect" $(( s * width + 4096 )) <<'PYEOF' || fail "reads after the rebuild"
+import nbd, sys
+h = nbd.NBD(); h.connect_uri(sys.argv[1])
+ref = open(sys.argv[2], "rb").read()
+bad = int(sys.argv[3])
+try:
+    h.pread(4096, bad)
+    sys.exit("the block past repair was served")
+except nbd.Error:
+    pass
+if h.pread(bad, 0) != ref[:bad] or h.pread(len(ref) - bad - 4096, bad + 4096) != ref[bad + 4096:]:
+    sys.exit("data differs outside the block past repair")
+print("EIO for the block past repair only")
+PYEOF
+stop_nbdkit "$pid"
+echo "m = 1 rebuild: OK"
 
 echo "=== 6. integrity=off"
 k=2 m=1 n=3 chunk=8192
