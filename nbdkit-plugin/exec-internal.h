@@ -36,6 +36,8 @@ void gr_exec_unlock_plan (struct gr_exec *x, const struct gr_plan *p);
 struct gr_exec_bad {
   int member;                   /* -1: none */
   uint64_t off;
+  const struct gr_exec_result *skip;    /* may be NULL: its rows are
+                                 * passed over (known past repair) */
 };
 
 /* The stages of a plan, in this order, on its buffers b; mio: room for
@@ -74,6 +76,11 @@ enum gr_exec_outcome gr_exec_write_stage (struct gr_exec *x,
 enum gr_exec_outcome gr_exec_repair (struct gr_exec *x, int member,
                                      uint64_t off, bool held, bool torn,
                                      struct gr_exec_result *res);
+
+/* After a batch that went on over rows past repair (res->rows): every
+ * block it wrote in them marked unreadable (cksum_poison). */
+void gr_exec_poison_rows (struct gr_exec *x, const struct gr_plan *p,
+                          const struct gr_exec_result *res);
 
 /* Set the checksums of the blocks of a write done (cksum: may be NULL). */
 void gr_exec_cksum_written (struct gr_exec *x, const struct gr_mio *v);

@@ -77,7 +77,7 @@ plan_and_read (struct gr_exec_lanes *l, struct lane *ln,
   enum gr_exec_outcome r;
   struct gr_exec_snap sn;
   struct gr_plan_ctx c;
-  struct gr_exec_bad bad;
+  struct gr_exec_bad bad = { .skip = res };
 
   do {
     gr_exec_plan_ctx (x, &sn, &c);
@@ -99,13 +99,18 @@ plan_and_read (struct gr_exec_lanes *l, struct lane *ln,
     }
     r = gr_exec_read_stage (x, p, b, ln->mio, l->ops.policy, &bad);
     /* The batch's stripes are held: the repair runs under them. */
-    if (bad.member >= 0 &&
-        gr_exec_repair (x, bad.member, bad.off, true, false, res) !=
-        GR_EXEC_DONE) {
-      if (!l->ops.go_on_unrecoverable || errno != EIO)
-        return GR_EXEC_ERROR;
-      res->unrecoverable++;
-      return GR_EXEC_DONE;
+    if (bad.member >= 0) {
+      const size_t nrows = res->nrows;
+
+      if (gr_exec_repair (x, bad.member, bad.off, true, false, res) !=
+          GR_EXEC_DONE) {
+        /* Past repair: gone on over (its row recorded, and skipped
+         * when the batch is read again), or the batch fails. */
+        if (!l->ops.go_on_unrecoverable || errno != EIO ||
+            res->nrows == nrows)
+          return GR_EXEC_ERROR;
+        res->unrecoverable++;
+      }
     }
   } while (r == GR_EXEC_REPLAN);
   return r;
@@ -162,6 +167,8 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
   t[0] = gr_now ();
   if (r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP)
     r = gr_exec_write_stage (x, p, &b, ln->mio, l->ops.policy, &res);
+  if (r == GR_EXEC_DONE && res.nrows > 0)
+    gr_exec_poison_rows (x, p, &res);
   gr_exec_unlock_plan (x, &held);
   t[1] = gr_now ();
   /* The job hears of its batches in batch order (its position is the

@@ -168,6 +168,9 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
         for (i = 0; i < n; i++)
           if (bad[i])
             gr_members_count_cksum (x->ms, gr_map_member (&x->g, s, i));
+        if (res->nrows < GR_EXEC_ROWS)
+          res->rows[res->nrows++] = (struct gr_exec_row) { .stripe = s,
+                                                           .lo = lo };
         nbdkit_error ("stripe %" PRIu64 ", bytes %" PRIu32 "+4096 of its "
                       "chunks: %d blocks failed their checksums and the "
                       "others cannot rebuild them (%s): EIO", s, lo, nbad,
@@ -247,4 +250,39 @@ gr_exec_verify_stripes (struct gr_exec *x, uint64_t s0, uint64_t ns)
   }
   gr_plan_free (p);
   return r;
+}
+
+void
+gr_exec_poison_rows (struct gr_exec *x, const struct gr_plan *p,
+                     const struct gr_exec_result *res)
+{
+  uint8_t *blk = aligned_alloc (4096, GR_CKSUM_BLOCK);
+
+  if (blk == NULL)
+    return;
+  for (size_t r = 0; r < res->nrows; r++) {
+    const uint64_t s = res->rows[r].stripe;
+    const uint64_t at = gr_map_member_offset (&x->g, s, res->rows[r].lo);
+
+    for (size_t i = 0; i < p->nwrite; i++) {
+      const struct gr_io *io = &p->write[i];
+      struct gr_mio v = { .kind = GR_MIO_READ, .member = io->member,
+                          .off = at, .len = GR_CKSUM_BLOCK, .buf = blk };
+
+      /* A rebuild's writes (whole chunks) to a replacement it moved. */
+      if (io->kind != GR_IO_WRITE || io->member < 0 || io->off > at ||
+          io->off + io->len < at + GR_CKSUM_BLOCK ||
+          (p->kind == GR_PLAN_REBUILD && !p->rb_adv[io->member]))
+        continue;
+      gr_members_io (x->ms, &v, 1, GR_MIO_FAIL_MEMBER);
+      if (v.result != GR_MIO_DONE)
+        continue;
+      (void) gr_cksum_poison (x->cksum, io->member, at, blk);
+      nbdkit_error ("member %d: byte %" PRIu64 " (stripe %" PRIu64 "): "
+                    "written from a block that failed its checksum with no "
+                    "good copy left: marked unreadable (reads of it answer "
+                    "EIO)", io->member, at, s);
+    }
+  }
+  free (blk);
 }

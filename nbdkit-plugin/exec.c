@@ -275,12 +275,35 @@ rebuilds (const struct gr_plan *p)
 /* The first block read by plan p that fails its checksum: false, or
  * true with *member and *off (the member failed while its checksums were
  * read: *member -1). */
+/* Is the block at member byte off of member in a row skip lists? */
+static bool
+skipped (struct gr_exec *x, const struct gr_exec_result *skip, int member,
+         uint64_t off)
+{
+  uint64_t s, logical;
+  uint32_t co;
+  int idx;
+
+  if (skip == NULL || skip->nrows == 0 ||
+      gr_map_inverse (&x->g, member, off, &s, &idx, &co, &logical) != 0)
+    return false;
+  for (size_t i = 0; i < skip->nrows; i++)
+    if (skip->rows[i].stripe == s &&
+        skip->rows[i].lo == co / GR_CKSUM_BLOCK * GR_CKSUM_BLOCK)
+      return true;
+  return false;
+}
+
+/* The first block read by plan p that fails its checksum (but in the
+ * rows skip lists): false, or true with *member and *off (the member
+ * failed while its checksums were read: *member -1). */
 static bool
 read_bad (struct gr_exec *x, const struct gr_plan *p, const struct gr_mio *mio,
-          int *member, uint64_t *off)
+          const struct gr_exec_result *skip, int *member, uint64_t *off)
 {
   for (size_t i = 0; i < p->nread; i++) {
     const struct gr_mio *v = &mio[i];
+    uint64_t pos = v->off;
 
     if (v->off < x->g.data_offset)
       continue;                 /* metadata */
@@ -290,17 +313,24 @@ read_bad (struct gr_exec *x, const struct gr_plan *p, const struct gr_mio *mio,
                 gr_plan_kind_name (p->kind), v->member, v->off, v->len);
       continue;
     }
-    switch (gr_cksum_verify (x->cksum, v->member, v->off, v->buf, v->len,
-                             off)) {
-    case GR_CKSUM_MATCH:
-      break;
-    case GR_CKSUM_MISMATCH:
-      *member = v->member;
-      return true;
-    case GR_CKSUM_UNREADABLE:
-      *member = -1;
-      return true;
-    }
+    while (pos < v->off + v->len)
+      switch (gr_cksum_verify (x->cksum, v->member, pos,
+                               (const uint8_t *) v->buf + (pos - v->off),
+                               v->off + v->len - pos, off)) {
+      case GR_CKSUM_MATCH:
+        pos = v->off + v->len;
+        break;
+      case GR_CKSUM_MISMATCH:
+        if (!skipped (x, skip, v->member, *off)) {
+          *member = v->member;
+          return true;
+        }
+        pos = *off + GR_CKSUM_BLOCK;
+        break;
+      case GR_CKSUM_UNREADABLE:
+        *member = -1;
+        return true;
+      }
   }
   return false;
 }
@@ -348,7 +378,7 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
    * brought back missed the writes, and the checksums, made after it
    * failed, and nothing may be repaired. */
   if (x->cksum && !gr_members_read_only_p (x->ms) &&
-      read_bad (x, p, mio, &member, &off)) {
+      read_bad (x, p, mio, bad->skip, &member, &off)) {
     /* member -1: a member failed (again without it); else repair it. */
     bad->member = member;
     bad->off = off;
@@ -559,7 +589,7 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
   struct gr_bufs b = { .req = req, .zero = x->zero };
   bool locked = false;
   enum gr_exec_outcome r;
-  struct gr_exec_bad bad;
+  struct gr_exec_bad bad = { .skip = NULL };
 
   if (w == NULL)
     return GR_EXEC_ERROR;

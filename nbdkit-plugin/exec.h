@@ -93,6 +93,15 @@ enum gr_exec_outcome {
   GR_EXEC_ERROR,                /* errno set, after nbdkit_error */
 };
 
+/* A row (the same 4 KiB of every chunk of a stripe: bytes [lo, lo +
+ * 4096) of its chunks) where a block failed its checksum with too few good
+ * chunks left to rebuild it. */
+struct gr_exec_row {
+  uint64_t stripe;
+  uint32_t lo;
+};
+#define GR_EXEC_ROWS 16
+
 /* What a run did. */
 struct gr_exec_result {
   bool touched[GR_MAX_MEMBERS]; /* members written (for FUA): or-ed in */
@@ -100,6 +109,10 @@ struct gr_exec_result {
   uint64_t repaired;            /* blocks that failed their checksums,
                                  * rebuilt and rewritten */
   uint64_t unrecoverable;       /* such blocks that could not be */
+  /* The rows of those that a job's batch went on over
+   * (go_on_unrecoverable): what it wrote there is marked unreadable. */
+  struct gr_exec_row rows[GR_EXEC_ROWS];
+  size_t nrows;
 };
 
 /* Run plan p; req is the request's buffer at the plan's first byte
@@ -136,9 +149,12 @@ struct gr_exec_batches {
   enum gr_lock_mode lock;       /* a batch's stripes are held so */
   enum gr_mio_policy policy;
   /* A block that fails its checksum and cannot be repaired (too few good
-   * chunks left) does not fail the batch: it is counted (unrecoverable)
-   * and the batch goes on with what was read (a scrub, whose check then
-   * reports the stripe). */
+   * chunks left) does not fail the batch (up to GR_EXEC_ROWS rows of such
+   * blocks): it is counted (unrecoverable), the batch goes on with what
+   * was read, and every block the batch writes in that row is marked
+   * unreadable (its checksum made wrong: reads of it answer EIO), never
+   * trusted (a scrub, whose check then reports the stripe; a rebuild,
+   * whose replacement holds no wrong data in that row). */
   bool go_on_unrecoverable;
   /* Plan batch [s0, s0 + ns) into p (made with gr_plan_new_batch for
    * the largest batch), its stripes held, from context c (made now).

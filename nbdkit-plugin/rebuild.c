@@ -282,6 +282,7 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, const bool *which,
     batch = g->stripes;
   def = (struct gr_job_def) {
     .batches = { .lock = GR_LOCK_EXCL, .policy = GR_MIO_FAIL_MEMBER,
+                 .go_on_unrecoverable = true,
                  .plan = rebuild_plan, .done = rebuild_done },
     .batch = batch, .scratch = batch * (size_t) n * g->chunk,
     .total_bytes = g->stripes * width, .next = rebuild_next,
