@@ -100,7 +100,7 @@ struct gr_exec_row {
   uint64_t stripe;
   uint32_t lo;
 };
-#define GR_EXEC_ROWS 16
+#define GR_EXEC_ROWS 64
 
 /* What a run did. */
 struct gr_exec_result {

@@ -42,6 +42,10 @@ bench-cpu-profile: all scripts/nbdbench
 bench-rebuild: all scripts/nbdbench
 	scripts/bench-rebuild
 
+# Silent corruption injected against block checksums (docs/reliability.md).
+bench-corruption: all
+	scripts/bench-corruption
+
 # The cost of block checksums: integrity=on against off, same run.
 bench-integrity: all scripts/nbdbench
 	scripts/bench-integrity
@@ -56,5 +60,5 @@ bench-alternate: all scripts/nbdbench
 bench-remote: all scripts/nbdbench
 	scripts/bench-remote
 
-.PHONY: bench-alternate bench-integrity bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
+.PHONY: bench-alternate bench-corruption bench-integrity bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
         bench-remote
