@@ -193,20 +193,6 @@ gr_bitmap_load_suspect (struct gr_bitmap *b, bool all)
   return n;
 }
 
-bool
-gr_bitmap_suspect (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
-{
-  uint64_t r, r0 = s0 / b->region, r1 = (s0 + ns - 1) / b->region;
-  bool any = false;
-
-  if (__atomic_load_n (&b->nsuspect, __ATOMIC_ACQUIRE) == 0)
-    return false;
-  pthread_mutex_lock (&b->lock);
-  for (r = r0; r <= r1 && !any; r++)
-    any = test_bit (b->suspect, r);
-  pthread_mutex_unlock (&b->lock);
-  return any;
-}
 
 /* Write the bits to every live member, durably when sync (RWF_DSYNC:
  * the rest of the members' data need not be).  policy: GR_MIO_FAIL_MEMBER
@@ -332,61 +318,82 @@ gr_bitmap_end_write (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
   pthread_mutex_unlock (&b->lock);
 }
 
-bool
-gr_bitmap_pending (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
+/* Is a region of stripes [s0, s0 + ns) marked in set (count: its
+ * count)? */
+static bool
+any_marked (struct gr_bitmap *b, const uint8_t *set, const uint64_t *count,
+            uint64_t s0, uint64_t ns)
 {
   uint64_t r, r0 = s0 / b->region, r1 = (s0 + ns - 1) / b->region;
   bool any = false;
 
-  if (__atomic_load_n (&b->npending, __ATOMIC_ACQUIRE) == 0)
+  if (__atomic_load_n (count, __ATOMIC_ACQUIRE) == 0)
     return false;
   pthread_mutex_lock (&b->lock);
   for (r = r0; r <= r1 && !any; r++)
-    any = test_bit (b->pending, r);
+    any = test_bit (set, r);
   pthread_mutex_unlock (&b->lock);
   return any;
+}
+
+/* The first region at or after r marked in set, or nregions. */
+static uint64_t
+next_marked (struct gr_bitmap *b, const uint8_t *set, uint64_t r)
+{
+  pthread_mutex_lock (&b->lock);
+  while (r < b->nregions && !test_bit (set, r))
+    r++;
+  pthread_mutex_unlock (&b->lock);
+  return r;
+}
+
+/* Region r done (resynced or verified): no longer marked in set; its bit
+ * is cleared lazily, as after a write. */
+static void
+unmark (struct gr_bitmap *b, uint8_t *set, uint64_t *count, uint64_t r)
+{
+  pthread_mutex_lock (&b->lock);
+  if (test_bit (set, r))
+    __atomic_sub_fetch (count, 1, __ATOMIC_RELEASE);
+  clear_bit (set, r);
+  set_bit (b->touched, r);
+  pthread_mutex_unlock (&b->lock);
+}
+
+bool
+gr_bitmap_pending (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
+{
+  return any_marked (b, b->pending, &b->npending, s0, ns);
 }
 
 uint64_t
 gr_bitmap_next_pending (struct gr_bitmap *b, uint64_t r)
 {
-  pthread_mutex_lock (&b->lock);
-  while (r < b->nregions && !test_bit (b->pending, r))
-    r++;
-  pthread_mutex_unlock (&b->lock);
-  return r;
-}
-
-uint64_t
-gr_bitmap_next_suspect (struct gr_bitmap *b, uint64_t r)
-{
-  pthread_mutex_lock (&b->lock);
-  while (r < b->nregions && !test_bit (b->suspect, r))
-    r++;
-  pthread_mutex_unlock (&b->lock);
-  return r;
-}
-
-void
-gr_bitmap_unsuspect (struct gr_bitmap *b, uint64_t r)
-{
-  pthread_mutex_lock (&b->lock);
-  if (test_bit (b->suspect, r))
-    __atomic_sub_fetch (&b->nsuspect, 1, __ATOMIC_RELEASE);
-  clear_bit (b->suspect, r);
-  set_bit (b->touched, r);
-  pthread_mutex_unlock (&b->lock);
+  return next_marked (b, b->pending, r);
 }
 
 void
 gr_bitmap_resynced (struct gr_bitmap *b, uint64_t r)
 {
-  pthread_mutex_lock (&b->lock);
-  if (test_bit (b->pending, r))
-    __atomic_sub_fetch (&b->npending, 1, __ATOMIC_RELEASE);
-  clear_bit (b->pending, r);
-  set_bit (b->touched, r);
-  pthread_mutex_unlock (&b->lock);
+  unmark (b, b->pending, &b->npending, r);
+}
+
+bool
+gr_bitmap_suspect (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
+{
+  return any_marked (b, b->suspect, &b->nsuspect, s0, ns);
+}
+
+uint64_t
+gr_bitmap_next_suspect (struct gr_bitmap *b, uint64_t r)
+{
+  return next_marked (b, b->suspect, r);
+}
+
+void
+gr_bitmap_unsuspect (struct gr_bitmap *b, uint64_t r)
+{
+  unmark (b, b->suspect, &b->nsuspect, r);
 }
 
 /* One clearing pass: a region whose bit is set, with nothing pending or

@@ -30,28 +30,13 @@
 #include <string.h>
 
 #include "nbdkit-plugin/reqpin.h"
+#define TESTKIT_NBDKIT_LOG
 #include "tests/testkit.h"
 
 /* --- stubs for what reqpin.c links against ------------------------------ */
 
 static int warnings;                    /* atomic */
 
-void
-nbdkit_error (const char *fs, ...)
-{
-  va_list ap;
-
-  va_start (ap, fs);
-  vfprintf (stderr, fs, ap);
-  va_end (ap);
-  fputc ('\n', stderr);
-}
-
-void
-nbdkit_debug (const char *fs, ...)
-{
-  (void) fs;
-}
 
 void
 gr_warn (const char *fs, ...)

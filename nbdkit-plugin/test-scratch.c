@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "nbdkit-plugin/scratch.h"
+#define TESTKIT_NBDKIT_LOG
 #include "tests/testkit.h"
 
 /* --- stubs for what scratch.c links against ------------------------- */
@@ -30,22 +31,6 @@ static bool gpu_usable;
 static long pinned_live;                /* atomic: host_alloc - host_free */
 static long pinned_calls;               /* atomic: host_alloc calls */
 
-void
-nbdkit_error (const char *fs, ...)
-{
-  va_list ap;
-
-  va_start (ap, fs);
-  vfprintf (stderr, fs, ap);
-  va_end (ap);
-  fputc ('\n', stderr);
-}
-
-void
-nbdkit_debug (const char *fs, ...)
-{
-  (void) fs;
-}
 
 bool
 gr_coding_gpu_usable (const struct gr_coding *c)

@@ -56,6 +56,19 @@ data_areas ()
 
 cksum_total () { ctl_json 'sum(m["cksum_errors"] for m in s["members"])'; }
 
+# new_array K M CHUNK SIZE [OPTIONS]: a fresh K+M array of SIZE members
+# filled with random data ($tmpdir/expect), stopped; sets k m n chunk width.
+new_array ()
+{
+  k=$1 m=$2 n=$(( $1 + $2 )) chunk=$3 width=$(( $1 * $3 ))
+  make_members $n "$4"
+  shift 4
+  set_args
+  ctl_serve m=$m chunk=$chunk create=true "$@"
+  fill
+  stop_nbdkit "$pid"
+}
+
 scrub_wait ()
 {
   "$CTL" -c "$ctl" scrub "$@" >/dev/null || fail "scrub"
@@ -63,14 +76,7 @@ scrub_wait ()
 }
 
 echo "=== 1. 4+2: corrupt data and parity blocks, read, scrub"
-k=4 m=2 n=6 chunk=16384
-width=$(( k * chunk ))
-make_members $n 8M
-set_args
-ctl_serve m=$m chunk=$chunk create=true
-[ "$(ctl_json 's["integrity"]')" = True ] || fail "integrity is not on by default"
-fill
-stop_nbdkit "$pid"
+new_array 4 2 16384 8M
 data_areas "$tmpdir/before"
 ndata=0 nparity=0
 for (( i = 0; i < 12; i++ )); do
@@ -89,6 +95,7 @@ done
 data_areas "$tmpdir/damaged"
 cmp -s "$tmpdir/before" "$tmpdir/damaged" && fail "the corruption did not reach the members"
 ctl_serve
+[ "$(ctl_json 's["integrity"]')" = True ] || fail "integrity is not on by default"
 verify "corrupt data blocks read back right"
 got=$(cksum_total)
 [ "$got" = "$ndata" ] || fail "checksum errors counted after the reads: $got, want $ndata"
@@ -106,13 +113,7 @@ check_parity $k $m $chunk rs "${members[@]}"
 echo "read and scrub repairs: OK ($ndata data, $nparity parity blocks)"
 
 echo "=== 2. 2+1: m = 1, and more corrupt than it can rebuild"
-k=2 m=1 n=3 chunk=8192
-width=$(( k * chunk ))
-make_members $n 4M
-set_args
-ctl_serve m=$m chunk=$chunk create=true
-fill
-stop_nbdkit "$pid"
+new_array 2 1 8192 4M
 "$fault" corrupt $(( 5 * width + 4096 )) 4096 "${members[@]}" >/dev/null || fail "corrupt"
 "$fault" corrupt --parity 0 $(( 9 * width )) 4096 "${members[@]}" >/dev/null || fail "corrupt"
 ctl_serve
@@ -160,13 +161,7 @@ stop_nbdkit "$pid"
 echo "m = 1: OK"
 
 echo "=== 3. a rebuild does not launder a corrupt data block"
-k=4 m=2 n=6 chunk=16384
-width=$(( k * chunk ))
-make_members $n 8M
-set_args
-ctl_serve m=$m chunk=$chunk create=true
-fill
-stop_nbdkit "$pid"
+new_array 4 2 16384 8M
 s=11
 "$fault" corrupt $(( s * width + 8192 )) 4096 "${members[@]}" >/dev/null || fail "corrupt"
 pm=$(( (k - s % n + n) % n ))            # parity 0 of stripe s
@@ -219,13 +214,7 @@ stop_nbdkit "$pid"
 echo "partial writes: OK"
 
 echo "=== 3b. m = 1: a rebuild over a block past repair"
-k=2 m=1 n=3 chunk=8192
-width=$(( k * chunk ))
-make_members $n 4M
-set_args
-ctl_serve m=$m chunk=$chunk create=true
-fill
-stop_nbdkit "$pid"
+new_array 2 1 8192 4M
 s=7
 "$fault" corrupt $(( s * width + 4096 )) 4096 "${members[@]}" >/dev/null || fail "corrupt"
 pm=$(( (k - s % n + n) % n ))            # the parity of stripe s
@@ -254,17 +243,11 @@ stop_nbdkit "$pid"
 echo "m = 1 rebuild: OK"
 
 echo "=== 6. integrity=off"
-k=2 m=1 n=3 chunk=8192
-width=$(( k * chunk ))
-make_members $n 4M
-set_args
-ctl_serve m=$m chunk=$chunk create=true integrity=off
-[ "$(ctl_json 's["integrity"]')" = False ] || fail "integrity=off: status says on"
-fill
-stop_nbdkit "$pid"
+new_array 2 1 8192 4M integrity=off
 [ "$(data_offset $chunk)" = 1048576 ] || fail "integrity=off: data at $(data_offset $chunk)"
 "$fault" corrupt $(( 3 * width )) 4096 "${members[@]}" >/dev/null || fail "corrupt"
 ctl_serve
+[ "$(ctl_json 's["integrity"]')" = False ] || fail "integrity=off: status says on"
 "$PY" - "$uri" "$tmpdir/expect" $(( 3 * width )) <<'PYEOF' || fail "integrity=off read"
 import nbd, sys
 h = nbd.NBD(); h.connect_uri(sys.argv[1])

@@ -99,4 +99,28 @@ test_done (const char *prog)
   return test_failures ? T_EXIT_FAIL : T_EXIT_PASS;
 }
 
+/* A unit test that links plugin objects (which log through nbdkit)
+ * defines TESTKIT_NBDKIT_LOG before including this: errors to stderr,
+ * debug messages dropped. */
+#ifdef TESTKIT_NBDKIT_LOG
+#include <stdarg.h>
+
+void
+nbdkit_error (const char *fs, ...)
+{
+  va_list ap;
+
+  va_start (ap, fs);
+  vfprintf (stderr, fs, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+}
+
+void
+nbdkit_debug (const char *fs, ...)
+{
+  (void) fs;
+}
+#endif
+
 #endif /* GPURAID_TESTKIT_H */
