@@ -187,6 +187,14 @@ write_pages_locked (struct shard *cs, const int *idx, int n, uint8_t *buf)
   return ok;
 }
 
+/* Is page p of a device no longer in its slot (a replacement took it)?
+ * Its values are not the new device's: never written there. */
+static bool
+stale (const struct shard *cs, const struct page *p)
+{
+  return p->attach != gr_members_device (cs->ms, p->member);
+}
+
 /* A free slot, or -1 when the lock was dropped (a dirty page written
  * on the way, or all pages busy): look again. */
 static int
@@ -214,6 +222,10 @@ slot_locked (struct shard *cs)
     if (p->ref) {
       p->ref = false;
       continue;
+    }
+    if (p->dirty && stale (cs, p)) {
+      remove_locked (cs, i);    /* the old device's: never written */
+      return i;
     }
     if (p->dirty) {
       static __thread uint8_t buf[PAGE];
@@ -423,6 +435,10 @@ flush_shard (struct shard *cs, uint8_t *buf)
       pthread_cond_wait (&cs->cond, &cs->lock);
     if (p->st != PAGE_READY || !p->dirty)
       continue;
+    if (stale (cs, p)) {
+      remove_locked (cs, (int) i);      /* the old device's: dropped */
+      continue;
+    }
     p->dirty = false;
     p->writing = true;
     idx[n++] = (int) i;
