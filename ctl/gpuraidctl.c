@@ -167,6 +167,24 @@ print_sb (const struct gr_probe *p)
             PRIu64 "\n", sb->cksum_offset);
   else
     printf ("  integrity      off (no block checksums)\n");
+  if (sb->last_scrub.end) {
+    const time_t st = (time_t) sb->last_scrub.end;
+    struct tm stm;
+    char at[64] = "?";
+
+    if (gmtime_r (&st, &stm))
+      strftime (at, sizeof at, "%Y-%m-%d %H:%M:%S UTC", &stm);
+    printf ("  last scrub     done %s in %" PRIu32 " s%s: %" PRIu64 " stripes "
+            "checked, %" PRIu64 " did not match, %" PRIu64 " repaired, %"
+            PRIu64 " blocks rebuilt for their checksums, %" PRIu64
+            " past repair\n", at, sb->last_scrub.secs,
+            sb->last_scrub.repair ? " (--repair)" : "",
+            sb->last_scrub.checked, sb->last_scrub.mismatched,
+            sb->last_scrub.repaired, sb->last_scrub.cksum_repaired,
+            sb->last_scrub.cksum_unrecoverable);
+  }
+  else
+    printf ("  last scrub     none\n");
   printf ("  created        %s\n", when);
 }
 

@@ -41,7 +41,13 @@
  *   160    32  rebuilt set (bit i of byte i/8 = member index i)
  *   192     8  checksum area offset: where each member's block checksums
  *              start (0: the array keeps none; see "the checksum area")
- *   200  3892  reserved, zero
+ *   200    56  the last scrub that ran to its end (struct gr_sb_scrub):
+ *              200 end time (seconds since the epoch; 0: none), 208
+ *              seconds it took, 212 1 if --repair, 216 stripes checked,
+ *              224 of those not consistent, 232 chunks rewritten where
+ *              located, 240 blocks that failed their checksums and were
+ *              rebuilt, 248 such blocks past repair
+ *   256  3836  reserved, zero
  *  4092     4  crc32c of bytes 0..4091
  */
 #ifndef GPURAID_FORMAT_H
@@ -73,7 +79,7 @@
                            GR_SB_FLAG_BITMAP | GR_SB_FLAG_REBUILDING)
 #define GR_SB_MAX_MEMBERS 256
 #define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
-#define GR_SB_RESERVED_OFFSET 200
+#define GR_SB_RESERVED_OFFSET 256
 /* The write-intent bitmap holds at most this many regions: as many bits
  * as there are bytes from its offset to the journal's (below). */
 #define GR_SB_BITMAP_BITS ((GR_JOURNAL_OFFSET - GR_BITMAP_OFFSET) * 8)
@@ -100,6 +106,12 @@ struct gr_sb {
                                  * rebuilds (those still failed: in
                                  * progress; live: done) */
   uint64_t cksum_offset;        /* the checksum area, 0: none */
+  struct gr_sb_scrub {          /* the last scrub that ran to its end */
+    uint64_t end;               /* seconds since the epoch, 0: none */
+    uint32_t secs, repair;
+    uint64_t checked, mismatched, repaired, cksum_repaired,
+      cksum_unrecoverable;
+  } last_scrub;
 };
 
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the iSCSI CRC,
@@ -115,7 +127,9 @@ uint32_t gr_crc32c (uint32_t crc, const void *buf, size_t len);
  * k+m, bitmap region not 0 or a power of two, or too small for the
  * bitmap to hold every region, scrub stripe past the last stripe, a
  * rebuild of no member, of members beyond k+m or past the last stripe,
- * the rebuilding flag without a rebuild of this member, a checksum area
+ * the rebuilding flag without a rebuild of this member, a last scrub
+ * record with counts that do not nest (mismatched <= checked <= stripes,
+ * repaired <= mismatched) or fields without an end time, a checksum area
  * not a multiple of 4096, below the journal's offset or not ending by
  * the data offset).  -EPROTONOSUPPORT if version != GR_SB_VERSION. */
 int gr_sb_validate (const struct gr_sb *sb);

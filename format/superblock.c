@@ -98,6 +98,16 @@ gr_sb_validate (const struct gr_sb *sb)
   if ((sb->flags & GR_SB_FLAG_REBUILDING) &&
       !gr_sb_rebuild_test (sb, (int) sb->index))
     return -EINVAL;
+  {
+    const struct gr_sb_scrub *ls = &sb->last_scrub;
+
+    if (ls->end == 0
+        ? ls->secs || ls->repair || ls->checked || ls->mismatched ||
+          ls->repaired || ls->cksum_repaired || ls->cksum_unrecoverable
+        : ls->repair > 1 || ls->checked > sb->data_size / sb->chunk ||
+          ls->mismatched > ls->checked || ls->repaired > ls->mismatched)
+      return -EINVAL;
+  }
   if (sb->cksum_offset != 0 &&
       (sb->cksum_offset % 4096 != 0 || sb->cksum_offset < GR_JOURNAL_OFFSET ||
        sb->cksum_offset > sb->data_offset ||
@@ -144,6 +154,14 @@ gr_sb_encode (const struct gr_sb *sb, uint8_t *buf)
   gr_le_put64 (buf + 152, sb->rebuild_at);
   memcpy (buf + 160, sb->rebuild_set, 32);
   gr_le_put64 (buf + 192, sb->cksum_offset);
+  gr_le_put64 (buf + 200, sb->last_scrub.end);
+  gr_le_put32 (buf + 208, sb->last_scrub.secs);
+  gr_le_put32 (buf + 212, sb->last_scrub.repair);
+  gr_le_put64 (buf + 216, sb->last_scrub.checked);
+  gr_le_put64 (buf + 224, sb->last_scrub.mismatched);
+  gr_le_put64 (buf + 232, sb->last_scrub.repaired);
+  gr_le_put64 (buf + 240, sb->last_scrub.cksum_repaired);
+  gr_le_put64 (buf + 248, sb->last_scrub.cksum_unrecoverable);
   gr_le_put32 (buf + GR_SB_CRC_OFFSET, gr_crc32c (0, buf, GR_SB_CRC_OFFSET));
 }
 
@@ -181,6 +199,14 @@ gr_sb_decode (const uint8_t *buf, struct gr_sb *sb)
   sb->rebuild_at = gr_le_get64 (buf + 152);
   memcpy (sb->rebuild_set, buf + 160, 32);
   sb->cksum_offset = gr_le_get64 (buf + 192);
+  sb->last_scrub.end = gr_le_get64 (buf + 200);
+  sb->last_scrub.secs = gr_le_get32 (buf + 208);
+  sb->last_scrub.repair = gr_le_get32 (buf + 212);
+  sb->last_scrub.checked = gr_le_get64 (buf + 216);
+  sb->last_scrub.mismatched = gr_le_get64 (buf + 224);
+  sb->last_scrub.repaired = gr_le_get64 (buf + 232);
+  sb->last_scrub.cksum_repaired = gr_le_get64 (buf + 240);
+  sb->last_scrub.cksum_unrecoverable = gr_le_get64 (buf + 248);
   if (gr_le_get64 (buf + 144) != 0)
     return -EINVAL;
   for (i = GR_SB_RESERVED_OFFSET; i < GR_SB_CRC_OFFSET; i++)

@@ -140,7 +140,7 @@ main (void)
          gr_sb_rebuild_test (&out, 4) && !gr_sb_rebuild_test (&out, 0) &&
          out.rebuild_at == 40);
   CHECK (decode_with_patch (&bad, 147, 1) == -EINVAL);
-  CHECK (decode_with_patch (&bad, 200, 1) == -EINVAL);
+  CHECK (decode_with_patch (&bad, 256, 1) == -EINVAL);
   bad.rebuild_at = 100;                         /* the end: done */
   CHECK (gr_sb_validate (&bad) == 0);
   bad.rebuild_at = 101;
@@ -228,6 +228,33 @@ main (void)
   CHECK (gr_sb_validate (&bad) == -EINVAL);
   bad.cksum_offset = 4096;                      /* in the bitmap */
   CHECK (gr_sb_validate (&bad) == -EINVAL);
+  /* The last scrub's record: round trip at 200; counts that nest; nothing
+   * without an end time. */
+  bad = sb;
+  bad.last_scrub = (struct gr_sb_scrub) { .end = 1795000000, .secs = 12,
+                                          .repair = 1, .checked = 100,
+                                          .mismatched = 3, .repaired = 2,
+                                          .cksum_repaired = 7,
+                                          .cksum_unrecoverable = 1 };
+  CHECK (gr_sb_validate (&bad) == 0);
+  gr_sb_encode (&bad, buf2);
+  CHECK (buf2[208] == 12 && buf2[212] == 1 && buf2[216] == 100 &&
+         buf2[224] == 3 && buf2[232] == 2 && buf2[240] == 7 &&
+         buf2[248] == 1);
+  CHECK (gr_sb_decode (buf2, &out) == 0 &&
+         memcmp (&out.last_scrub, &bad.last_scrub, sizeof out.last_scrub)
+         == 0);
+  bad.last_scrub.checked = 101;                 /* more than the stripes */
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.last_scrub.checked = 2;                   /* fewer than mismatched */
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.last_scrub.checked = 100;
+  bad.last_scrub.repair = 2;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.last_scrub.repair = 0;
+  bad.last_scrub.end = 0;                       /* counts, no end time */
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+
   /* A block's value: 0 for zeros, else its crc32c xor that of zeros. */
   {
     static uint8_t blk[GR_CKSUM_BLOCK];

@@ -248,6 +248,20 @@ gr_members_set_scrub_at (struct gr_members *ms, uint64_t stripe, bool now)
 }
 
 enum gr_members_outcome
+gr_members_set_scrub_done (struct gr_members *ms, const struct gr_sb_scrub *r)
+{
+  enum gr_members_outcome o = GR_MEMBERS_OK;
+
+  pthread_mutex_lock (&ms->lock);
+  ms->sb.scrub_at = 0;
+  ms->sb.last_scrub = *r;
+  if (!ms->read_only)
+    o = gr_members_write_sbs_locked (ms);
+  pthread_mutex_unlock (&ms->lock);
+  return o;
+}
+
+enum gr_members_outcome
 gr_members_mark_clean (struct gr_members *ms)
 {
   enum gr_members_outcome r;

@@ -89,6 +89,10 @@ enum gr_members_outcome gr_members_write_sbs (struct gr_members *ms);
  * write it (else with the next superblock update). */
 enum gr_members_outcome gr_members_set_scrub_at (struct gr_members *ms,
                                                  uint64_t stripe, bool now);
+/* A scrub ran to its end: its record (format.h) and no stopped scrub to
+ * go on from, written now. */
+enum gr_members_outcome gr_members_set_scrub_done (struct gr_members *ms,
+                                                   const struct gr_sb_scrub *r);
 /* The array's data is consistent: clear the dirty flag on disk. */
 enum gr_members_outcome gr_members_mark_clean (struct gr_members *ms);
 /* Member i failed (the reason, printf-style): logged once with the

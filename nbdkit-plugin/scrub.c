@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "job.h"
@@ -172,10 +173,26 @@ scrub_finish (void *arg, enum gr_job_state st)
   const uint64_t stripes = gr_exec_geom (sc->x)->stripes;
   struct gr_scrub_counts ct;
 
-  /* The next scrub goes on from here, or starts again at the end. */
-  (void) gr_members_set_scrub_at (gr_exec_members (sc->x),
-                                  s < stripes ? s : 0, true);
   gr_scrub_counts (sc, &ct);
+  /* The next scrub goes on from here; one that ran to its end is
+   * recorded (status shows it after a restart too). */
+  if (st == GR_JOB_DONE && s >= stripes) {
+    const struct gr_sb_scrub rec = {
+      .end = (uint64_t) time (NULL),
+      .secs = (uint32_t) (gr_job_seconds (sc->job) + 0.5),
+      .repair = sc->repair,
+      .checked = ct.checked < stripes ? ct.checked : stripes,
+      .mismatched = ct.mismatched < ct.checked ? ct.mismatched : ct.checked,
+      .repaired = ct.repaired < ct.mismatched ? ct.repaired : ct.mismatched,
+      .cksum_repaired = ct.cksum_repaired,
+      .cksum_unrecoverable = ct.cksum_unrecoverable,
+    };
+
+    (void) gr_members_set_scrub_done (gr_exec_members (sc->x), &rec);
+  }
+  else
+    (void) gr_members_set_scrub_at (gr_exec_members (sc->x),
+                                    s < stripes ? s : 0, true);
   if (st == GR_JOB_FAILED)
     gr_warn ("scrub failed at stripe %" PRIu64 " (see the error before): "
              "%" PRIu64 " stripes checked, %" PRIu64 " did not match",

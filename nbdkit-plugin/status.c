@@ -2,6 +2,7 @@
 /* gpuraid - the array's status.  See status.h. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "members.h"
 #include "pace.h"
@@ -106,6 +107,42 @@ rate_of (const struct gr_progress *p)
 }
 
 /* The scrub's object (JSON) or lines (text). */
+/* The last scrub that ran to its end, kept in the superblock. */
+static void
+last_scrub (FILE *f, bool json, const struct gr_sb_scrub *r)
+{
+  char when[64] = "";
+  const time_t t = (time_t) r->end;
+  struct tm tm;
+
+  if (r->end && gmtime_r (&t, &tm))
+    strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  if (json) {
+    if (r->end == 0) {
+      fputs ("null", f);
+      return;
+    }
+    fprintf (f, "{\"end\": %" PRIu64 ", \"end_utc\": \"%s\", \"seconds\": %"
+             PRIu32 ", \"repair\": %s, \"checked_stripes\": %" PRIu64
+             ", \"mismatched_stripes\": %" PRIu64 ", \"repaired\": %" PRIu64
+             ", \"cksum_repaired\": %" PRIu64 ", \"cksum_unrecoverable\": %"
+             PRIu64 "}", r->end, when, r->secs, r->repair ? "true" : "false",
+             r->checked, r->mismatched, r->repaired, r->cksum_repaired,
+             r->cksum_unrecoverable);
+    return;
+  }
+  if (r->end == 0) {
+    fputs ("last scrub none\n", f);
+    return;
+  }
+  fprintf (f, "last scrub done %s in %" PRIu32 " s%s: %" PRIu64 " stripes "
+           "checked, %" PRIu64 " did not match, %" PRIu64 " repaired; %" PRIu64
+           " blocks failed their checksums and were rebuilt, %" PRIu64
+           " past repair\n", when, r->secs, r->repair ? " (--repair)" : "",
+           r->checked, r->mismatched, r->repaired, r->cksum_repaired,
+           r->cksum_unrecoverable);
+}
+
 static void
 scrub_status (struct gr_array *a, FILE *f, bool json, uint64_t resume_at,
               uint64_t width)
@@ -292,6 +329,8 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     }
     fputs (",\n \"scrub\": ", f);
     scrub_status (a, f, true, sb.scrub_at, gr_map_stripe_width (g));
+    fputs (",\n \"last_scrub\": ", f);
+    last_scrub (f, true, &sb.last_scrub);
     fprintf (f, ",\n \"io\": {\"reads\": %" PRIu64 ", \"writes\": %" PRIu64
              ", \"read_bytes\": %" PRIu64 ", \"written_bytes\": %" PRIu64
              ", \"errors\": %" PRIu64 "}}\n", t.reads, t.writes,
@@ -360,6 +399,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     }
   }
   scrub_status (a, f, false, sb.scrub_at, gr_map_stripe_width (g));
+  last_scrub (f, false, &sb.last_scrub);
   fprintf (f, "io         %" PRIu64 " reads (%" PRIu64 " MiB), %" PRIu64
            " writes (%" PRIu64 " MiB), %" PRIu64 " errors\n", t.reads,
            t.read_bytes >> 20, t.writes, t.written_bytes >> 20, t.errors);

@@ -26,6 +26,9 @@
 #      checksums right: after a clean restart a scrub finds 0 errors;
 #   6. integrity=off: no checksum area (the data at 1 MiB), status says
 #      so, and a corrupt block is served as it is (what 1 prevents).
+# The last scrub that ran to its end is kept in the superblock: status
+# (text and JSON) and examine show it after a restart and a kill -9, and
+# "none" on an array never scrubbed.
 source "$(dirname "$0")/functions.sh"
 requires_plugin
 requires_check
@@ -75,6 +78,7 @@ scrub_wait ()
   timeout 120 "$CTL" -c "$ctl" wait >/dev/null || fail "scrub wait"
 }
 
+t0=$(date +%s)
 echo "=== 1. 4+2: corrupt data and parity blocks, read, scrub"
 new_array 4 2 16384 8M
 data_areas "$tmpdir/before"
@@ -110,6 +114,21 @@ stop_nbdkit "$pid"
 data_areas "$tmpdir/after"
 cmp "$tmpdir/before" "$tmpdir/after" || fail "the members' data areas were not repaired in place"
 check_parity $k $m $chunk rs "${members[@]}"
+# The scrub's record survives a restart and a kill -9 (the superblock).
+for how in restart kill; do
+  ctl_serve
+  got=$(ctl_json '"%d %d %d %s" % (s["last_scrub"]["cksum_repaired"], s["last_scrub"]["mismatched_stripes"], s["last_scrub"]["end"] >= '"$t0"', s["scrub"])')
+  [ "$got" = "$nparity 0 1 None" ] || fail "the last scrub after a $how (cksum repaired, mismatched, end >= start, running): $got"
+  "$CTL" -c "$ctl" status | grep -q "^last scrub done .*; $nparity blocks failed their checksums and were rebuilt, 0 past repair" ||
+    fail "status does not show the last scrub after a $how"
+  if [ $how = kill ]; then
+    kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+  else
+    stop_nbdkit "$pid"
+  fi
+done
+"$CTL" examine "${members[0]}" | grep -q "last scrub     done .* $nparity blocks rebuilt for their checksums" ||
+  fail "examine does not show the last scrub"
 echo "read and scrub repairs: OK ($ndata data, $nparity parity blocks)"
 
 echo "=== 2. 2+1: m = 1, and more corrupt than it can rebuild"
@@ -248,6 +267,8 @@ new_array 2 1 8192 4M integrity=off
 "$fault" corrupt $(( 3 * width )) 4096 "${members[@]}" >/dev/null || fail "corrupt"
 ctl_serve
 [ "$(ctl_json 's["integrity"]')" = False ] || fail "integrity=off: status says on"
+[ "$(ctl_json 's["last_scrub"]')" = None ] || fail "a scrub is recorded on an array never scrubbed"
+"$CTL" -c "$ctl" status | grep -q '^last scrub none' || fail "status: last scrub"
 "$PY" - "$uri" "$tmpdir/expect" $(( 3 * width )) <<'PYEOF' || fail "integrity=off read"
 import nbd, sys
 h = nbd.NBD(); h.connect_uri(sys.argv[1])
