@@ -15,7 +15,13 @@
 #   5. resync progress: status and wait during a rate-limited resync
 #      after a crash, rate changed on the fly, wait returns 0 at the end;
 #   6. control= refused before any member is touched: a path that is not
-#      a socket, a socket another server answers on.
+#      a socket, a socket another server answers on;
+#   7. misbehaving clients hold nothing: with 8 idle clients and one
+#      sending a byte every 1.5 s connected, status answers within 2 s;
+#      each of them is cut off at its deadline (5 s for the whole line),
+#      with one debug line each (no warning); past 16 clients at once a
+#      new one gets one error line at once, and once the deadline has
+#      cut the others off status answers again.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -191,4 +197,104 @@ expect_refusal "$tmpdir/r.log" 'another server answers' \
 "$CTL" -c "$ctl" status >/dev/null || fail "the first server's socket was taken"
 stop_nbdkit "$pid"
 echo "bad control=: OK"
+
+echo "=== 7. idle and slow clients hold nothing"
+# clients N SLOW: N idle clients and, with SLOW=1, one more that sends
+# "status" a byte every 1.5 s, never the newline.  Prints "connected" on
+# stderr once all are, then a line for each: "idle|slow SECONDS FIRST"
+# when the server closed it (seconds since all connected; FIRST: the
+# first line it said), or "idle|slow open" if it had not after 15 s.
+clients ()
+{
+  python3 - "$ctl" "$1" "$2" <<'PY'
+import select, socket, sys, time
+path, nidle, slow = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+socks = {}
+for kind in ["idle"] * nidle + ["slow"] * slow:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    socks[s] = [kind, b""]
+slow_sock = [s for s, v in socks.items() if v[0] == "slow"]
+sent, t0 = 0, time.monotonic()
+next_byte = t0
+print("connected", file=sys.stderr, flush=True)
+done = []
+while socks and time.monotonic() - t0 < 15:
+    if slow_sock and slow_sock[0] in socks and time.monotonic() >= next_byte:
+        try:
+            slow_sock[0].send(b"status"[sent % 6:sent % 6 + 1])
+        except OSError:
+            pass
+        sent += 1
+        next_byte += 1.5
+    ready, _, _ = select.select(list(socks), [], [], 0.05)
+    for s in ready:
+        try:
+            b = s.recv(4096)
+        except OSError:
+            b = b""
+        if b:
+            socks[s][1] += b
+            continue
+        kind, got = socks.pop(s)
+        first = got.decode(errors="replace").split("\n")[0]
+        done.append("%s %.2f %s" % (kind, time.monotonic() - t0, first))
+        s.close()
+done += ["%s open" % v[0] for v in socks.values()]
+print("\n".join(done))
+PY
+}
+# wait_connected: until the clients started last say they are connected.
+wait_connected ()
+{
+  local i
+  for (( i = 0; i < 50; i++ )); do
+    grep -q connected "$tmpdir/clients.err" && return 0
+    sleep 0.1
+  done
+  fail "the clients did not connect: $(cat "$tmpdir/clients.err")"
+}
+make_members 3 8M q
+set_args
+ctl_serve m=1 create=true
+clients 8 1 >"$tmpdir/clients" 2>"$tmpdir/clients.err" &
+cpid=$!
+wait_connected
+sleep 0.5
+t0=$(date +%s%N)
+timeout 20 "$CTL" -c "$ctl" status >"$tmpdir/status" 2>&1 ||
+  fail "status with idle and slow clients connected: $(cat "$tmpdir/status")"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "  status answered in $ms ms with 8 idle clients and a slow one connected"
+[ $ms -lt 2000 ] || fail "status took $ms ms with idle and slow clients connected"
+grep -q '^state *healthy' "$tmpdir/status" || fail "status: $(cat "$tmpdir/status")"
+wait $cpid || fail "clients: $(cat "$tmpdir/clients.err")"
+cat "$tmpdir/clients"
+grep -q ' open' "$tmpdir/clients" &&
+  fail "a client was not cut off in 15 s: $(grep ' open' "$tmpdir/clients")"
+[ "$(grep -c '^idle ' "$tmpdir/clients")" = 8 ] && grep -q '^slow ' "$tmpdir/clients" ||
+  fail "clients: $(cat "$tmpdir/clients")"
+# The deadline is for the whole line (5 s), not for each byte.
+awk '$2 < 4 || $2 > 8 { exit 1 }' "$tmpdir/clients" ||
+  fail "a client was not cut off at its deadline (5 s): $(cat "$tmpdir/clients")"
+n=$(grep -c 'debug: gpuraid: control: a client sent no command line in 5 s: disconnected' "$nbdkit_log")
+[ "$n" = 9 ] || fail "$n debug lines for 9 clients cut off"
+grep 'control' "$nbdkit_log" | grep -qi 'warning\|error' &&
+  fail "a client cut off is warned of: $(grep control "$nbdkit_log" | grep -i 'warning\|error')"
+# The bound: 16 clients at once; the 17th and 18th are refused at once,
+# and so is a status then.
+clients 18 0 >"$tmpdir/clients" 2>"$tmpdir/clients.err" &
+cpid=$!
+wait_connected
+sleep 0.5
+"$CTL" -c "$ctl" status >"$tmpdir/out" 2>"$tmpdir/err" && fail "status with 18 clients connected: exit 0"
+[ "$(wc -l <"$tmpdir/err")" = 1 ] && grep -q 'too many control clients' "$tmpdir/err" ||
+  fail "status past the bound: $(cat "$tmpdir/err")"
+echo "  refused past the bound: $(cat "$tmpdir/err")"
+wait $cpid || fail "clients: $(cat "$tmpdir/clients.err")"
+[ "$(awk '$1 == "idle" && $2 < 1 && /too many control clients/' "$tmpdir/clients" | wc -l)" = 2 ] ||
+  fail "not 2 of 18 clients refused at once: $(cat "$tmpdir/clients")"
+"$CTL" -c "$ctl" status >/dev/null || fail "status once the clients were cut off"
+stop_nbdkit "$pid"
+echo "idle and slow clients: OK"
 echo "$0: PASS"
