@@ -334,8 +334,11 @@ request (const char *sock, const char *cmd)
   if (connect (fd, (struct sockaddr *) &sa, sizeof sa) == -1)
     die ("cannot reach the array's control socket %s: %s (is nbdkit "
          "running with control=%s?)", sock, strerror (errno), sock);
-  if (send (fd, cmd, strlen (cmd), MSG_NOSIGNAL) != (ssize_t) strlen (cmd)
-      || send (fd, "\n", 1, MSG_NOSIGNAL) != 1)
+  /* A server that refuses at once (too many clients) has said why and
+   * closed: the send fails (EPIPE), and the answer is read all the same;
+   * after it a recv says ECONNRESET (our line was not read), not 0. */
+  if ((send (fd, cmd, strlen (cmd), MSG_NOSIGNAL) != (ssize_t) strlen (cmd)
+       || send (fd, "\n", 1, MSG_NOSIGNAL) != 1) && errno != EPIPE)
     die ("%s: send: %s", sock, strerror (errno));
   for (;;) {
     ssize_t r;
@@ -349,6 +352,8 @@ request (const char *sock, const char *cmd)
     r = recv (fd, buf + len, cap - len, 0);
     if (r == -1 && errno == EINTR)
       continue;
+    if (r == -1 && errno == ECONNRESET && len > 0)
+      break;
     if (r == -1)
       die ("%s: recv: %s", sock, strerror (errno));
     if (r == 0)

@@ -3,9 +3,18 @@
  *
  * gr_control_open binds and listens on a Unix socket, owner-only (mode
  * 0600), in nbdkit's foreground so that a bad path stops the start with
- * one line; gr_control_start, in the server process, starts the one
- * thread that serves it; gr_control_close stops the thread and removes
- * the socket.
+ * one line; gr_control_start, in the server process, starts the thread
+ * that accepts clients; gr_control_close stops it and the clients'
+ * threads (joined) and removes the socket.
+ *
+ * Clients are served at once, each by a thread of its own, so that none
+ * waits for another: at most 16 at a time (one more gets "error: too
+ * many control clients at once" and is closed).  A client has 5 s for
+ * its whole command line, and 5 s to take its answer once it is ready;
+ * past that it is disconnected, with one debug line (nbdkit -v: nothing
+ * for the operator to do).  Commands are answered one at a time (the
+ * commands below were written for that; each is the server's own work,
+ * never a wait for a client).
  *
  * Protocol: a client connects, sends one command line (at most 255
  * bytes, ending in a newline) and reads the answer until the server
@@ -33,7 +42,7 @@
  *                  array.h, gr_array_set_rate)
  * Every command is logged (nbdkit -v); a refusal is one line.
  *
- * One owner: struct gr_control holds the socket and the thread. */
+ * One owner: struct gr_control holds the socket and the threads. */
 #ifndef GPURAID_CONTROL_H
 #define GPURAID_CONTROL_H
 

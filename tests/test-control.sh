@@ -21,7 +21,8 @@
 #      each of them is cut off at its deadline (5 s for the whole line),
 #      with one debug line each (no warning); past 16 clients at once a
 #      new one gets one error line at once, and once the deadline has
-#      cut the others off status answers again.
+#      cut the others off status answers again; a stop with clients
+#      connected ends at once.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -295,6 +296,18 @@ wait $cpid || fail "clients: $(cat "$tmpdir/clients.err")"
 [ "$(awk '$1 == "idle" && $2 < 1 && /too many control clients/' "$tmpdir/clients" | wc -l)" = 2 ] ||
   fail "not 2 of 18 clients refused at once: $(cat "$tmpdir/clients")"
 "$CTL" -c "$ctl" status >/dev/null || fail "status once the clients were cut off"
+# A stop while clients are connected ends their threads at once.
+clients 4 0 >"$tmpdir/clients" 2>"$tmpdir/clients.err" &
+cpid=$!
+wait_connected
+t0=$(date +%s%N)
 stop_nbdkit "$pid"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+wait $cpid || fail "clients: $(cat "$tmpdir/clients.err")"
+[ $ms -lt 3000 ] || fail "the server took $ms ms to stop with 4 clients connected"
+awk '$2 == "open" || $2 > 3 { exit 1 }' "$tmpdir/clients" ||
+  fail "clients not closed at the stop: $(cat "$tmpdir/clients")"
+[ ! -e "$ctl" ] || fail "the control socket was left behind"
+echo "  stopped in $ms ms with 4 clients connected"
 echo "idle and slow clients: OK"
 echo "$0: PASS"
