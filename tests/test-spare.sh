@@ -17,8 +17,8 @@
 #      of a member's file, a file too small, a missing file, a spare twice,
 #      a file of another array; at start: spare= too small, spare= also a
 #      member=, spare= a current member not in the member list (after a
-#      takeover: untouched), replace= of an active member, replace= with
-#      create=true.
+#      takeover: untouched), the same as replace= and to gpuraidctl
+#      replace, replace= of an active member, replace= with create=true.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -162,11 +162,25 @@ sum_cur=$(sha256sum <"$tmpdir/spare1.img")
 expect_refusal "$tmpdir/r.log" "spare=$tmpdir/spare1.img: it is member 2 of this array, current" \
   nbdkit "$PLUGIN" $(member_args "${old[@]}") spare="$tmpdir/spare1.img"
 [ "$(sha256sum <"$tmpdir/spare1.img")" = "$sum_cur" ] || fail "the current member given as a spare was written"
+# The same current member named as the replacement, at start (replace=)
+# and while running (gpuraidctl replace): refused, one line, untouched.
+expect_refusal "$tmpdir/r.log" "replace=2:$tmpdir/spare1.img: it is member 2 of this array, current" \
+  nbdkit "$PLUGIN" $(member_args "${old[@]}") replace=2:"$tmpdir/spare1.img"
+[ "$(sha256sum <"$tmpdir/spare1.img")" = "$sum_cur" ] || fail "the current member given as replace= was written"
 expect_refusal "$tmpdir/r.log" "replace=2:$tmpdir/ok.img: member is active" \
   nbdkit "$PLUGIN" "${args[@]}" replace=2:"$tmpdir/ok.img"
 expect_refusal "$tmpdir/r.log" "replace=0:.*create=true makes a new array" \
   nbdkit "$PLUGIN" "${args[@]}" m=2 create=true force=true replace=0:"$tmpdir/ok.img"
 expect_refusal "$tmpdir/r.log" "replace=x: give INDEX:PATH" \
   nbdkit "$PLUGIN" "${args[@]}" replace=x
+members=("${old[@]}")
+set_args
+ctl_serve
+[ "$(ctl_json 's["members"][2]["state"]')" = missing ] || fail "member 2 with yesterday's list: $(ctl_json 's["members"][2]')"
+ctl_refused "a current member as the replacement" "it is member 2 of this array, current" \
+  "$CTL" -c "$ctl" replace 2 "$tmpdir/spare1.img"
+[ "$(ctl_json 's["members"][2]["state"]')" = missing ] || fail "member 2 after the refusal: $(ctl_json 's["members"][2]')"
+stop_nbdkit "$pid"
+[ "$(sha256sum <"$tmpdir/spare1.img")" = "$sum_cur" ] || fail "the current member given to gpuraidctl replace was written"
 echo "refusals: OK"
 echo "$0: PASS"
