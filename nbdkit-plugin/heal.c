@@ -152,13 +152,15 @@ check_path (struct gr_heal *h, int i, const char *path, struct gr_disk **d,
       gr_sb_decode (buf, &old) == 0) {
     if (memcmp (old.uuid, sb.uuid, sizeof sb.uuid) != 0)
       o = GR_HEAL_OTHER_ARRAY;
-    /* A spare that is a current member of this array the member list
-     * left out (yesterday's list after a takeover): current as assembly
-     * counts it (one event behind at most), for a slot missing since the
-     * start (a member failed while running is one event behind too);
-     * not a replacement whose rebuild did not finish (its superblock
-     * says so, or records its slot failed). */
-    else if (i < 0 && old.index < (uint32_t) gr_members_n (h->ms) &&
+    /* A spare or a replacement that is a current member of this array
+     * the member list left out (yesterday's list after a takeover):
+     * current as assembly counts it (one event behind at most), for a
+     * slot missing since the start (a member failed while running is one
+     * event behind too); not a replacement whose rebuild did not finish
+     * (its superblock says so, or records its slot failed).  Named as
+     * its own slot's replacement it is refused too: given as the member,
+     * it needs no rebuild. */
+    else if (old.index < (uint32_t) gr_members_n (h->ms) &&
              !(old.flags & GR_SB_FLAG_REBUILDING) &&
              !gr_sb_failed_test (&old, (int) old.index) &&
              old.event + 1 >= sb.event &&

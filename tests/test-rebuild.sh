@@ -153,8 +153,11 @@ grep -q 'rebuild of member 4 paused at shutdown' "$nbdkit_log" || fail "$(grep -
 ctl_serve
 [ "$(ctl_json 's["members"][4]["state"]')" = missing ] || fail "member 4: $(ctl_json 's["members"][4]')"
 verify "after a rebuild stopped at shutdown"
+"$CTL" -c "$ctl" rate 4000000 || fail "rate"   # the kill lands mid-rebuild
 "$CTL" -c "$ctl" replace 4 "$tmpdir/new4.img" || fail "replace 4 again"
 sleep 1
+[ "$(ctl_json 's["members"][4]["state"]')" = rebuilding ] ||
+  fail "member 4 before the kill: $(ctl_json 's["members"][4]')"
 kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid"
 ctl_serve
 grep -q 'member 4' "$nbdkit_log" || fail "member 4 not named missing after the crash"
