@@ -11,6 +11,10 @@
 #include "exec-internal.h"
 #include "log.h"
 
+/* -D gpuraid.job_threads=N: a job's CPU coding on N threads instead of
+ * one a core (to measure what coding on every core brings). */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_job_threads = 0;
+
 /* A lane's batch: given to it (ISSUED), then DONE (outcome). */
 enum lane_state { IDLE, ISSUED, DONE };
 
@@ -303,7 +307,8 @@ gr_exec_lanes_new (struct gr_exec *x, const struct gr_exec_batches *ops,
   l->x = x;
   l->ops = *ops;
   l->scratch = scratch;
-  l->threads = (int) sysconf (_SC_NPROCESSORS_ONLN);
+  l->threads = gpuraid_debug_job_threads > 0 ? gpuraid_debug_job_threads
+    : (int) sysconf (_SC_NPROCESSORS_ONLN);
   pthread_mutex_init (&l->pl, NULL);
   pthread_cond_init (&l->pc, NULL);
   for (i = 0; i < GR_EXEC_LANES; i++) {
