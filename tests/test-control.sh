@@ -245,6 +245,17 @@ done += ["%s open" % v[0] for v in socks.values()]
 print("\n".join(done))
 PY
 }
+# start_clients N SLOW: clients in the background (pid in $cpid).  The
+# files are emptied here, before the fork: emptied by the child's own
+# redirection, a "connected" left by the clients before could still be
+# read by wait_connected.
+start_clients ()
+{
+  : >"$tmpdir/clients"
+  : >"$tmpdir/clients.err"
+  clients "$1" "$2" >>"$tmpdir/clients" 2>>"$tmpdir/clients.err" &
+  cpid=$!
+}
 # wait_connected: until the clients started last say they are connected.
 wait_connected ()
 {
@@ -258,8 +269,7 @@ wait_connected ()
 make_members 3 8M q
 set_args
 ctl_serve m=1 create=true
-clients 8 1 >"$tmpdir/clients" 2>"$tmpdir/clients.err" &
-cpid=$!
+start_clients 8 1
 wait_connected
 sleep 0.5
 t0=$(date +%s%N)
@@ -284,8 +294,7 @@ grep 'control' "$nbdkit_log" | grep -qi 'warning\|error' &&
   fail "a client cut off is warned of: $(grep control "$nbdkit_log" | grep -i 'warning\|error')"
 # The bound: 16 clients at once; the 17th and 18th are refused at once,
 # and so is a status then.
-clients 18 0 >"$tmpdir/clients" 2>"$tmpdir/clients.err" &
-cpid=$!
+start_clients 18 0
 wait_connected
 sleep 0.5
 "$CTL" -c "$ctl" status >"$tmpdir/out" 2>"$tmpdir/err" && fail "status with 18 clients connected: exit 0"
@@ -297,8 +306,7 @@ wait $cpid || fail "clients: $(cat "$tmpdir/clients.err")"
   fail "not 2 of 18 clients refused at once: $(cat "$tmpdir/clients")"
 "$CTL" -c "$ctl" status >/dev/null || fail "status once the clients were cut off"
 # A stop while clients are connected ends their threads at once.
-clients 4 0 >"$tmpdir/clients" 2>"$tmpdir/clients.err" &
-cpid=$!
+start_clients 4 0
 wait_connected
 t0=$(date +%s%N)
 stop_nbdkit "$pid"
