@@ -2,6 +2,7 @@
 /* gpuraid - replacements being rebuilt: their state among the members
  * (part of the members module).  See members.h. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,9 @@ gr_members_rebuild_checkpoint (struct gr_members *ms)
     if (at != UINT64_MAX)
       ms->sb.rebuild_at = at;
     ok = gr_members_write_sbs_locked (ms) == GR_MEMBERS_OK;
+    if (ok)
+      gr_debug ("rebuild checkpoint: a restart resumes at stripe %" PRIu64,
+                ms->sb.rebuild_at);
   }
   pthread_mutex_unlock (&ms->lock);
   return ok;
