@@ -147,7 +147,7 @@ gr_members_rebuild_forget (struct gr_members *ms, int i)
 }
 
 bool
-gr_members_rebuild_checkpoint (struct gr_members *ms)
+gr_members_rebuild_checkpoint (struct gr_members *ms, const uint64_t *upto)
 {
   uint64_t at = UINT64_MAX;
   bool ok = true;
@@ -161,6 +161,8 @@ gr_members_rebuild_checkpoint (struct gr_members *ms)
     if (!rebuilding (ms, i) || !gr_sb_rebuild_test (&ms->sb, i))
       continue;
     f = front_stripe (ms, i);           /* written before it moved */
+    if (f > upto[i])
+      f = upto[i];                      /* its checksums: maybe not yet */
     if ((e = gr_disk_sync (mb->disk)) < 0) {
       __atomic_add_fetch (&mb->errors, 1, __ATOMIC_RELAXED);
       __atomic_store_n (&mb->rebuilding, 0, __ATOMIC_RELEASE);

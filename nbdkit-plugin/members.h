@@ -252,8 +252,12 @@ bool gr_members_rebuild_advance (struct gr_members *ms, int i,
                                  uint64_t front, bool written);
 /* Sync every replacement being rebuilt, then record the least of their
  * fronts as the checkpoint on the members (one whose sync fails is
- * dropped).  false if the update failed. */
-bool gr_members_rebuild_checkpoint (struct gr_members *ms);
+ * dropped), member i's front taken no further than upto[i]: where it
+ * was (gr_members_rebuilding) before the caller wrote what must be
+ * durable below the checkpoint (the block checksums), so that a batch
+ * written since is not covered.  false if the update failed. */
+bool gr_members_rebuild_checkpoint (struct gr_members *ms,
+                                    const uint64_t *upto);
 /* The fronts of the members being rebuilt, in stripes, into front[i]
  * for every member (0 for the others); how many are being rebuilt. */
 int gr_members_rebuilding (const struct gr_members *ms, uint64_t *front);

@@ -163,6 +163,19 @@ flush_cksum (struct gr_rebuild *rb)
   return cs == NULL || gr_cksum_flush (cs) == 0;
 }
 
+/* A checkpoint: the fronts taken first, then the checksums flushed, then
+ * the fronts recorded no further than where they were taken (a lane's
+ * batch that ends during the flush sets checksums it does not write). */
+static bool
+checkpoint (struct gr_rebuild *rb)
+{
+  struct gr_members *ms = gr_exec_members (rb->x);
+  uint64_t upto[GR_MAX_MEMBERS];
+
+  gr_members_rebuilding (ms, upto);
+  return flush_cksum (rb) && gr_members_rebuild_checkpoint (ms, upto);
+}
+
 /* Every second a checkpoint: a restart resumes from there (the least
  * front, which only written batches move); each tenth, progress. */
 static bool
@@ -173,8 +186,7 @@ rebuild_tick (void *arg, enum gr_job_tick why, int pct)
 
   if (why == GR_JOB_SECOND)
     return gr_job_position (rb->job) >= g->stripes ||
-      (flush_cksum (rb) &&
-       gr_members_rebuild_checkpoint (gr_exec_members (rb->x)));
+      checkpoint (rb);
   pthread_mutex_lock (&rb->lock);
   gr_debug ("rebuild of member%s %s: %d%% (%.1f s)", plural (rb->names),
             rb->names, pct, gr_job_seconds (rb->job));
@@ -231,8 +243,7 @@ rebuild_finish (void *arg, enum gr_job_state st)
                    gr_members_path (ms, i));
       }
   }
-  else if (st == GR_JOB_STOPPED && flush_cksum (rb) &&
-           gr_members_rebuild_checkpoint (ms)) {
+  else if (st == GR_JOB_STOPPED && checkpoint (rb)) {
     gr_members_rebuild_end (ms, which, GR_REBUILD_PAUSED);
     gr_warn ("rebuild of member%s %s paused at shutdown after %" PRIu64
              " of %" PRIu64 " stripes: it resumes from there when the array "
