@@ -9,6 +9,8 @@
 
 #include "steps.h"
 
+struct gr_pool;
+
 #define NLOCKS 1024                     /* stripe lock table size */
 
 struct gr_exec {
@@ -46,25 +48,29 @@ struct gr_exec_bad {
  * ERROR), ERROR (EIO) if it would rebuild from parity not resynced;
  * REPLAN with bad->member >= 0 if a block read failed its checksum: the
  * caller repairs it (gr_exec_repair) and plans again.
- * Code: its steps, a CPU coding step of several stripes split over
- * `threads` threads (ERROR: a coding failure).  Write: its writes (the
+ * Code: its steps (ERROR: a coding failure).  Write: its writes (the
  * bitmap marked, the journal written first where it says so; a
- * rebuild's fronts moved). */
+ * rebuild's fronts moved).  pool (pool.h; NULL: the calling thread
+ * alone): the threads that verify the checksums of what is read, split
+ * a CPU coding step of several stripes, and set the checksums of what
+ * is written. */
 enum gr_exec_outcome gr_exec_read_stage (struct gr_exec *x,
                                          const struct gr_plan *p,
                                          const struct gr_bufs *b,
                                          struct gr_mio *mio,
                                          enum gr_mio_policy policy,
+                                         struct gr_pool *pool,
                                          struct gr_exec_bad *bad);
 enum gr_exec_outcome gr_exec_code_stage (struct gr_exec *x,
                                          struct gr_plan *p,
                                          const struct gr_bufs *b,
-                                         int threads);
+                                         struct gr_pool *pool);
 enum gr_exec_outcome gr_exec_write_stage (struct gr_exec *x,
                                           struct gr_plan *p,
                                           const struct gr_bufs *b,
                                           struct gr_mio *mio,
                                           enum gr_mio_policy policy,
+                                          struct gr_pool *pool,
                                           struct gr_exec_result *res);
 
 /* Repair the block of member at member byte off that failed its

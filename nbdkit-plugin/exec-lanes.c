@@ -10,9 +10,10 @@
 #include "exec.h"
 #include "exec-internal.h"
 #include "log.h"
+#include "pool.h"
 
-/* -D gpuraid.job_threads=N: a job's CPU coding on N threads instead of
- * one a core (to measure what coding on every core brings). */
+/* -D gpuraid.job_threads=N: a job's CPU work (checksums, coding) on N
+ * threads instead of one a core (to measure what every core brings). */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_job_threads = 0;
 
 /* A lane's batch: given to it (ISSUED), then DONE (outcome). */
@@ -41,7 +42,9 @@ struct gr_exec_lanes {
   struct gr_exec *x;
   struct gr_exec_batches ops;
   size_t scratch;
-  int threads;                  /* a batch's CPU coding: every core */
+  struct gr_pool *pool;         /* a batch's CPU work (checksums, coding):
+                                 * one thread a core, the lanes' own
+                                 * among them */
   struct lane lane[GR_EXEC_LANES];
   pthread_mutex_t pl;           /* the fields below, lanes' states; leaf */
   pthread_cond_t pc;
@@ -101,7 +104,8 @@ plan_and_read (struct gr_exec_lanes *l, struct lane *ln,
       errno = ENOMEM;
       return GR_EXEC_ERROR;
     }
-    r = gr_exec_read_stage (x, p, b, ln->mio, l->ops.policy, &bad);
+    r = gr_exec_read_stage (x, p, b, ln->mio, l->ops.policy, l->pool,
+                            &bad);
     /* The batch's stripes are held: the repair runs under them. */
     if (bad.member >= 0) {
       const size_t nrows = res->nrows;
@@ -151,7 +155,7 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
   pthread_mutex_unlock (&l->pl);
   t[2] = gr_now ();
   if (r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP)
-    r = gr_exec_code_stage (x, p, &b, l->threads);
+    r = gr_exec_code_stage (x, p, &b, l->pool);
   t[3] = gr_now ();
 
   pthread_mutex_lock (&l->pl);
@@ -170,7 +174,8 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
   pthread_mutex_unlock (&l->pl);
   t[0] = gr_now ();
   if (r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP)
-    r = gr_exec_write_stage (x, p, &b, ln->mio, l->ops.policy, &res);
+    r = gr_exec_write_stage (x, p, &b, ln->mio, l->ops.policy, l->pool,
+                             &res);
   if (r == GR_EXEC_DONE && res.nrows > 0)
     gr_exec_poison_rows (x, p, &res);
   gr_exec_unlock_plan (x, &held);
@@ -288,6 +293,7 @@ gr_exec_lanes_free (struct gr_exec_lanes *l)
     else
       free (ln->buf);
   }
+  gr_pool_free (l->pool);
   pthread_cond_destroy (&l->pc);
   pthread_mutex_destroy (&l->pl);
   free (l);
@@ -307,8 +313,10 @@ gr_exec_lanes_new (struct gr_exec *x, const struct gr_exec_batches *ops,
   l->x = x;
   l->ops = *ops;
   l->scratch = scratch;
-  l->threads = gpuraid_debug_job_threads > 0 ? gpuraid_debug_job_threads
-    : (int) sysconf (_SC_NPROCESSORS_ONLN);
+  /* NULL (out of memory): each lane works alone. */
+  l->pool = gr_pool_new ((gpuraid_debug_job_threads > 0
+                          ? gpuraid_debug_job_threads
+                          : (int) sysconf (_SC_NPROCESSORS_ONLN)) - 1);
   pthread_mutex_init (&l->pl, NULL);
   pthread_cond_init (&l->pc, NULL);
   for (i = 0; i < GR_EXEC_LANES; i++) {

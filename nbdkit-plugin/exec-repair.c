@@ -149,7 +149,7 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
       nbad += bad[i];
     }
     if (kind == GR_PLAN_REFUSE ||
-        gr_exec_code_stage (x, p, &b, 1) != GR_EXEC_DONE ||
+        gr_exec_code_stage (x, p, &b, NULL) != GR_EXEC_DONE ||
         !good_agree (p, n, lostbad, scratch)) {
       if (pending) {
         /* A write torn by the crash: taken as written. */
@@ -182,7 +182,7 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
         gr_exec_unlock_plan (x, p);
       goto out;
     }
-    r = gr_exec_write_stage (x, p, &b, mio, GR_MIO_FAIL_MEMBER, res);
+    r = gr_exec_write_stage (x, p, &b, mio, GR_MIO_FAIL_MEMBER, NULL, res);
     if (!held)
       gr_exec_unlock_plan (x, p);
     if (r != GR_EXEC_DONE)

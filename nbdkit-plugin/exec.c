@@ -8,6 +8,7 @@
 
 #include "exec.h"
 #include "exec-internal.h"
+#include "pool.h"
 #include "journal.h"
 #include "scratch.h"
 #include "bitmap.h"
@@ -272,9 +273,6 @@ rebuilds (const struct gr_plan *p)
   return false;
 }
 
-/* The first block read by plan p that fails its checksum: false, or
- * true with *member and *off (the member failed while its checksums were
- * read: *member -1). */
 /* Is the block at member byte off of member in a row skip lists? */
 static bool
 skipped (struct gr_exec *x, const struct gr_exec_result *skip, int member,
@@ -294,51 +292,106 @@ skipped (struct gr_exec *x, const struct gr_exec_result *skip, int member,
   return false;
 }
 
-/* The first block read by plan p that fails its checksum (but in the
- * rows skip lists): false, or true with *member and *off (the member
- * failed while its checksums were read: *member -1). */
+/* Does member access v (a read of plan p) hold a block that fails its
+ * checksum (but in the rows skip lists)?  false, or true with *member
+ * and *off (the member failed while its checksums were read: *member
+ * -1). */
 static bool
-read_bad (struct gr_exec *x, const struct gr_plan *p, const struct gr_mio *mio,
-          const struct gr_exec_result *skip, int *member, uint64_t *off)
+read_bad_one (struct gr_exec *x, const struct gr_plan *p,
+              const struct gr_mio *v, const struct gr_exec_result *skip,
+              int *member, uint64_t *off)
 {
-  for (size_t i = 0; i < p->nread; i++) {
-    const struct gr_mio *v = &mio[i];
-    uint64_t pos = v->off;
+  uint64_t pos = v->off;
 
-    if (v->off < x->g.data_offset)
-      continue;                 /* metadata */
-    if (v->off % GR_CKSUM_BLOCK || v->len % GR_CKSUM_BLOCK) {
-      gr_debug ("plan %s: read of member %d at %" PRIu64 " (%" PRIu64
-                " bytes) not in whole blocks: not verified",
-                gr_plan_kind_name (p->kind), v->member, v->off, v->len);
-      continue;
-    }
-    while (pos < v->off + v->len)
-      switch (gr_cksum_verify (x->cksum, v->member, pos,
-                               (const uint8_t *) v->buf + (pos - v->off),
-                               v->off + v->len - pos, off)) {
-      case GR_CKSUM_MATCH:
-        pos = v->off + v->len;
-        break;
-      case GR_CKSUM_MISMATCH:
-        if (!skipped (x, skip, v->member, *off)) {
-          *member = v->member;
-          return true;
-        }
-        pos = *off + GR_CKSUM_BLOCK;
-        break;
-      case GR_CKSUM_UNREADABLE:
-        *member = -1;
+  if (v->off < x->g.data_offset)
+    return false;               /* metadata */
+  if (v->off % GR_CKSUM_BLOCK || v->len % GR_CKSUM_BLOCK) {
+    gr_debug ("plan %s: read of member %d at %" PRIu64 " (%" PRIu64
+              " bytes) not in whole blocks: not verified",
+              gr_plan_kind_name (p->kind), v->member, v->off, v->len);
+    return false;
+  }
+  while (pos < v->off + v->len)
+    switch (gr_cksum_verify (x->cksum, v->member, pos,
+                             (const uint8_t *) v->buf + (pos - v->off),
+                             v->off + v->len - pos, off)) {
+    case GR_CKSUM_MATCH:
+      pos = v->off + v->len;
+      break;
+    case GR_CKSUM_MISMATCH:
+      if (!skipped (x, skip, v->member, *off)) {
+        *member = v->member;
         return true;
       }
-  }
+      pos = *off + GR_CKSUM_BLOCK;
+      break;
+    case GR_CKSUM_UNREADABLE:
+      *member = -1;
+      return true;
+    }
   return false;
+}
+
+/* The reads of a plan verified on a pool's threads, one access an item:
+ * the first access (in plan order) that holds a bad block. */
+struct read_check {
+  struct gr_exec *x;
+  const struct gr_plan *p;
+  const struct gr_mio *mio;
+  const struct gr_exec_result *skip;
+  pthread_mutex_t lock;
+  size_t first;                 /* p->nread: none bad */
+  int member;
+  uint64_t off;
+};
+
+static void
+read_check_item (void *arg, size_t i)
+{
+  struct read_check *rc = arg;
+  int member;
+  uint64_t off;
+
+  /* Past an access already found bad: its verdict would not be used. */
+  if (__atomic_load_n (&rc->first, __ATOMIC_RELAXED) < i ||
+      !read_bad_one (rc->x, rc->p, &rc->mio[i], rc->skip, &member, &off))
+    return;
+  pthread_mutex_lock (&rc->lock);
+  if (i < rc->first) {
+    rc->member = member;
+    rc->off = off;
+    __atomic_store_n (&rc->first, i, __ATOMIC_RELAXED);
+  }
+  pthread_mutex_unlock (&rc->lock);
+}
+
+/* The first block read by plan p that fails its checksum (but in the
+ * rows skip lists), the reads verified on pool's threads: false, or true
+ * with *member and *off (the member failed while its checksums were
+ * read: *member -1). */
+static bool
+read_bad (struct gr_exec *x, const struct gr_plan *p, const struct gr_mio *mio,
+          const struct gr_exec_result *skip, struct gr_pool *pool,
+          int *member, uint64_t *off)
+{
+  struct read_check rc = { .x = x, .p = p, .mio = mio, .skip = skip,
+                           .first = p->nread };
+
+  pthread_mutex_init (&rc.lock, NULL);
+  gr_pool_run (pool, p->nread, read_check_item, &rc);
+  pthread_mutex_destroy (&rc.lock);
+  if (rc.first == p->nread)
+    return false;
+  *member = rc.member;
+  *off = rc.off;
+  return true;
 }
 
 enum gr_exec_outcome
 gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
                     const struct gr_bufs *b, struct gr_mio *mio,
-                    enum gr_mio_policy policy, struct gr_exec_bad *bad)
+                    enum gr_mio_policy policy, struct gr_pool *pool,
+                    struct gr_exec_bad *bad)
 {
   int member;
   uint64_t off;
@@ -378,7 +431,7 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
    * brought back missed the writes, and the checksums, made after it
    * failed, and nothing may be repaired. */
   if (x->cksum && !gr_members_read_only_p (x->ms) &&
-      read_bad (x, p, mio, bad->skip, &member, &off)) {
+      read_bad (x, p, mio, bad->skip, pool, &member, &off)) {
     /* member -1: a member failed (again without it); else repair it. */
     bad->member = member;
     bad->off = off;
@@ -389,11 +442,11 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
 
 enum gr_exec_outcome
 gr_exec_code_stage (struct gr_exec *x, struct gr_plan *p,
-                    const struct gr_bufs *b, int threads)
+                    const struct gr_bufs *b, struct gr_pool *pool)
 {
   struct gr_plan_coder coder = gr_coding_plan_coder (x->coding);
 
-  coder.threads = threads;
+  coder.pool = pool;
   return gr_steps_run (p, &x->g, b, &coder) == -1 ? GR_EXEC_ERROR
     : GR_EXEC_DONE;
 }
@@ -461,10 +514,27 @@ write_list (struct gr_exec *x, const struct gr_plan *p,
   return nw;
 }
 
+/* The checksums of a plan's writes set on a pool's threads, one access
+ * an item. */
+struct written {
+  struct gr_exec *x;
+  const struct gr_mio *mio;
+};
+
+static void
+written_item (void *arg, size_t i)
+{
+  const struct written *w = arg;
+
+  if (w->mio[i].result == GR_MIO_DONE)
+    gr_exec_cksum_written (w->x, &w->mio[i]);
+}
+
 enum gr_exec_outcome
 gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
                      const struct gr_bufs *b, struct gr_mio *mio,
-                     enum gr_mio_policy policy, struct gr_exec_result *res)
+                     enum gr_mio_policy policy, struct gr_pool *pool,
+                     struct gr_exec_result *res)
 {
   enum gr_exec_outcome r = GR_EXEC_DONE;
   bool marked = false, gated = false;
@@ -523,11 +593,15 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
   }
   else
     gr_members_io (x->ms, mio, nw, policy);
+  if (x->cksum) {
+    struct written w = { .x = x, .mio = mio };
+
+    gr_pool_run (pool, nw, written_item, &w);
+  }
   for (i = 0; i < nw; i++)
     switch (mio[i].result) {
     case GR_MIO_DONE:
       res->touched[mio[i].member] = true;
-      gr_exec_cksum_written (x, &mio[i]);
       break;
     case GR_MIO_UNSUPPORTED:
       r = GR_EXEC_UNSUPPORTED;
@@ -603,7 +677,7 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
     gr_exec_lock_plan (x, p);
     locked = true;
   }
-  r = gr_exec_read_stage (x, p, &b, w->mio, policy, &bad);
+  r = gr_exec_read_stage (x, p, &b, w->mio, policy, NULL, &bad);
   if (bad.member >= 0) {
     /* Not holding the stripe: the repair takes it exclusively. */
     if (locked)
@@ -615,7 +689,7 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
     goto out;
   }
   if (r == GR_EXEC_DONE)
-    r = gr_exec_code_stage (x, p, &b, 1);
+    r = gr_exec_code_stage (x, p, &b, NULL);
   if (r != GR_EXEC_DONE)
     goto out;
   if (p->nwrite > 0 && !locked && p->lock != GR_LOCK_NONE) {
@@ -628,7 +702,7 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
       goto out;
     }
   }
-  r = gr_exec_write_stage (x, p, &b, w->mio, policy, res);
+  r = gr_exec_write_stage (x, p, &b, w->mio, policy, NULL, res);
  out:
   if (locked)
     gr_exec_unlock_plan (x, p);

@@ -20,12 +20,13 @@ PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               plan-jobs.o exec.o exec-lanes.o job.o replay.o \
               members.o members-rebuild.o control.o \
               status.o pace.o rebuild.o scrub.o heal.o \
-              coding.o reqpin.o scratch.o \
+              coding.o reqpin.o scratch.o pool.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o)
 
 # Callbacks have fixed signatures: unused parameters are normal there.
 $(PLUGIN_OBJS) nbdkit-plugin/test-plan.o nbdkit-plugin/test-scratch.o \
-nbdkit-plugin/test-pace.o nbdkit-plugin/test-reqpin.o: \
+nbdkit-plugin/test-pace.o nbdkit-plugin/test-reqpin.o \
+nbdkit-plugin/test-pool.o: \
   CFLAGS_ALL += -I. -Wno-unused-parameter
 # A build option confined to the one file that has stubs for it (those
 # of member storage are in storage/storage.mk).
@@ -45,9 +46,9 @@ $(PLUGIN_SO): $(PLUGIN_OBJS) $(LIBFORMAT) storage/libgrstorage.a \
 # Unit tests without nbdkit.
 nbdkit-plugin/test-plan: nbdkit-plugin/test-plan.o nbdkit-plugin/plan.o \
                          nbdkit-plugin/plan-jobs.o \
-                         nbdkit-plugin/steps.o \
+                         nbdkit-plugin/steps.o nbdkit-plugin/pool.o \
                          raidmap/libgrmap.a $(LIBGF)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS) -lpthread
 
 nbdkit-plugin/test-scratch: nbdkit-plugin/test-scratch.o \
                             nbdkit-plugin/scratch.o
@@ -60,8 +61,12 @@ nbdkit-plugin/test-reqpin: nbdkit-plugin/test-reqpin.o \
                            nbdkit-plugin/reqpin.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
 
+nbdkit-plugin/test-pool: nbdkit-plugin/test-pool.o nbdkit-plugin/pool.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
+
 PLUGIN_TESTS = nbdkit-plugin/test-plan nbdkit-plugin/test-scratch \
-               nbdkit-plugin/test-pace nbdkit-plugin/test-reqpin
+               nbdkit-plugin/test-pace nbdkit-plugin/test-reqpin \
+               nbdkit-plugin/test-pool
 CHECK_PROGS += $(PLUGIN_TESTS)
 CHECK_TESTS += $(PLUGIN_TESTS) nbdkit-plugin/test-sb-state.sh \
                nbdkit-plugin/test-degraded-reads.sh \

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - running a plan's steps in memory.  See steps.h. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "steps.h"
+#include "pool.h"
 
 void
 gr_steps_xor (uint8_t *d, const uint8_t *s, size_t len)
@@ -121,75 +121,63 @@ verify (struct gr_plan *p, const struct gr_step *st, const struct gr_geom *g,
 
 /* --- coding on every core -------------------------------------------------- */
 
-#define MAX_THREADS 64
+/* Items of a coding step for each thread of the pool: several, so that
+ * a thread held up by the scheduler delays a small part of the step. */
+#define ITEMS_PER_THREAD 4
 
-/* A share of a coding step: nstripes stripes from blocks bp. */
-struct share {
+/* A coding step split into items of `per` stripes. */
+struct split {
   const struct gr_plan_coder *cd;
   const struct gr_step *st;
   const int *er;
-  uint8_t **bp;
-  size_t nstripes;
-  int r, err;
+  uint8_t **bp;                 /* the step's first stripe's blocks */
+  size_t n;                     /* blocks a stripe */
+  size_t per;
+  int err;                      /* the first failure's errno; 0: none */
 };
 
-static void *
-share_run (void *arg)
+static void
+split_item (void *arg, size_t item)
 {
-  struct share *sh = arg;
-  const struct gr_step *st = sh->st;
+  struct split *sp = arg;
+  const struct gr_step *st = sp->st;
+  const size_t s0 = item * sp->per;
+  const size_t ns = st->nstripes - s0 < sp->per ? st->nstripes - s0 : sp->per;
+  uint8_t **bp = sp->bp + s0 * sp->n;
+  int r;
 
-  sh->r = st->kind == GR_STEP_ENCODE
-    ? sh->cd->encode (sh->cd->arg, false, sh->bp, sh->nstripes, st->len)
-    : sh->cd->reconstruct (sh->cd->arg, false, sh->er, st->ner, sh->bp,
-                           sh->nstripes, st->len);
-  sh->err = errno;
-  return NULL;
+  r = st->kind == GR_STEP_ENCODE
+    ? sp->cd->encode (sp->cd->arg, false, bp, ns, st->len)
+    : sp->cd->reconstruct (sp->cd->arg, false, sp->er, st->ner, bp, ns,
+                           st->len);
+  if (r == -1) {
+    int zero = 0;
+
+    (void) __atomic_compare_exchange_n (&sp->err, &zero, errno ? errno : EIO,
+                                        false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED);
+  }
 }
 
 /* Coding step st (ENCODE or RECONSTRUCT, on the CPU) split by stripes
- * over up to cd->threads threads, the calling one among them.  0, or -1
- * with errno set. */
+ * over cd->pool's threads and the calling one.  0, or -1 with errno
+ * set. */
 static int
 coding_split (struct gr_plan *p, const struct gr_step *st,
               const struct gr_geom *g, const struct gr_plan_coder *cd)
 {
-  const size_t n = (size_t) g->k + g->m;
-  size_t t, nt = (size_t) cd->threads, per, at = 0;
-  struct share sh[MAX_THREADS];
-  pthread_t tid[MAX_THREADS];
-  bool started[MAX_THREADS] = { false };
-  int r = 0;
+  const size_t items = (size_t) gr_pool_width (cd->pool) * ITEMS_PER_THREAD;
+  struct split sp = { .cd = cd, .st = st, .er = p->er + st->er0,
+                      .bp = p->ptr + st->blk0, .n = (size_t) g->k + g->m,
+                      .per = (st->nstripes + items - 1) / items };
 
-  if (nt > MAX_THREADS)
-    nt = MAX_THREADS;
-  if (nt > st->nstripes)
-    nt = st->nstripes;
-  per = (st->nstripes + nt - 1) / nt;
-  for (t = 0; t < nt && at < st->nstripes; t++) {
-    sh[t] = (struct share) { .cd = cd, .st = st, .er = p->er + st->er0,
-                             .bp = p->ptr + st->blk0 + at * n,
-                             .nstripes = st->nstripes - at < per
-                               ? st->nstripes - at : per };
-    at += sh[t].nstripes;
-    /* The first share on this thread; a thread that cannot start leaves
-     * its share to this one too. */
-    if (t > 0)
-      started[t] = pthread_create (&tid[t], NULL, share_run, &sh[t]) == 0;
+  gr_pool_run (cd->pool, (st->nstripes + sp.per - 1) / sp.per, split_item,
+               &sp);
+  if (sp.err) {
+    errno = sp.err;
+    return -1;
   }
-  nt = t;
-  for (t = 0; t < nt; t++)
-    if (!started[t])
-      share_run (&sh[t]);
-  for (t = 0; t < nt; t++) {
-    if (started[t])
-      pthread_join (tid[t], NULL);
-    if (sh[t].r == -1 && r == 0) {
-      r = -1;
-      errno = sh[t].err;
-    }
-  }
-  return r;
+  return 0;
 }
 
 int
@@ -217,13 +205,13 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
       gr_steps_xor (gr_steps_at (b, st->dst), gr_steps_at (b, st->src), st->len);
       break;
     case GR_STEP_ENCODE:
-      if (!st->gpu && cd->threads > 1 && st->nstripes > 1)
+      if (!st->gpu && gr_pool_width (cd->pool) > 1 && st->nstripes > 1)
         r = coding_split (p, st, g, cd);
       else
         r = cd->encode (cd->arg, st->gpu, bp, st->nstripes, st->len);
       break;
     case GR_STEP_RECONSTRUCT:
-      if (!st->gpu && cd->threads > 1 && st->nstripes > 1)
+      if (!st->gpu && gr_pool_width (cd->pool) > 1 && st->nstripes > 1)
         r = coding_split (p, st, g, cd);
       else
         r = cd->reconstruct (cd->arg, st->gpu, p->er + st->er0, st->ner,

@@ -15,6 +15,8 @@
 
 #include "plan.h"
 
+struct gr_pool;
+
 /* A plan with room for geometry g (its arrays, used here); NULL if out
  * of memory. */
 struct gr_plan *gr_plan_new (const struct gr_geom *g);
@@ -53,9 +55,10 @@ struct gr_plan_coder {
                  uint8_t *const *parity, uint8_t *const *pdelta,
                  size_t len);
   void *arg;
-  /* Threads a CPU coding step of several stripes is split over (0 or 1:
-   * the calling thread alone); a step on the GPU is never split. */
-  int threads;
+  /* The threads a CPU coding step of several stripes is split over
+   * (pool.h; NULL: the calling thread alone); a step on the GPU is never
+   * split. */
+  struct gr_pool *pool;
 };
 
 /* d ^= s over len bytes (the XOR move). */

@@ -37,6 +37,7 @@
 #include "gf/gf.h"
 #include "nbdkit-plugin/plan.h"
 #include "nbdkit-plugin/steps.h"
+#include "nbdkit-plugin/pool.h"
 
 #define DATA_OFFSET 4096
 
@@ -274,7 +275,8 @@ static int
 sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
              uint8_t *buf, unsigned falloc)
 {
-  struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s, 1 };
+  struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s,
+                              NULL };
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .falloc = falloc, .gpu = sim_gpu,
                            .rb_front = NULL, .cksum = s->cksum };
@@ -554,16 +556,20 @@ copy_members (struct sim *dst, const struct sim *src)
 
 /* --- the jobs' batches ------------------------------------------------------ */
 
+/* Pools of 0 to 3 threads (the first: none, the caller alone). */
+#define NPOOLS 4
+static struct gr_pool *pools[NPOOLS];
+
 /* Run a job's batch plan p on the simulated members as the executor
  * does: reads, steps (CPU coding split over threads), writes (a check's repair to the located chunk's
  * member, a rebuild's only to members whose front it moves). */
 static void
 sim_batch (struct sim *s, struct gr_plan *p, uint8_t *req)
 {
-  /* Split over up to 4 threads, as the executor's lanes do on every
+  /* Split over 1 to 4 threads, as the executor's lanes do on every
    * core. */
   struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s,
-                              (int) (1 + test_rand () % 4) };
+                              pools[test_rand () % NPOOLS] };
   struct gr_bufs b;
   uint8_t *scratch = malloc (p->scratch_len + 1);
   size_t j;
@@ -1136,6 +1142,9 @@ main (void)
   int k, m;
 
   test_seed ("test-plan");
+  for (k = 1; k < NPOOLS; k++)
+    CHECK ((pools[k] = gr_pool_new (k)) != NULL &&
+           gr_pool_width (pools[k]) == k + 1, "a pool of %d threads", k);
   for (k = 1; k <= 6; k++)
     for (m = 1; k + m <= 7; m++) {
       test_geometry (k, m, GR_CODE_RS, 4096, false);
@@ -1145,5 +1154,7 @@ main (void)
       if (k + m <= 5)
         test_geometry (k, m, GR_CODE_RS, 16384, true);
     }
+  for (k = 1; k < NPOOLS; k++)
+    gr_pool_free (pools[k]);
   return test_done ("test-plan");
 }
