@@ -121,18 +121,30 @@ verify (struct gr_plan *p, const struct gr_step *st, const struct gr_geom *g,
 
 /* --- coding on every core -------------------------------------------------- */
 
-/* Items of a coding step for each thread of the pool: several, so that
- * a thread held up by the scheduler delays a small part of the step. */
+/* Items for each thread of the pool: several, so that a thread held up
+ * by the scheduler delays a small part of the work. */
 #define ITEMS_PER_THREAD 4
+/* Coding steps split together in one call of the pool at most (a batch
+ * has a step per erasure pattern: with parity rotating, one to n). */
+#define MAX_RUN 64
 
-/* A coding step split into items of `per` stripes. */
+static bool
+coding (const struct gr_step *st)
+{
+  return st->kind == GR_STEP_ENCODE || st->kind == GR_STEP_RECONSTRUCT;
+}
+
+/* A run of coding steps, each split into items of `per` stripes (on the
+ * GPU: an item a step): item i is in step j where first[j] <= i <
+ * first[j + 1]. */
 struct split {
+  const struct gr_plan *p;
   const struct gr_plan_coder *cd;
-  const struct gr_step *st;
-  const int *er;
-  uint8_t **bp;                 /* the step's first stripe's blocks */
+  const struct gr_step *st;     /* the run's first step */
   size_t n;                     /* blocks a stripe */
   size_t per;
+  size_t nsteps;
+  size_t first[MAX_RUN + 1];
   int err;                      /* the first failure's errno; 0: none */
 };
 
@@ -140,16 +152,23 @@ static void
 split_item (void *arg, size_t item)
 {
   struct split *sp = arg;
-  const struct gr_step *st = sp->st;
-  const size_t s0 = item * sp->per;
-  const size_t ns = st->nstripes - s0 < sp->per ? st->nstripes - s0 : sp->per;
-  uint8_t **bp = sp->bp + s0 * sp->n;
+  size_t j = 0;
+  const struct gr_step *st;
+  size_t s0, ns;
+  uint8_t **bp;
   int r;
 
+  while (sp->first[j + 1] <= item)
+    j++;
+  st = sp->st + j;
+  s0 = (item - sp->first[j]) * sp->per;
+  ns = st->gpu ? st->nstripes
+    : st->nstripes - s0 < sp->per ? st->nstripes - s0 : sp->per;
+  bp = sp->p->ptr + st->blk0 + s0 * sp->n;
   r = st->kind == GR_STEP_ENCODE
-    ? sp->cd->encode (sp->cd->arg, false, bp, ns, st->len)
-    : sp->cd->reconstruct (sp->cd->arg, false, sp->er, st->ner, bp, ns,
-                           st->len);
+    ? sp->cd->encode (sp->cd->arg, st->gpu, bp, ns, st->len)
+    : sp->cd->reconstruct (sp->cd->arg, st->gpu, sp->p->er + st->er0,
+                           st->ner, bp, ns, st->len);
   if (r == -1) {
     int zero = 0;
 
@@ -159,25 +178,102 @@ split_item (void *arg, size_t item)
   }
 }
 
-/* Coding step st (ENCODE or RECONSTRUCT, on the CPU) split by stripes
- * over cd->pool's threads and the calling one.  0, or -1 with errno
- * set. */
+/* A block's bytes, and the step of the run it is in. */
+struct span {
+  uintptr_t at, end;
+  size_t step;
+};
+
 static int
-coding_split (struct gr_plan *p, const struct gr_step *st,
+span_cmp (const void *a, const void *b)
+{
+  const struct span *x = a, *y = b;
+
+  return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Do the coding steps st[0..nsteps-1] touch no block in common (each may
+ * then run at the same time as the others)?  false too if out of memory
+ * (they then run one after the other). */
+static bool
+independent (const struct gr_plan *p, const struct gr_step *st,
+             size_t nsteps, size_t n)
+{
+  size_t nb = 0, i, j, b, c = 0;
+  struct span *sp;
+  uintptr_t end = 0;
+  size_t end_step = 0;
+
+  for (j = 0; j < nsteps; j++)
+    nb += st[j].nstripes * n;
+  if ((sp = malloc (nb * sizeof *sp)) == NULL)
+    return false;
+  for (j = 0; j < nsteps; j++)
+    for (b = 0; b < st[j].nstripes * n; b++) {
+      const uintptr_t at = (uintptr_t) p->ptr[st[j].blk0 + b];
+
+      sp[c++] = (struct span) { .at = at, .end = at + st[j].len, .step = j };
+    }
+  qsort (sp, nb, sizeof *sp, span_cmp);
+  /* Sorted by start.  Up to the first block that overlaps one of another
+   * step before it, the blocks before it that reach past its start all
+   * hold that point, so all are of one step, the furthest-reaching one's:
+   * a block overlaps another step's iff it starts before the furthest
+   * end so far and that end is another step's. */
+  for (i = 0; i < nb; i++) {
+    if (sp[i].at < end && sp[i].step != end_step)
+      break;
+    if (sp[i].end > end) {
+      end = sp[i].end;
+      end_step = sp[i].step;
+    }
+  }
+  free (sp);
+  return i == nb;
+}
+
+/* The coding steps st[0..nsteps-1] (one, or several independent), split
+ * over cd->pool's threads and the calling one: by stripes on the CPU, a
+ * step an item on the GPU (the engine codes several at once, each in a
+ * slot of its own: gpu.h).  0, or -1 with errno set. */
+static int
+coding_split (struct gr_plan *p, const struct gr_step *st, size_t nsteps,
               const struct gr_geom *g, const struct gr_plan_coder *cd)
 {
   const size_t items = (size_t) gr_pool_width (cd->pool) * ITEMS_PER_THREAD;
-  struct split sp = { .cd = cd, .st = st, .er = p->er + st->er0,
-                      .bp = p->ptr + st->blk0, .n = (size_t) g->k + g->m,
-                      .per = (st->nstripes + items - 1) / items };
+  struct split sp = { .p = p, .cd = cd, .st = st, .n = (size_t) g->k + g->m,
+                      .nsteps = nsteps };
+  size_t total = 0, j;
 
-  gr_pool_run (cd->pool, (st->nstripes + sp.per - 1) / sp.per, split_item,
-               &sp);
+  for (j = 0; j < nsteps; j++)
+    total += st[j].nstripes;
+  sp.per = (total + items - 1) / items;
+  for (j = 0; j < nsteps; j++)
+    sp.first[j + 1] = sp.first[j] +
+      (st[j].gpu ? 1 : (st[j].nstripes + sp.per - 1) / sp.per);
+  gr_pool_run (cd->pool, sp.first[nsteps], split_item, &sp);
   if (sp.err) {
     errno = sp.err;
     return -1;
   }
   return 0;
+}
+
+/* How many coding steps from step i on run together: the coding steps
+ * that follow it on the same route (MAX_RUN at most) if no two touch the
+ * same block, else step i alone. */
+static size_t
+coding_run (const struct gr_plan *p, size_t i, const struct gr_geom *g)
+{
+  size_t e = i + 1;
+
+  while (e < p->nstep && e - i < MAX_RUN && coding (&p->step[e]) &&
+         p->step[e].gpu == p->step[i].gpu)
+    e++;
+  if (e - i > 1 &&
+      !independent (p, &p->step[i], e - i, (size_t) g->k + g->m))
+    return 1;
+  return e - i;
 }
 
 int
@@ -194,6 +290,18 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
     uint8_t **bp = p->ptr + st->blk0;
     int r = 0;
 
+    /* On a pool, the coding steps that follow one another and are
+     * independent (a batch's erasure patterns) are split together. */
+    if (coding (st) && gr_pool_width (cd->pool) > 1) {
+      const size_t run = coding_run (p, i, g);
+
+      if (run > 1 || (!st->gpu && st->nstripes > 1)) {
+        if (coding_split (p, st, run, g, cd) == -1)
+          return -1;
+        i += run - 1;
+        continue;
+      }
+    }
     switch (st->kind) {
     case GR_STEP_ZERO:
       memset (gr_steps_at (b, st->dst), 0, st->len);
@@ -205,17 +313,11 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
       gr_steps_xor (gr_steps_at (b, st->dst), gr_steps_at (b, st->src), st->len);
       break;
     case GR_STEP_ENCODE:
-      if (!st->gpu && gr_pool_width (cd->pool) > 1 && st->nstripes > 1)
-        r = coding_split (p, st, g, cd);
-      else
-        r = cd->encode (cd->arg, st->gpu, bp, st->nstripes, st->len);
+      r = cd->encode (cd->arg, st->gpu, bp, st->nstripes, st->len);
       break;
     case GR_STEP_RECONSTRUCT:
-      if (!st->gpu && gr_pool_width (cd->pool) > 1 && st->nstripes > 1)
-        r = coding_split (p, st, g, cd);
-      else
-        r = cd->reconstruct (cd->arg, st->gpu, p->er + st->er0, st->ner,
-                             bp, st->nstripes, st->len);
+      r = cd->reconstruct (cd->arg, st->gpu, p->er + st->er0, st->ner,
+                           bp, st->nstripes, st->len);
       break;
     case GR_STEP_VERIFY:
       r = verify (p, st, g, cd);

@@ -29,9 +29,11 @@
  * the blocks (in the request or all in scratch) run. */
 #undef NDEBUG
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/testkit.h"
 #include "gf/gf.h"
@@ -1136,6 +1138,90 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum)
   gr_coder_free (s.coder);
 }
 
+/* --- coding steps run together on a pool ------------------------------------ */
+
+/* k = 2, m = 1: parity = d0 ^ d1, slowly (a 20 ms sleep before the
+ * parity is written), recording the thread of each step by its first
+ * data block's first byte. */
+static pthread_t xor_thread[256];
+
+static int
+xor_encode (void *arg, bool gpu, uint8_t *const *blocks, size_t nstripes,
+            size_t len)
+{
+  for (size_t t = 0; t < nstripes; t++) {
+    uint8_t *const *b = blocks + t * 3;
+
+    xor_thread[b[0][0]] = pthread_self ();
+    usleep (20000);
+    for (size_t i = 0; i < len; i++)
+      b[2][i] = b[0][i] ^ b[1][i];
+  }
+  return 0;
+}
+
+/* Two ENCODE steps of one stripe each in scratch, 3 blocks of 4 KiB each
+ * from block 0 (step 0) and from block `second` (step 1), run on a pool
+ * of 3 threads: the scratch as gr_steps_run left it. */
+static uint8_t *
+two_steps (struct gr_plan *p, const struct gr_geom *g, size_t second,
+           const uint8_t *init, size_t nblocks)
+{
+  struct gr_plan_coder cd = { .encode = xor_encode, .pool = pools[3] };
+  uint8_t *scratch = malloc (nblocks * 4096);
+  struct gr_bufs b = { .scratch = scratch };
+
+  memcpy (scratch, init, nblocks * 4096);
+  p->nblk = 6;
+  p->nstep = 2;
+  for (size_t i = 0; i < 3; i++) {
+    p->blk[i] = (struct gr_loc) { GR_SPACE_SCRATCH, i * 4096 };
+    p->blk[3 + i] = (struct gr_loc) { GR_SPACE_SCRATCH, (second + i) * 4096 };
+  }
+  for (size_t j = 0; j < 2; j++)
+    p->step[j] = (struct gr_step) { .kind = GR_STEP_ENCODE, .len = 4096,
+                                    .blk0 = 3 * j, .nstripes = 1 };
+  CHECK (gr_steps_run (p, g, &b, &cd) == 0, "two steps");
+  return scratch;
+}
+
+/* Independent steps are split together (each on a thread of its own);
+ * a step that reads what the one before writes runs after it. */
+static void
+test_coding_runs (void)
+{
+  const struct gr_geom g = { .k = 2, .m = 1, .chunk = 4096, .stripes = 8 };
+  struct gr_plan *p = gr_plan_new (&g);
+  uint8_t init[6 * 4096], *out;
+
+  CHECK (p != NULL && p->cap_blk >= 6 && p->cap_step >= 2);
+  test_fill (init, sizeof init);
+  init[0] = 1;
+  init[2 * 4096] = 2;                   /* the dependent step's d0 */
+  init[3 * 4096] = 3;
+  /* Independent: blocks 0-2 and 3-5. */
+  out = two_steps (p, &g, 3, init, 6);
+  for (size_t i = 0; i < 4096; i++) {
+    CHECK (out[2 * 4096 + i] == (init[i] ^ init[4096 + i]), "step 0");
+    CHECK (out[5 * 4096 + i] == (init[3 * 4096 + i] ^ init[4 * 4096 + i]),
+           "step 1");
+  }
+  CHECK (!pthread_equal (xor_thread[1], xor_thread[3]),
+         "two independent steps ran on one thread");
+  free (out);
+  /* Dependent: step 1's d0 is step 0's parity (blocks 2-4). */
+  out = two_steps (p, &g, 2, init, 5);
+  for (size_t i = 0; i < 4096; i++) {
+    const uint8_t p0 = init[i] ^ init[4096 + i];
+
+    CHECK (out[2 * 4096 + i] == p0, "step 0");
+    CHECK (out[4 * 4096 + i] == (p0 ^ init[3 * 4096 + i]),
+           "step 1 ran before the step it depends on");
+  }
+  free (out);
+  gr_plan_free (p);
+}
+
 int
 main (void)
 {
@@ -1145,6 +1231,7 @@ main (void)
   for (k = 1; k < NPOOLS; k++)
     CHECK ((pools[k] = gr_pool_new (k)) != NULL &&
            gr_pool_width (pools[k]) == k + 1, "a pool of %d threads", k);
+  test_coding_runs ();
   for (k = 1; k <= 6; k++)
     for (m = 1; k + m <= 7; m++) {
       test_geometry (k, m, GR_CODE_RS, 4096, false);
