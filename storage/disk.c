@@ -224,7 +224,7 @@ local_one (struct gr_dio *v)
  * time (docs/performance.md, bench-rebuild).  A member's reads (writes)
  * that follow each other on it are one preadv (pwritev). */
 #define PAR_BYTES ((uint64_t) 8 << 20)
-#define PAR_THREADS 8
+#define PAR_THREADS 16
 #define PAR_IOV 256                     /* buffers per preadv, pwritev */
 
 struct par {
