@@ -16,13 +16,15 @@
  *                                         (and repair what it can name)
  *   gpuraidctl -c PATH scrub --stop       stop it (the next goes on)
  *   gpuraidctl -c PATH rate BYTES_PER_S|auto  the resync's, rebuild's
- *                                         and scrub's rate limit
+ *                                         and scrub's rate limit (a
+ *                                         size: 50M, 1G, 4096; 0: none)
  *   gpuraidctl -c PATH wait               until the running operation ends
  *
  * The control protocol is in nbdkit-plugin/control.h.  examine opens the
  * members read-only and decides with the assembly code the plugin uses
  * (format/format.h).  Every refusal is one line on stderr and
  * exit 1; a usage error exits 2. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -36,6 +38,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "common/size.h"
 #include "format/format.h"
 #include "storage/storage.h"
 
@@ -282,9 +285,15 @@ map (int argc, char **argv)
     return 2;
   }
   errno = 0;
-  off = strtoull (argv[0], &end, 0);
-  if (errno || *end || argv[0][0] == '-' || argv[0][0] == '\0')
-    die ("map %s: not a byte offset (decimal, or 0x hex)", argv[0]);
+  if (strncmp (argv[0], "0x", 2) == 0 || strncmp (argv[0], "0X", 2) == 0) {
+    off = strtoull (argv[0] + 2, &end, 16);
+    if (errno || *end || !isxdigit ((unsigned char) argv[0][2]))
+      die ("map %s: not a byte offset (a size: 1G, 4096; or 0x hex)",
+           argv[0]);
+  }
+  else if (!gr_size_parse (argv[0], &off))
+    die ("map %s: not a byte offset (a size: 1G, 4096; or 0x hex)",
+         argv[0]);
   if (argc - 1 > GR_MAX_MEMBERS)
     die ("map: at most %d members", GR_MAX_MEMBERS);
   for (int i = 1; i < argc; i++)

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the plugin's options.  See config.h. */
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -11,6 +10,7 @@
 #include <sys/un.h>
 
 #include "config.h"
+#include "common/size.h"
 #include "log.h"
 #include "storage/storage.h"
 
@@ -72,24 +72,6 @@ parse_nonneg_int (const char *key, const char *value, int *out)
   }
   *out = (int) v;
   return 0;
-}
-
-/* Check the syntax first, so that the error names the key: digits and
- * an optional unit letter (as nbdkit_parse_size takes). */
-static bool
-size_syntax_ok (const char *v)
-{
-  size_t i = 0;
-
-  while (v[i] >= '0' && v[i] <= '9')
-    i++;
-  if (i == 0)
-    return false;
-  if (v[i] == '\0')
-    return true;
-  if (strchr ("bBkKmMgGtTpPeE", v[i]) == NULL)
-    return false;
-  return v[i + 1] == '\0';
 }
 
 /* The words nbdkit_parse_bool takes. */
@@ -168,42 +150,18 @@ parse_spare (struct gr_config *cfg, const char *key, const char *value)
   return 0;
 }
 
-/* A size as nbdkit_parse_size reads it (digits, then b, k, M, G, T, P
- * or E), or -1 if it is above GR_MAX_CHUNK (without overflowing, and
- * without nbdkit_parse_size's error, which names no key). */
-static int64_t
-chunk_value (const char *v)
-{
-  const char *units = "bkmgtpe", *u;
-  uint64_t n, mult = 1;
-  char *end;
-
-  errno = 0;
-  n = strtoull (v, &end, 10);
-  if (errno == ERANGE)
-    return -1;
-  if (*end && (u = strchr (units, tolower ((unsigned char) *end))) != NULL)
-    for (; u > units; u--) {
-      mult *= 1024;
-      if (n > GR_MAX_CHUNK / mult)
-        return -1;
-    }
-  return n > GR_MAX_CHUNK / mult ? -1 : (int64_t) (n * mult);
-}
-
 static int
 parse_chunk (struct gr_config *cfg, const char *value)
 {
-  int64_t c;
+  uint64_t c;
 
   if (once (cfg, "chunk", SEEN_CHUNK) == -1)
     return -1;
-  if (!size_syntax_ok (value)) {
+  if (!gr_size_parse (value, &c)) {
     nbdkit_error ("chunk=%s: not a size (a number with an optional k, M or "
                   "G suffix)", value);
     return -1;
   }
-  c = chunk_value (value);
   if (c < 4096 || c > GR_MAX_CHUNK || (c & (c - 1)) != 0) {
     nbdkit_error ("chunk=%s: must be a power of two between 4096 and %"
                   PRIu32, value, GR_MAX_CHUNK);
@@ -239,16 +197,16 @@ size_key (struct gr_config *cfg, const char *key, const char *value,
           unsigned seen, int64_t min, bool pow2, const char *rule,
           uint64_t *out)
 {
-  int64_t v;
+  uint64_t v;
 
   if (once (cfg, key, seen) == -1)
     return -1;
-  v = size_syntax_ok (value) ? nbdkit_parse_size (value) : -1;
-  if (v < min || (pow2 && (v & (v - 1)) != 0)) {
+  if (!gr_size_parse (value, &v) || v < (uint64_t) min ||
+      (pow2 && (v & (v - 1)) != 0)) {
     nbdkit_error ("%s=%s: must be %s", key, value, rule);
     return -1;
   }
-  *out = (uint64_t) v;
+  *out = v;
   return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <sys/un.h>
 
 #include "control.h"
+#include "common/size.h"
 #include "log.h"
 #include "members.h"
 #include "status.h"
@@ -267,9 +268,9 @@ answer (struct gr_control *c, char *line, FILE *f)
   else if (strcmp (line, "rate") == 0 && arg) {
     if (strcmp (arg, "auto") == 0)
       v = GR_PACE_AUTO;
-    else if (!parse_u64 (arg, &v) || v == GR_PACE_AUTO) {
-      fprintf (f, "error: rate %s: give bytes a second as a whole number "
-               "(0: no limit), or auto\n", arg);
+    else if (!gr_size_parse (arg, &v) || v == GR_PACE_AUTO) {
+      fprintf (f, "error: rate %s: give bytes a second as a size (50M, "
+               "1G, 4096; 0: no limit), or auto\n", arg);
       return;
     }
     gr_array_set_rate (c->a, v);

@@ -230,6 +230,10 @@ main (int argc, char *argv[])
   unsigned i;
   int c;
 
+  if (argc == 2 && strcmp (argv[1], "--help") == 0) {
+    usage (stdout);
+    return 0;
+  }
   while ((c = getopt (argc, argv, "m:b:q:c:t:S:r:s:Fh")) != -1) {
     switch (c) {
     case 'm':

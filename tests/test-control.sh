@@ -105,7 +105,9 @@ refused "no such member" 'fail 6: no such member' "$CTL" -c "$ctl" fail 6
 refused "not a number" 'fail x: no such member' "$CTL" -c "$ctl" fail x
 "$CTL" -c "$ctl" fail 4 || fail "fail 4 (the second)"
 refused "last redundancy" 'fail 5 .*m members have failed already' "$CTL" -c "$ctl" fail 5
-refused "bad rate" 'rate 1x: give bytes a second .*or auto' "$CTL" -c "$ctl" rate 1x
+refused "bad rate" 'rate 1x: give bytes a second as a size .*or auto' "$CTL" -c "$ctl" rate 1x
+refused "rate of two units" 'rate 1MK: give bytes a second' "$CTL" -c "$ctl" rate 1MK
+refused "rate past the bound" 'rate 9E: give bytes a second' "$CTL" -c "$ctl" rate 9E
 refused "unknown command" 'unknown command' "$CTL" -c "$ctl" frobnicate
 refused "no -c" 'needs -c' "$CTL" status
 refused "no server" "cannot reach .*$tmpdir/nosuch" "$CTL" -c "$tmpdir/nosuch" status
@@ -145,6 +147,13 @@ for off in 0 300000 $(( 5 * 262144 + 3 * 65536 + 17 )) $(( 100663296 - 1 )); do
 done
 refused "map past the end" 'beyond the array' "$CTL" map $(( 4 * (32 * 1048576 - 1048576) )) "${members[@]}"
 refused "map of a bad offset" 'not a byte offset' "$CTL" map 12x "${members[@]}"
+# An offset as a size (64M) or in hex says the same as in decimal.
+for o in 64M 0x4000000; do
+  "$CTL" map $o "${members[@]}" | sed 1d >"$tmpdir/map-$o" || fail "map $o"
+done
+"$CTL" map 67108864 "${members[@]}" | sed 1d >"$tmpdir/map-dec"
+cmp -s "$tmpdir/map-64M" "$tmpdir/map-dec" && cmp -s "$tmpdir/map-0x4000000" "$tmpdir/map-dec" ||
+  fail "map 64M, 0x4000000 and 67108864 differ"
 echo "map: OK"
 
 echo "=== 5. resync progress, rate, wait"
@@ -164,6 +173,10 @@ ctl_json 's["resync"]' | tee "$tmpdir/rs"
 refused "fail during a resync" 'a resync is running' "$CTL" -c "$ctl" fail 0
 [ "$(ctl_json '(s["resync"]["rate_limit"], s["resync"]["rate_auto"])')" = "(1048576, False)" ] ||
   fail "limit: $(ctl_json 's["resync"]')"
+# Sizes as the operator types them: 50M is 50 MiB a second.
+"$CTL" -c "$ctl" rate 50M | grep -q 'rate limit 52428800 bytes/s' || fail "rate 50M"
+[ "$(ctl_json 's["resync"]["rate_limit"]')" = 52428800 ] || fail "rate 50M: $(ctl_json 's["resync"]')"
+"$CTL" -c "$ctl" rate 1m >/dev/null || fail "rate 1m"
 "$CTL" -c "$ctl" rate auto | grep -q 'rate limit auto' || fail "rate auto"
 [ "$(ctl_json '(s["resync"]["rate_limit"], s["resync"]["rate_auto"])')" = "(0, True)" ] ||
   fail "auto: $(ctl_json 's["resync"]')"

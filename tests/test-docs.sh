@@ -6,7 +6,8 @@
 # In the spirit of nbdkit's test-plugin-docs.sh.  And tests/README.md's
 # table has a row for every test that make check, check-gpu and
 # check-long run (CHECK_TESTS, GPU_TESTS, LONG_TESTS, as the Makefile and
-# its fragments say), and no row for anything else.
+# its fragments say), and no row for anything else.  Every script in
+# scripts/ answers --help (exit 0, what it does, nothing run).
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -63,8 +64,28 @@ else
   echo "$0: make not installed, not checking $readme's test table"
 fi
 if command -v podchecker >/dev/null; then
-  podchecker "$pod" || { echo "$0: FAIL: podchecker $pod"; exit 1; }
+  for p in "$pod" "$top/docs/gpuraidctl.pod"; do
+    podchecker "$p" || { echo "$0: FAIL: podchecker $p"; exit 1; }
+  done
 else
   echo "$0: podchecker not installed, not checking pod syntax"
 fi
+# Every script answers --help: exit 0, what it does on stdout (its
+# header's first line), nothing else run (in a folder of its own, which
+# stays empty).
+mkdir "$tmpdir/help-cwd"
+for f in "$top"/scripts/*; do
+  [ -f "$f" ] && [ -x "$f" ] || continue
+  name=${f##*/}
+  (cd "$tmpdir/help-cwd" && "$f" --help) >"$tmpdir/out" 2>"$tmpdir/err" ||
+    fail "scripts/$name --help: exit $? ($(head -2 "$tmpdir/err"))"
+  if [ "$name" = nbdbench ]; then
+    want='usage: nbdbench'
+  else
+    want=$(sed -n '3s/^# \{0,1\}//p' "$f" | cut -c1-40)
+  fi
+  grep -qF "$want" "$tmpdir/out" || fail "scripts/$name --help does not say '$want': $(head -3 "$tmpdir/out")"
+  [ -z "$(ls -A "$tmpdir/help-cwd")" ] || fail "scripts/$name --help made files: $(ls -A "$tmpdir/help-cwd")"
+  echo "  scripts/$name --help: $(head -1 "$tmpdir/out")"
+done
 echo "$0: PASS"

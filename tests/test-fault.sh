@@ -31,7 +31,7 @@ nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
 echo "=== 1. corrupt"
 off1=$(( 5 * k * chunk + 2 * chunk + 1000 )); off2=$(( 17 * k * chunk + 10 ))
 "$fault" corrupt "$off1" 300 "${members[@]}" | tee "$tmpdir/c1" || fail "corrupt data"
-"$fault" corrupt --parity 1 "$off2" 20000 "${members[@]}" | tee "$tmpdir/c2" || fail "corrupt parity"
+"$fault" corrupt --parity 1 "$off2" 20K "${members[@]}" | tee "$tmpdir/c2" || fail "corrupt parity (20K)"
 read -r mb1 at1 < <(sed -n 's/^corrupted 300 bytes of member \([0-9]*\) .* at byte \([0-9]*\)$/\1 \2/p' "$tmpdir/c1")
 read -r mb2 at2 < <(sed -n 's/^corrupted [0-9]* bytes of member \([0-9]*\) .* at byte \([0-9]*\)$/\1 \2/p' "$tmpdir/c2")
 [ "$mb1" = $(( (2 - 5 % n + n) % n )) ] || fail "data chunk 2 of stripe 5 is not on member $mb1"
