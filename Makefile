@@ -12,8 +12,10 @@
 #   make NOCUDA=1 ...    build without CUDA even when nvcc is present
 #   make deps            install Debian build/test dependencies (root)
 #   make install         after make: the plugin into nbdkit's plugin
-#                        directory, gpuraidctl, the man page (PREFIX,
-#                        DESTDIR, PLUGINDIR, BINDIR, MANDIR); make uninstall
+#                        directory, gpuraidctl, gpuraid-fault and
+#                        gpuraid-drill, the man pages, the example systemd
+#                        units (PREFIX, DESTDIR, PLUGINDIR, BINDIR, MANDIR,
+#                        DOCDIR); make uninstall
 #   make deb             after make: a Debian package of this build
 #   make demo | bench | bench-gpu
 #
@@ -108,35 +110,52 @@ deps:
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/gpuraid
 PLUGINDIR ?= $(shell pkg-config nbdkit --variable=plugindir 2>/dev/null)
 GR_VERSION := $(shell sed -n 's/^\#define GR_VERSION "\(.*\)"/\1/p' \
                 nbdkit-plugin/config.h)
 MAN1 = docs/nbdkit-gpuraid-plugin.1
+MAN8 = docs/gpuraidctl.8
+# The operator's scripts (they find gpuraidctl and the plugin beside them
+# in a build, else installed); the benchmarks stay in the source tree.
+INSTALL_SCRIPTS = scripts/gpuraid-fault scripts/gpuraid-drill
+EXAMPLES = docs/examples/gpuraid.socket docs/examples/gpuraid.service
 
 $(MAN1): docs/nbdkit-gpuraid-plugin.pod
 	pod2man --section=1 --center=gpuraid --release="gpuraid $(GR_VERSION)" \
 	  --name=NBDKIT-GPURAID-PLUGIN $< $@
 
-install: $(MAN1)
+$(MAN8): docs/gpuraidctl.pod
+	pod2man --section=8 --center=gpuraid --release="gpuraid $(GR_VERSION)" \
+	  --name=GPURAIDCTL $< $@
+
+install: $(MAN1) $(MAN8)
 	@test -n "$(PLUGINDIR)" || { echo "make install: nbdkit's plugin directory is unknown: install nbdkit-plugin-dev (pkg-config nbdkit) or give PLUGINDIR=" >&2; exit 1; }
 	@for f in nbdkit-plugin/nbdkit-gpuraid-plugin.so ctl/gpuraidctl; do \
 	  test -f $$f || { echo "make install: $$f is not built: run make first" >&2; exit 1; }; done
-	install -d $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)/examples
 	install -m 0755 nbdkit-plugin/nbdkit-gpuraid-plugin.so $(DESTDIR)$(PLUGINDIR)/
-	install -m 0755 ctl/gpuraidctl $(DESTDIR)$(BINDIR)/
+	install -m 0755 ctl/gpuraidctl $(INSTALL_SCRIPTS) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(MAN8) $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
 
 uninstall:
 	@test -n "$(PLUGINDIR)" || { echo "make uninstall: nbdkit's plugin directory is unknown: give PLUGINDIR=" >&2; exit 1; }
 	rm -f $(DESTDIR)$(PLUGINDIR)/nbdkit-gpuraid-plugin.so \
-	  $(DESTDIR)$(BINDIR)/gpuraidctl $(DESTDIR)$(MANDIR)/man1/nbdkit-gpuraid-plugin.1
+	  $(DESTDIR)$(BINDIR)/gpuraidctl $(DESTDIR)$(MANDIR)/man1/nbdkit-gpuraid-plugin.1 \
+	  $(DESTDIR)$(MANDIR)/man8/gpuraidctl.8 \
+	  $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_SCRIPTS))) \
+	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
+	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 # A binary Debian package of this build (scripts/make-deb): to carry to a
 # machine with no package registry.
-deb: $(MAN1)
+deb: $(MAN1) $(MAN8)
 	scripts/make-deb
 
-CLEAN_FILES += $(MAN1) nbdkit-gpuraid-plugin_*.deb
+CLEAN_FILES += $(MAN1) $(MAN8) nbdkit-gpuraid-plugin_*.deb
 
 clean:
 	rm -f */*.o */*.a */*.so $(CLEAN_FILES)
