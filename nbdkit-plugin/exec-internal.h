@@ -88,7 +88,18 @@ enum gr_exec_outcome gr_exec_repair (struct gr_exec *x, int member,
 void gr_exec_poison_rows (struct gr_exec *x, const struct gr_plan *p,
                           const struct gr_exec_result *res);
 
+/* exec-cksum.c.  The first block read by plan p (its accesses mio) that
+ * fails its checksum, but in the rows skip lists, the reads verified on
+ * pool's threads (NULL: this one): false, or true with *member and *off
+ * (the member failed while its checksums were read: *member -1). */
+bool gr_exec_read_bad (struct gr_exec *x, const struct gr_plan *p,
+                       const struct gr_mio *mio,
+                       const struct gr_exec_result *skip,
+                       struct gr_pool *pool, int *member, uint64_t *off);
 /* Set the checksums of the blocks of a write done (cksum: may be NULL). */
 void gr_exec_cksum_written (struct gr_exec *x, const struct gr_mio *v);
+/* The same for the writes done among mio[0..nw), on pool's threads. */
+void gr_exec_cksum_writes (struct gr_exec *x, const struct gr_mio *mio,
+                           size_t nw, struct gr_pool *pool);
 
 #endif /* GPURAID_EXEC_INTERNAL_H */

@@ -8,7 +8,6 @@
 
 #include "exec.h"
 #include "exec-internal.h"
-#include "pool.h"
 #include "journal.h"
 #include "scratch.h"
 #include "bitmap.h"
@@ -273,120 +272,6 @@ rebuilds (const struct gr_plan *p)
   return false;
 }
 
-/* Is the block at member byte off of member in a row skip lists? */
-static bool
-skipped (struct gr_exec *x, const struct gr_exec_result *skip, int member,
-         uint64_t off)
-{
-  uint64_t s, logical;
-  uint32_t co;
-  int idx;
-
-  if (skip == NULL || skip->nrows == 0 ||
-      gr_map_inverse (&x->g, member, off, &s, &idx, &co, &logical) != 0)
-    return false;
-  for (size_t i = 0; i < skip->nrows; i++)
-    if (skip->rows[i].stripe == s &&
-        skip->rows[i].lo == co / GR_CKSUM_BLOCK * GR_CKSUM_BLOCK)
-      return true;
-  return false;
-}
-
-/* Does member access v (a read of plan p) hold a block that fails its
- * checksum (but in the rows skip lists)?  false, or true with *member
- * and *off (the member failed while its checksums were read: *member
- * -1). */
-static bool
-read_bad_one (struct gr_exec *x, const struct gr_plan *p,
-              const struct gr_mio *v, const struct gr_exec_result *skip,
-              int *member, uint64_t *off)
-{
-  uint64_t pos = v->off;
-
-  if (v->off < x->g.data_offset)
-    return false;               /* metadata */
-  if (v->off % GR_CKSUM_BLOCK || v->len % GR_CKSUM_BLOCK) {
-    gr_debug ("plan %s: read of member %d at %" PRIu64 " (%" PRIu64
-              " bytes) not in whole blocks: not verified",
-              gr_plan_kind_name (p->kind), v->member, v->off, v->len);
-    return false;
-  }
-  while (pos < v->off + v->len)
-    switch (gr_cksum_verify (x->cksum, v->member, pos,
-                             (const uint8_t *) v->buf + (pos - v->off),
-                             v->off + v->len - pos, off)) {
-    case GR_CKSUM_MATCH:
-      pos = v->off + v->len;
-      break;
-    case GR_CKSUM_MISMATCH:
-      if (!skipped (x, skip, v->member, *off)) {
-        *member = v->member;
-        return true;
-      }
-      pos = *off + GR_CKSUM_BLOCK;
-      break;
-    case GR_CKSUM_UNREADABLE:
-      *member = -1;
-      return true;
-    }
-  return false;
-}
-
-/* The reads of a plan verified on a pool's threads, one access an item:
- * the first access (in plan order) that holds a bad block. */
-struct read_check {
-  struct gr_exec *x;
-  const struct gr_plan *p;
-  const struct gr_mio *mio;
-  const struct gr_exec_result *skip;
-  pthread_mutex_t lock;
-  size_t first;                 /* p->nread: none bad */
-  int member;
-  uint64_t off;
-};
-
-static void
-read_check_item (void *arg, size_t i)
-{
-  struct read_check *rc = arg;
-  int member;
-  uint64_t off;
-
-  /* Past an access already found bad: its verdict would not be used. */
-  if (__atomic_load_n (&rc->first, __ATOMIC_RELAXED) < i ||
-      !read_bad_one (rc->x, rc->p, &rc->mio[i], rc->skip, &member, &off))
-    return;
-  pthread_mutex_lock (&rc->lock);
-  if (i < rc->first) {
-    rc->member = member;
-    rc->off = off;
-    __atomic_store_n (&rc->first, i, __ATOMIC_RELAXED);
-  }
-  pthread_mutex_unlock (&rc->lock);
-}
-
-/* The first block read by plan p that fails its checksum (but in the
- * rows skip lists), the reads verified on pool's threads: false, or true
- * with *member and *off (the member failed while its checksums were
- * read: *member -1). */
-static bool
-read_bad (struct gr_exec *x, const struct gr_plan *p, const struct gr_mio *mio,
-          const struct gr_exec_result *skip, struct gr_pool *pool,
-          int *member, uint64_t *off)
-{
-  struct read_check rc = { .x = x, .p = p, .mio = mio, .skip = skip,
-                           .first = p->nread };
-
-  pthread_mutex_init (&rc.lock, NULL);
-  gr_pool_run (pool, p->nread, read_check_item, &rc);
-  pthread_mutex_destroy (&rc.lock);
-  if (rc.first == p->nread)
-    return false;
-  *member = rc.member;
-  *off = rc.off;
-  return true;
-}
-
 enum gr_exec_outcome
 gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
                     const struct gr_bufs *b, struct gr_mio *mio,
@@ -431,7 +316,7 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
    * brought back missed the writes, and the checksums, made after it
    * failed, and nothing may be repaired. */
   if (x->cksum && !gr_members_read_only_p (x->ms) &&
-      read_bad (x, p, mio, bad->skip, pool, &member, &off)) {
+      gr_exec_read_bad (x, p, mio, bad->skip, pool, &member, &off)) {
     /* member -1: a member failed (again without it); else repair it. */
     bad->member = member;
     bad->off = off;
@@ -514,22 +399,6 @@ write_list (struct gr_exec *x, const struct gr_plan *p,
   return nw;
 }
 
-/* The checksums of a plan's writes set on a pool's threads, one access
- * an item. */
-struct written {
-  struct gr_exec *x;
-  const struct gr_mio *mio;
-};
-
-static void
-written_item (void *arg, size_t i)
-{
-  const struct written *w = arg;
-
-  if (w->mio[i].result == GR_MIO_DONE)
-    gr_exec_cksum_written (w->x, &w->mio[i]);
-}
-
 enum gr_exec_outcome
 gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
                      const struct gr_bufs *b, struct gr_mio *mio,
@@ -593,11 +462,7 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
   }
   else
     gr_members_io (x->ms, mio, nw, policy);
-  if (x->cksum) {
-    struct written w = { .x = x, .mio = mio };
-
-    gr_pool_run (pool, nw, written_item, &w);
-  }
+  gr_exec_cksum_writes (x, mio, nw, pool);
   for (i = 0; i < nw; i++)
     switch (mio[i].result) {
     case GR_MIO_DONE:
@@ -628,24 +493,6 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
   if (gated)
     pthread_rwlock_unlock (&x->unjournaled);
   return r;
-}
-
-void
-gr_exec_cksum_written (struct gr_exec *x, const struct gr_mio *v)
-{
-  if (x->cksum == NULL || v->off < x->g.data_offset)
-    return;
-  if (v->off % GR_CKSUM_BLOCK || v->len % GR_CKSUM_BLOCK) {
-    /* The planner writes whole blocks (plan.h): a bug if not. */
-    nbdkit_error ("member %d: a write at %" PRIu64 " of %" PRIu64 " bytes "
-                  "is not in whole blocks: its checksums are not set",
-                  v->member, v->off, v->len);
-    return;
-  }
-  if (v->kind == GR_MIO_PUNCH || v->kind == GR_MIO_ZERO)
-    (void) gr_cksum_zeroed (x->cksum, v->member, v->off, v->len);
-  else
-    (void) gr_cksum_update (x->cksum, v->member, v->off, v->buf, v->len);
 }
 
 void
