@@ -32,7 +32,7 @@ TESTS_SCRIPTS = \
 	tests/test-write-hole.sh \
 	tests/test-crash-loop.sh \
 	tests/test-runtime-failure.sh \
-	tests/test-member-eio.sh \
+	tests/test-member-eio.sh tests/test-read-errors.sh \
 	tests/test-degraded.sh \
 	tests/test-concurrent.sh \
 	tests/test-backends.sh \
