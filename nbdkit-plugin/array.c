@@ -427,6 +427,7 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   arr->ms = cfg->create ? create (ps, a) : assemble (ps, a);
   if (arr->ms == NULL)
     goto err;
+  gr_members_set_max_read_errors (arr->ms, (unsigned) cfg->max_read_errors);
   arr->journal = gr_journal_new (&a->geom, arr->ms);
   if (a->sb.cksum_offset &&
       (arr->cksum = gr_cksum_new (arr->ms, a->sb.cksum_offset,

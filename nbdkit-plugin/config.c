@@ -20,7 +20,7 @@ enum {
   SEEN_FORCE = 16, SEEN_BACKEND = 32, SEEN_ACCEL = 64, SEEN_DEV = 128,
   SEEN_SALVAGE = 256, SEEN_SCRATCH = 512, SEEN_RATE = 1024,
   SEEN_BITMAP = 2048, SEEN_CONTROL = 4096, SEEN_TIMEOUT = 8192,
-  SEEN_RETRIES = 16384, SEEN_INTEGRITY = 32768,
+  SEEN_RETRIES = 16384, SEEN_INTEGRITY = 32768, SEEN_READ_ERRORS = 65536,
 };
 
 /* A member's path as the key gave it: an NBD URI as it is, a file made
@@ -328,6 +328,17 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
       return -1;
     }
     cfg->remote_retries = i;
+    return 0;
+  }
+  if (strcmp (key, "max-read-errors") == 0) {
+    if (once (cfg, key, SEEN_READ_ERRORS) == -1 ||
+        parse_nonneg_int (key, value, &i) == -1)
+      return -1;
+    if (i > 1000000) {
+      nbdkit_error ("max-read-errors=%s: at most 1000000", value);
+      return -1;
+    }
+    cfg->max_read_errors = i;
     return 0;
   }
   if (strcmp (key, "gpu-device") == 0)

@@ -42,6 +42,8 @@ struct gr_config {
   char *control;                /* control socket path, or NULL */
   int remote_timeout;           /* seconds: a remote member's access */
   int remote_retries;           /* new connections to a remote member */
+  int max_read_errors;          /* a member's read errors repaired before
+                                 * it fails */
   /* spare= (member -1) and replace=INDEX:PATH, as paths above */
   struct { char *path; int member; } spares[GR_CONFIG_MAX_SPARES];
   int nspares;
@@ -51,7 +53,8 @@ struct gr_config {
 #define GR_CONFIG_INIT { .m = -1, .accel = GR_ACCEL_AUTO, \
                         .scratch_max = (uint64_t) 256 << 20, \
                         .resync_rate = GR_PACE_AUTO, \
-                        .remote_timeout = 30, .remote_retries = 3 }
+                        .remote_timeout = 30, .remote_retries = 3, \
+                        .max_read_errors = 20 }
 
 /* One key=value.  0, or -1 after nbdkit_error. */
 int gr_config_parse (struct gr_config *cfg, const char *key,
@@ -87,6 +90,8 @@ void gr_config_free (struct gr_config *cfg);
   "remote-timeout=SECONDS An NBD member that has not answered an access in\n" \
   "                       this time fails (default 30).\n" \
   "remote-retries=N       New connections to an NBD member that dropped one,\n" \
-  "                       within the timeout (default 3)."
+  "                       within the timeout (default 3).\n" \
+  "max-read-errors=N      Read errors (EIO) a member's chunks are rebuilt and\n" \
+  "                       rewritten for before it fails (default 20)."
 
 #endif /* GPURAID_CONFIG_H */

@@ -38,6 +38,9 @@ void gr_exec_unlock_plan (struct gr_exec *x, const struct gr_plan *p);
 struct gr_exec_bad {
   int member;                   /* -1: none */
   uint64_t off;
+  uint64_t len;                 /* 0: the block at off failed its
+                                 * checksum; else a read of [off, off +
+                                 * len) failed (GR_MIO_READ_ERROR) */
   const struct gr_exec_result *skip;    /* may be NULL: its rows are
                                  * passed over (known past repair) */
 };
@@ -46,8 +49,9 @@ struct gr_exec_bad {
  * p->cap_io accesses.  Read: REPLAN if a member failed since the plan
  * was made (its stripes held) or during its reads (with GR_MIO_REPORT:
  * ERROR), ERROR (EIO) if it would rebuild from parity not resynced;
- * REPLAN with bad->member >= 0 if a block read failed its checksum: the
- * caller repairs it (gr_exec_repair) and plans again.
+ * REPLAN with bad->member >= 0 if a block read failed its checksum or a
+ * read failed with a read error: the caller repairs it
+ * (gr_exec_repair_bad) and plans again.
  * Code: its steps (ERROR: a coding failure).  Write: its writes (the
  * bitmap marked, the journal written first where it says so; a
  * rebuild's fronts moved).  pool (pool.h; NULL: the calling thread
@@ -73,15 +77,19 @@ enum gr_exec_outcome gr_exec_write_stage (struct gr_exec *x,
                                           struct gr_pool *pool,
                                           struct gr_exec_result *res);
 
-/* Repair the block of member at member byte off that failed its
- * checksum (exec-repair.c): DONE (repaired, or it passes now: a write
- * changed it meanwhile) or ERROR (EIO: too few good chunks to rebuild it
- * from).  held: the caller holds the stripe (a job's batch), else it is
- * taken exclusively.  torn: the stripe may hold a write torn by a crash
- * (a journal's replay), as in a region pending a resync. */
-enum gr_exec_outcome gr_exec_repair (struct gr_exec *x, int member,
-                                     uint64_t off, bool held, bool torn,
-                                     struct gr_exec_result *res);
+/* Repair what the read stage found bad (exec-repair.c): the block that
+ * failed its checksum, or each block of a read that failed with a read
+ * error, rebuilt from the other chunks of its row and rewritten: DONE
+ * (repaired, or it passes now: a write changed it meanwhile) or ERROR
+ * (EIO: too few good chunks to rebuild it from).  A rewrite that fails
+ * fails the member.  held: the caller holds the stripes (a job's
+ * batch), else each row is taken exclusively.  torn: the stripe may hold
+ * a write torn by a crash (a journal's replay), as in a region pending a
+ * resync. */
+enum gr_exec_outcome gr_exec_repair_bad (struct gr_exec *x,
+                                         const struct gr_exec_bad *bad,
+                                         bool held, bool torn,
+                                         struct gr_exec_result *res);
 
 /* After a batch that went on over rows past repair (res->rows): every
  * block it wrote in them marked unreadable (cksum_poison). */

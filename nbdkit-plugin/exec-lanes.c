@@ -110,7 +110,7 @@ plan_and_read (struct gr_exec_lanes *l, struct lane *ln,
     if (bad.member >= 0) {
       const size_t nrows = res->nrows;
 
-      if (gr_exec_repair (x, bad.member, bad.off, true, false, res) !=
+      if (gr_exec_repair_bad (x, &bad, true, false, res) !=
           GR_EXEC_DONE) {
         /* Past repair: gone on over (its row recorded, and skipped
          * when the batch is read again), or the batch fails. */

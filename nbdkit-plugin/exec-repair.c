@@ -28,17 +28,36 @@
 enum row_state { ROW_SAME, ROW_CHANGED, ROW_MEMBER_FAILED };
 
 /* Verify the row's reads (mio[0..p->nread), chunk code index of each in
- * idx[]): bad[] updated, and whether it changed. */
+ * idx[]): bad[] updated (a read error is bad; without checksums the rest
+ * is taken as good: read_error, the repair of one), and whether it
+ * changed. */
 static enum row_state
 verify_row (struct gr_exec *x, const struct gr_plan *p,
-            const struct gr_mio *mio, const int *idx, bool *bad)
+            const struct gr_mio *mio, const int *idx, bool read_error,
+            bool *bad)
 {
   enum row_state st = ROW_SAME;
   uint64_t off;
 
   for (size_t i = 0; i < p->nread; i++) {
+    if (mio[i].result == GR_MIO_READ_ERROR) {
+      if (!bad[idx[i]]) {
+        bad[idx[i]] = true;
+        st = ROW_CHANGED;
+      }
+      continue;
+    }
     if (mio[i].result != GR_MIO_DONE)
       return ROW_MEMBER_FAILED;
+    if (x->cksum == NULL) {
+      /* Read again without an error: readable now, and nothing else
+       * can tell it bad. */
+      if (read_error && bad[idx[i]]) {
+        bad[idx[i]] = false;
+        st = ROW_CHANGED;
+      }
+      continue;
+    }
     switch (gr_cksum_verify (x->cksum, mio[i].member, mio[i].off,
                              mio[i].buf, mio[i].len, &off)) {
     case GR_CKSUM_MATCH:
@@ -75,9 +94,11 @@ good_agree (const struct gr_plan *p, int n, const bool *lostbad,
   return true;
 }
 
-enum gr_exec_outcome
-gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
-                bool torn, struct gr_exec_result *res)
+/* Repair the block of member at member byte off (its row), bad for its
+ * checksum, or for a read error (read_error). */
+static enum gr_exec_outcome
+repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
+            bool torn, bool read_error, struct gr_exec_result *res)
 {
   const int n = x->g.k + x->g.m;
   struct gr_plan *p = gr_plan_new (&x->g);
@@ -113,6 +134,12 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
     bool pending;
     int nbad = 0;
 
+    /* A member whose rewrite failed has failed: nothing to repair on it
+     * (the caller reads without it). */
+    if (read_error && gr_members_state (x->ms, member) != GR_MEMBER_ACTIVE) {
+      r = GR_EXEC_DONE;
+      goto out;
+    }
     gr_exec_plan_ctx (x, &sn, &c);
     kind = gr_plan_repair (&c, s, lo, lo + GR_CKSUM_BLOCK, bad, p);
     if (kind == GR_PLAN_SKIP) {
@@ -121,8 +148,11 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
     }
     if (!held)
       gr_exec_lock_plan (x, p);
-    pending = torn || (x->bitmap && (gr_bitmap_pending (x->bitmap, s, 1) ||
-                                     gr_bitmap_suspect (x->bitmap, s, 1)));
+    /* A write torn by the crash may explain checksums that disagree; a
+     * read error it does not. */
+    pending = !read_error &&
+      (torn || (x->bitmap && (gr_bitmap_pending (x->bitmap, s, 1) ||
+                              gr_bitmap_suspect (x->bitmap, s, 1))));
     for (i = 0; i < (int) p->nread; i++) {
       const struct gr_io *io = &p->read[i];
       uint64_t s2, l2;
@@ -136,8 +166,10 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
     }
     if (gr_members_generation (x->ms) != p->gen)
       goto again;
-    gr_members_io (x->ms, mio, p->nread, GR_MIO_FAIL_MEMBER);
-    switch (verify_row (x, p, mio, idx, bad)) {
+    /* A read error met again here is the one being repaired. */
+    gr_members_io (x->ms, mio, p->nread,
+                   read_error ? GR_MIO_REPAIR : GR_MIO_FAIL_MEMBER);
+    switch (verify_row (x, p, mio, idx, read_error, bad)) {
     case ROW_MEMBER_FAILED:
     case ROW_CHANGED:
       goto again;               /* planned again with what it found */
@@ -166,14 +198,15 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
       }
       else {
         for (i = 0; i < n; i++)
-          if (bad[i])
+          if (bad[i] && !read_error)
             gr_members_count_cksum (x->ms, gr_map_member (&x->g, s, i));
         if (res->nrows < GR_EXEC_ROWS)
           res->rows[res->nrows++] = (struct gr_exec_row) { .stripe = s,
                                                            .lo = lo };
         nbdkit_error ("stripe %" PRIu64 ", bytes %" PRIu32 "+4096 of its "
-                      "chunks: %d blocks failed their checksums and the "
-                      "others cannot rebuild them (%s): EIO", s, lo, nbad,
+                      "chunks: %d blocks failed their %s and the others "
+                      "cannot rebuild them (%s): EIO", s, lo, nbad,
+                      read_error ? "reads or checksums" : "checksums",
                       kind == GR_PLAN_REFUSE ? "too few good chunks left"
                       : "the good ones disagree");
         errno = EIO;
@@ -185,8 +218,8 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
     r = gr_exec_write_stage (x, p, &b, mio, GR_MIO_FAIL_MEMBER, NULL, res);
     if (!held)
       gr_exec_unlock_plan (x, p);
-    if (r != GR_EXEC_DONE)
-      goto out;
+    if (r != GR_EXEC_DONE || read_error)
+      goto out;                 /* a read error: said by the caller */
     for (i = 0; i < n; i++)
       if (bad[i]) {
         const int mb = gr_map_member (&x->g, s, i);
@@ -204,7 +237,8 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
     if (!held)
       gr_exec_unlock_plan (x, p);
   }
-  nbdkit_error ("stripe %" PRIu64 ": checksum repair did not settle: EIO", s);
+  nbdkit_error ("stripe %" PRIu64 ": %s repair did not settle: EIO", s,
+                read_error ? "read error" : "checksum");
   errno = EIO;
   r = GR_EXEC_ERROR;
  out:
@@ -212,6 +246,39 @@ gr_exec_repair (struct gr_exec *x, int member, uint64_t off, bool held,
   free (mio);
   gr_plan_free (p);
   return r;
+}
+
+enum gr_exec_outcome
+gr_exec_repair_bad (struct gr_exec *x, const struct gr_exec_bad *bad,
+                    bool held, bool torn, struct gr_exec_result *res)
+{
+  struct gr_member_counts mc;
+  uint64_t at, s, logical;
+  uint32_t co;
+  int ci;
+
+  if (bad->len == 0)
+    return repair_row (x, bad->member, bad->off, held, torn, false, res);
+  /* A read error: every block of the read, row by row. */
+  for (at = bad->off / GR_CKSUM_BLOCK * GR_CKSUM_BLOCK;
+       at < bad->off + bad->len &&
+         gr_members_state (x->ms, bad->member) == GR_MEMBER_ACTIVE;
+       at += GR_CKSUM_BLOCK)
+    if (repair_row (x, bad->member, at, held, torn, true, res) !=
+        GR_EXEC_DONE)
+      return GR_EXEC_ERROR;
+  if (gr_members_state (x->ms, bad->member) == GR_MEMBER_ACTIVE) {
+    gr_members_counts (x->ms, bad->member, &mc);
+    (void) gr_map_inverse (&x->g, bad->member, bad->off, &s, &ci, &co,
+                           &logical);
+    nbdkit_error ("member %d: read error at byte %" PRIu64 " (%" PRIu64
+                  " bytes; stripe %" PRIu64 ", %s %d): rebuilt from the "
+                  "other chunks and rewritten (read error %" PRIu64 ")",
+                  bad->member, bad->off, bad->len, s,
+                  ci < x->g.k ? "data chunk" : "parity chunk",
+                  ci < x->g.k ? ci : ci - x->g.k, mc.read_errors);
+  }
+  return GR_EXEC_DONE;
 }
 
 enum gr_exec_outcome

@@ -284,6 +284,7 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
   size_t i;
 
   bad->member = -1;
+  bad->len = 0;
   if (p->lock != GR_LOCK_NONE && p->nread > 0 &&
       gr_members_generation (x->ms) != p->gen)
     return GR_EXEC_REPLAN;
@@ -304,6 +305,13 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
                                .buf = gr_steps_at (b, io->buf) };
   }
   gr_members_io (x->ms, mio, p->nread, policy);
+  for (i = 0; i < p->nread; i++)
+    if (mio[i].result == GR_MIO_READ_ERROR) {
+      bad->member = mio[i].member;      /* answered from the others */
+      bad->off = mio[i].off;
+      bad->len = mio[i].len;
+      return GR_EXEC_REPLAN;
+    }
   for (i = 0; i < p->nread; i++)
     if (mio[i].result != GR_MIO_DONE) {
       if (policy == GR_MIO_REPORT) {
@@ -472,6 +480,7 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
       r = GR_EXEC_UNSUPPORTED;
       break;
     case GR_MIO_FAILED:
+    case GR_MIO_READ_ERROR:               /* not of a write: for -Wswitch */
       if (p->kind == GR_PLAN_REBUILD)
         p->rb_adv[mio[i].member] = false;
       if (policy == GR_MIO_REPORT && r == GR_EXEC_DONE) {
@@ -530,8 +539,8 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
     if (locked)
       gr_exec_unlock_plan (x, p);
     locked = false;
-    if (gr_exec_repair (x, bad.member, bad.off, false,
-                        p->kind == GR_PLAN_REPLAY, res) != GR_EXEC_DONE)
+    if (gr_exec_repair_bad (x, &bad, false, p->kind == GR_PLAN_REPLAY,
+                            res) != GR_EXEC_DONE)
       r = GR_EXEC_ERROR;
     goto out;
   }

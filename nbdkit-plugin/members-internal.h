@@ -20,6 +20,8 @@ struct member {
   uint64_t reads, writes, read_bytes, written_bytes, errors;
   uint64_t cksum_errors;        /* atomic: blocks that failed their
                                  * checksum (gr_members_count_cksum) */
+  uint64_t read_errors;         /* atomic: reads of the data area that
+                                 * failed with EIO (GR_MIO_READ_ERROR) */
   uint32_t attach;              /* atomic: + 1 each time a replacement
                                  * takes the slot */
   /* A replacement being rebuilt (failed stays set until it is done):
@@ -46,6 +48,7 @@ struct gr_members {
   unsigned (*on_dirty) (void *arg);
   void *on_dirty_arg;
   int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
+  unsigned max_read_errors;     /* set before I/O (max-read-errors=) */
 };
 
 /* Under ms->lock: write the superblock, event + 1, to every live

@@ -30,6 +30,7 @@ gr_members_new (const struct gr_sb *sb)
   ms->n = (int) (sb->k + sb->m);
   ms->m = (int) sb->m;
   ms->sb = *sb;
+  ms->max_read_errors = 20;     /* max-read-errors= sets it */
   ms->mem = calloc (ms->n, sizeof *ms->mem);
   if (ms->mem == NULL) {
     nbdkit_error ("calloc: %m");
@@ -499,6 +500,29 @@ mio_error (struct gr_members *ms, struct gr_mio *v, int r,
   const char *err = r == -ENODATA ? "short read" : strerror (-r);
 
   __atomic_add_fetch (&ms->mem[v->member].errors, 1, __ATOMIC_RELAXED);
+  /* A medium error reading the data area of a live member: answered
+   * from the other chunks and rewritten (md's way), up to the limit. */
+  if (v->kind == GR_MIO_READ && r == -EIO && policy != GR_MIO_REPORT &&
+      v->off >= ms->sb.data_offset &&
+      !__atomic_load_n (&ms->mem[v->member].rebuilding, __ATOMIC_ACQUIRE)) {
+    const uint64_t e = policy == GR_MIO_REPAIR
+      ? __atomic_load_n (&ms->mem[v->member].read_errors, __ATOMIC_RELAXED)
+      : __atomic_add_fetch (&ms->mem[v->member].read_errors, 1,
+                            __ATOMIC_RELAXED);
+
+    if (e <= ms->max_read_errors) {
+      v->result = GR_MIO_READ_ERROR;
+      gr_debug ("member %d: read of %" PRIu64 " bytes at offset %" PRIu64
+                ": %s (read error %" PRIu64 " of %u allowed)", v->member,
+                v->len, v->off, err, e, ms->max_read_errors);
+      return;
+    }
+    v->result = GR_MIO_FAILED;
+    gr_members_fail (ms, v->member, "read of %" PRIu64 " bytes at offset %"
+                     PRIu64 ": %s: %" PRIu64 " read errors (max-read-errors="
+                     "%u)", v->len, v->off, err, e, ms->max_read_errors);
+    return;
+  }
   v->result = GR_MIO_FAILED;
   if (__atomic_exchange_n (&ms->mem[v->member].rebuilding, 0,
                            __ATOMIC_ACQ_REL)) {
@@ -618,6 +642,13 @@ gr_members_counts (const struct gr_members *ms, int i,
                                         __ATOMIC_RELAXED);
   out->errors = __atomic_load_n (&mb->errors, __ATOMIC_RELAXED);
   out->cksum_errors = __atomic_load_n (&mb->cksum_errors, __ATOMIC_RELAXED);
+  out->read_errors = __atomic_load_n (&mb->read_errors, __ATOMIC_RELAXED);
+}
+
+void
+gr_members_set_max_read_errors (struct gr_members *ms, unsigned max)
+{
+  ms->max_read_errors = max;
 }
 
 void

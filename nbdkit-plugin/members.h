@@ -158,6 +158,12 @@ enum gr_mio_result {
   GR_MIO_FAILED,                /* an error: the member is now failed */
   GR_MIO_SKIPPED,               /* the member had failed: not done */
   GR_MIO_UNSUPPORTED,           /* the member cannot fallocate this way */
+  GR_MIO_READ_ERROR,            /* a read of the data area failed with EIO
+                                 * (a medium error): counted, and the
+                                 * member not failed while at most
+                                 * max-read-errors were met; the caller
+                                 * answers from the other chunks and
+                                 * rewrites these bytes (exec-repair.c) */
 };
 struct gr_mio {
   enum gr_mio_kind kind;
@@ -172,6 +178,9 @@ enum gr_mio_policy {
   GR_MIO_FAIL_MEMBER,           /* fail it (gr_members_fail) */
   GR_MIO_REPORT,                /* only report it (nbdkit_error): resync at
                                  * start-up refuses the start instead */
+  GR_MIO_REPAIR,                /* as FAIL_MEMBER, but a read error
+                                 * (GR_MIO_READ_ERROR) is not counted
+                                 * again: the repair of one re-reads it */
 };
 
 /* Do the n accesses together (gr_disk_io), each with its result, errors
@@ -188,6 +197,7 @@ bool gr_members_falloc_ok (const struct gr_members *ms,
 struct gr_member_counts {
   uint64_t reads, writes, read_bytes, written_bytes, errors;
   uint64_t cksum_errors;        /* blocks read that failed their checksum */
+  uint64_t read_errors;         /* reads that failed with EIO, repaired */
 };
 void gr_members_counts (const struct gr_members *ms, int i,
                         struct gr_member_counts *out);
@@ -196,6 +206,9 @@ void gr_members_counts (const struct gr_members *ms, int i,
  * errno EIO only when the array has failed. */
 int gr_members_sync (struct gr_members *ms, int i);
 
+/* Read errors a member may meet before it fails (max-read-errors=;
+ * default 20, md's; 0: the first fails it).  Set before any I/O. */
+void gr_members_set_max_read_errors (struct gr_members *ms, unsigned max);
 /* A block of member i failed its checksum (cksum.h): counted. */
 void gr_members_count_cksum (struct gr_members *ms, int i);
 /* Changes each time a replacement takes slot i (a new device there: what

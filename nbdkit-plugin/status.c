@@ -283,10 +283,12 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
       fprintf (f, "%s\n  {\"index\": %d, \"path\": ", i ? "," : "", i);
       json_str (f, gr_members_path (ms, i));
       fprintf (f, ", \"state\": \"%s\", \"errors\": %" PRIu64
-               ", \"cksum_errors\": %" PRIu64 ", \"reads\": %"
+               ", \"cksum_errors\": %" PRIu64 ", \"read_errors\": %"
+               PRIu64 ", \"reads\": %"
                PRIu64 ", \"writes\": %" PRIu64 ", \"read_bytes\": %" PRIu64
                ", \"written_bytes\": %" PRIu64 ", \"why\": ",
-               member_state_name (s), mc.errors, mc.cksum_errors, mc.reads,
+               member_state_name (s), mc.errors, mc.cksum_errors,
+               mc.read_errors, mc.reads,
                mc.writes, mc.read_bytes, mc.written_bytes);
       json_str (f, s == GR_MEMBER_ACTIVE ? NULL : gr_members_why (ms, i));
       fputc ('}', f);
@@ -406,17 +408,18 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
   fprintf (f, "integrity  %s\n", sb.cksum_offset
            ? "on: a checksum of every 4 KiB block, verified on every read"
            : "off");
-  fprintf (f, "members\n  %5s  %-8s %7s %7s %10s %10s %10s %10s  %s\n",
-           "index", "state", "errors", "cksum", "reads", "writes", "read MiB",
-           "wrote MiB", "path");
+  fprintf (f, "members\n  %5s  %-8s %7s %7s %7s %10s %10s %10s %10s  %s\n",
+           "index", "state", "errors", "cksum", "rd-err", "reads", "writes",
+           "read MiB", "wrote MiB", "path");
   for (i = 0; i < n; i++) {
     const enum gr_member_state s = gr_members_state (ms, i);
     const char *path = gr_members_path (ms, i);
 
     gr_members_counts (ms, i, &mc);
-    fprintf (f, "  %5d  %-8s %7" PRIu64 " %7" PRIu64 " %10" PRIu64 " %10"
-             PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s", i,
-             member_state_name (s), mc.errors, mc.cksum_errors, mc.reads,
+    fprintf (f, "  %5d  %-8s %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %10"
+             PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s", i,
+             member_state_name (s), mc.errors, mc.cksum_errors,
+             mc.read_errors, mc.reads,
              mc.writes, mc.read_bytes >> 20, mc.written_bytes >> 20,
              path ? path : "-");
     if (s != GR_MEMBER_ACTIVE)
@@ -424,8 +427,8 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     fputc ('\n', f);
   }
   for (i = 0; gr_heal_spare (gr_array_heal (a), i, spare, sizeof spare); i++)
-    fprintf (f, "  %5s  %-8s %7s %7s %10s %10s %10s %10s  %s\n", "-",
-             "spare", "-", "-", "-", "-", "-", "-", spare);
+    fprintf (f, "  %5s  %-8s %7s %7s %7s %10s %10s %10s %10s  %s\n", "-",
+             "spare", "-", "-", "-", "-", "-", "-", "-", spare);
 }
 
 void
