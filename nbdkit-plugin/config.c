@@ -74,6 +74,24 @@ parse_nonneg_int (const char *key, const char *value, int *out)
   return 0;
 }
 
+/* key=value, a whole number given once, from min to max; else an error
+ * saying what it must be (rule). */
+static int
+int_key (struct gr_config *cfg, const char *key, const char *value,
+         unsigned seen, int min, int max, const char *rule, int *out)
+{
+  int v;
+
+  if (once (cfg, key, seen) == -1 || parse_nonneg_int (key, value, &v) == -1)
+    return -1;
+  if (v < min || v > max) {
+    nbdkit_error ("%s=%s: %s", key, value, rule);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
 /* The words nbdkit_parse_bool takes. */
 static int
 parse_bool (struct gr_config *cfg, const char *key, const char *value,
@@ -307,40 +325,15 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
     }
     return 0;
   }
-  if (strcmp (key, "remote-timeout") == 0) {
-    if (once (cfg, key, SEEN_TIMEOUT) == -1 ||
-        parse_nonneg_int (key, value, &i) == -1)
-      return -1;
-    if (i < 1 || i > 86400) {
-      nbdkit_error ("remote-timeout=%s: give seconds, from 1 to 86400",
-                    value);
-      return -1;
-    }
-    cfg->remote_timeout = i;
-    return 0;
-  }
-  if (strcmp (key, "remote-retries") == 0) {
-    if (once (cfg, key, SEEN_RETRIES) == -1 ||
-        parse_nonneg_int (key, value, &i) == -1)
-      return -1;
-    if (i > 20) {
-      nbdkit_error ("remote-retries=%s: at most 20", value);
-      return -1;
-    }
-    cfg->remote_retries = i;
-    return 0;
-  }
-  if (strcmp (key, "max-read-errors") == 0) {
-    if (once (cfg, key, SEEN_READ_ERRORS) == -1 ||
-        parse_nonneg_int (key, value, &i) == -1)
-      return -1;
-    if (i > 1000000) {
-      nbdkit_error ("max-read-errors=%s: at most 1000000", value);
-      return -1;
-    }
-    cfg->max_read_errors = i;
-    return 0;
-  }
+  if (strcmp (key, "remote-timeout") == 0)
+    return int_key (cfg, key, value, SEEN_TIMEOUT, 1, 86400,
+                    "give seconds, from 1 to 86400", &cfg->remote_timeout);
+  if (strcmp (key, "remote-retries") == 0)
+    return int_key (cfg, key, value, SEEN_RETRIES, 0, 20, "at most 20",
+                    &cfg->remote_retries);
+  if (strcmp (key, "max-read-errors") == 0)
+    return int_key (cfg, key, value, SEEN_READ_ERRORS, 0, 1000000,
+                    "at most 1000000", &cfg->max_read_errors);
   if (strcmp (key, "gpu-device") == 0)
     return once (cfg, key, SEEN_DEV) == -1 ? -1
       : parse_nonneg_int (key, value, &cfg->gpu_device);

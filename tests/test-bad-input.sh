@@ -71,6 +71,8 @@ refuse 'resync-rate=fast' "$fresh" -- $ok m=1 create=true resync-rate=fast
 refuse 'remote-timeout=0.*from 1' "$fresh" -- $ok m=1 create=true remote-timeout=0
 refuse 'remote-timeout=soon' "$fresh" -- $ok m=1 create=true remote-timeout=soon
 refuse 'remote-retries=99.*at most' "$fresh" -- $ok m=1 create=true remote-retries=99
+refuse 'max-read-errors=2000000.*at most 1000000' "$fresh" -- $ok m=1 create=true max-read-errors=2000000
+refuse 'max-read-errors=-1.*negative' "$fresh" -- $ok m=1 create=true max-read-errors=-1
 refuse 'control=: empty' "$fresh" -- $ok m=1 create=true control=
 refuse 'control=.*shorter than' "$fresh" -- $ok m=1 create=true control=/$(printf 'x%.0s' {1..120})
 refuse 'control=.*more than once' "$fresh" -- $ok m=1 create=true control=$tmpdir/c1 control=$tmpdir/c2
