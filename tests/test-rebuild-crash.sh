@@ -40,6 +40,11 @@ crash_and_resume ()
   if grep -q 'cannot be resynced' "$nbdkit_log"; then
     fail "the restart holds written regions as unresynced: $(grep -i 'resync\|journal' "$nbdkit_log")"
   fi
+  # The rebuild resumes in the background, once the start is done.
+  for (( t = 0; t < 100; t++ )); do
+    grep -q 'resuming the rebuild of member 1' "$nbdkit_log" && break
+    sleep 0.1
+  done
   at=$(sed -n 's/.*resuming the rebuild of member 1 (.*) at stripe \([0-9]*\).*/\1/p' "$nbdkit_log")
   [ -n "$at" ] || fail "not resumed: $(grep -i 'rebuil\|journal\|degraded' "$nbdkit_log")"
   verify "after kill -9 during the rebuild, while rebuilding"
@@ -134,6 +139,10 @@ at=$(grep 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log" | tail
 members[1]=$slow
 set_args
 ctl_serve
+for (( t = 0; t < 100; t++ )); do
+  grep -q 'resuming the rebuild of member 1' "$nbdkit_log" && break
+  sleep 0.1
+done
 grep -q "resuming the rebuild of member 1 (.*) at stripe $at" "$nbdkit_log" ||
   fail "not resumed at the checkpoint's stripe $at: $(grep -i 'resum' "$nbdkit_log")"
 verify "after kill -9 just after a checkpoint, while rebuilding"
