@@ -42,6 +42,7 @@ TESTS_SCRIPTS = \
 	tests/test-control.sh \
 	tests/test-rebuild.sh \
 	tests/test-rebuild-resume.sh tests/test-rebuild-crash.sh \
+	tests/test-crash-corrupt.sh \
 	tests/test-scrub.sh \
 	tests/test-integrity.sh \
 	tests/test-spare.sh \
@@ -59,7 +60,7 @@ CHECK_TESTS += $(TESTS_SCRIPTS)
 # make check-long: the crash tests at length (hundreds of kill -9, more
 # geometries); about 20 minutes.
 LONG_TESTS += tests/test-sb-crash.sh tests/test-write-hole.sh \
-              tests/test-crash-loop.sh
+              tests/test-crash-loop.sh tests/test-crash-corrupt.sh
 LONG_ENV = CRASHES=40 \
   GEOMETRIES="4:2:16384:rs 2:1:4096:crs 3:3:4096:rs 6:2:65536:crs 1:1:4096:rs"
 
