@@ -261,17 +261,19 @@ plan_resync (struct gr_array *arr, const struct gr_assembly *a)
 
 /* A dirty degraded array with block checksums, after the journal's
  * replay: where writes were made at the crash a block and its checksum
- * may disagree (the write landed, the checksum not: taken as written;
- * unless the stripe's other chunks decide it), and no resync can run:
- * those regions are read and verified now.  Where it cannot be done (no
- * chunk of redundancy left) the array stays dirty.  0, or -1. */
+ * may disagree (the write landed, the checksum not: taken as written
+ * where the row is one codeword as read, unless the stripe's other
+ * chunks decide it), and no resync can run: those regions are read and
+ * verified now.  Where it cannot be done (no chunk of redundancy left),
+ * or a row is past repair (its reads answer EIO), the array stays
+ * dirty.  0, or -1. */
 static int
 verify_suspect (struct gr_array *arr, const struct gr_assembly *a)
 {
   const uint64_t ns = gr_bitmap_load_suspect (arr->bitmap, !a->bitmap_kept);
   const uint64_t region = gr_bitmap_region_size (arr->bitmap);
   const double t0 = gr_now ();
-  uint64_t r, left = 0;
+  uint64_t r, left = 0, lost = 0;
 
   if (ns == 0)
     return 0;
@@ -290,18 +292,29 @@ verify_suspect (struct gr_array *arr, const struct gr_assembly *a)
       left++;
       break;
     default:
-      nbdkit_error ("verifying the block checksums of region %" PRIu64
-                    " failed", r);
-      return -1;
+      if (errno != EIO) {
+        nbdkit_error ("verifying the block checksums of region %" PRIu64
+                      " failed", r);
+        return -1;
+      }
+      /* A row past repair (said above): its reads answer EIO; the rest
+       * of the region is verified as it is read. */
+      lost++;
+      break;
     }
   }
+  if (lost)
+    gr_warn ("%" PRIu64 " regions written at the crash hold blocks that "
+             "fail their checksums with too few good chunks to rebuild them "
+             "(corruption, not a torn write): reads of them answer EIO",
+             lost);
   gr_warn ("the array was not shut down cleanly while degraded: the block "
            "checksums of the %" PRIu64 " regions written at the crash were "
            "verified (%.1f s)%s", ns, gr_now () - t0, left
            ? "; some could not be (no redundancy left): blocks there that "
            "disagree with their checksums are taken as written when read, "
            "and the array stays dirty" : "");
-  if (left)
+  if (left || lost)
     gr_members_keep_dirty (arr->ms);
   return 0;
 }

@@ -94,6 +94,46 @@ good_agree (const struct gr_plan *p, int n, const bool *lostbad,
   return true;
 }
 
+/* Is the row as read (scratch: block i of the row at (n + i) * L, those
+ * of avail[]) one codeword, the blocks that failed their checksums taken
+ * as they are?  Only then can they be a write torn by a crash (its data
+ * and parity landed, their checksums not); corruption makes it none.
+ * With no block beyond k to check against, it cannot be told: true (the
+ * journal covers a degraded array's writes). */
+static bool
+row_one_codeword (struct gr_exec *x, const bool *avail,
+                  const uint8_t *scratch, size_t L)
+{
+  const int k = x->g.k, n = k + x->g.m;
+  uint8_t *blk[GR_MAX_MEMBERS], *tmp;
+  int er[GR_MAX_MEMBERS], ner = 0, nk = 0, extra = 0, i;
+  bool same = true;
+
+  if ((tmp = malloc ((size_t) x->g.m * L)) == NULL)
+    return false;
+  for (i = 0; i < n; i++)
+    if (avail[i] && nk < k) {
+      blk[i] = (uint8_t *) scratch + (size_t) (n + i) * L;
+      nk++;
+    }
+    else {
+      extra += avail[i];
+      blk[i] = tmp + (size_t) ner * L;
+      er[ner++] = i;
+    }
+  if (nk == k && extra > 0 &&
+      gr_coding_reconstruct_n (x->coding, false, er, ner, blk, 1, L) == 0) {
+    for (i = 0; i < ner; i++)
+      if (avail[er[i]] &&
+          memcmp (blk[er[i]], scratch + (size_t) (n + er[i]) * L, L) != 0)
+        same = false;
+  }
+  else if (nk == k && extra > 0)
+    same = false;               /* could not decode: not taken */
+  free (tmp);
+  return same;
+}
+
 /* Repair the block of member at member byte off (its row), bad for its
  * checksum, or for a read error (read_error). */
 static enum gr_exec_outcome
@@ -183,7 +223,12 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
     if (kind == GR_PLAN_REFUSE ||
         gr_exec_code_stage (x, p, &b, NULL) != GR_EXEC_DONE ||
         !good_agree (p, n, lostbad, scratch)) {
-      if (pending) {
+      bool avail[GR_MAX_MEMBERS] = { false };
+
+      for (i = 0; i < (int) p->nread; i++)
+        avail[idx[i]] = true;             /* read: all of them done */
+      if (pending &&
+          row_one_codeword (x, avail, scratch, p->hi - p->lo)) {
         /* A write torn by the crash: taken as written. */
         for (i = 0; i < (int) p->nread; i++)
           if (bad[idx[i]])
@@ -191,9 +236,9 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
                                     mio[i].buf, mio[i].len);
         gr_verbose ("stripe %" PRIu64 ", bytes %" PRIu32 "+4096 of its "
                     "chunks (a region the crash left to resync): %d blocks "
-                    "disagree with their checksums and the others do not "
-                    "decide: taken as written, their checksums set, the "
-                    "parity recomputed by the resync", s, lo, nbad);
+                    "disagree with their checksums, the others do not "
+                    "decide and the row is one codeword as read: taken as "
+                    "a torn write, their checksums set", s, lo, nbad);
         r = GR_EXEC_DONE;
       }
       else {
