@@ -227,8 +227,12 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
 
       for (i = 0; i < (int) p->nread; i++)
         avail[idx[i]] = true;             /* read: all of them done */
+      /* The whole row as read, or, past k of them, the blocks that fail
+       * alone (a full-stripe write of which a parity did not land). */
       if (pending &&
-          row_one_codeword (x, avail, scratch, p->hi - p->lo)) {
+          (row_one_codeword (x, avail, scratch, p->hi - p->lo) ||
+           (nbad > x->g.k &&
+            row_one_codeword (x, bad, scratch, p->hi - p->lo)))) {
         /* A write torn by the crash: taken as written. */
         for (i = 0; i < (int) p->nread; i++)
           if (bad[idx[i]])
