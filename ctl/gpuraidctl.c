@@ -19,6 +19,11 @@
  *                                         and scrub's rate limit (a
  *                                         size: 50M, 1G, 4096; 0: none)
  *   gpuraidctl -c PATH wait               until the running operation ends
+ *   gpuraidctl -c PATH monitor [--json] [--count N]  the events as they
+ *                                         happen (a member failed, a
+ *                                         rebuild finished, ...), one a
+ *                                         line, until the server stops
+ *                                         (or N events)
  *
  * The control protocol is in nbdkit-plugin/control.h.  examine opens the
  * members read-only and decides with the assembly code the plugin uses
@@ -56,8 +61,9 @@ usage (FILE *f)
            "       %s -c CONTROL_SOCKET spare add PATH\n"
            "       %s -c CONTROL_SOCKET scrub [--repair | --stop]\n"
            "       %s -c CONTROL_SOCKET rate BYTES_PER_S|auto\n"
-           "       %s -c CONTROL_SOCKET wait\n", prog, prog, prog, prog,
-           prog, prog, prog, prog, prog);
+           "       %s -c CONTROL_SOCKET wait\n"
+           "       %s -c CONTROL_SOCKET monitor [--json] [--count N]\n",
+           prog, prog, prog, prog, prog, prog, prog, prog, prog, prog);
 }
 
 static void __attribute__ ((noreturn, format (printf, 1, 2)))
@@ -324,14 +330,11 @@ map (int argc, char **argv)
 
 /* --- the control socket -------------------------------------------------- */
 
-/* Send cmd, return the body of an "ok" answer (malloc'd); an "error:"
- * answer dies with its line. */
-static char *
-request (const char *sock, const char *cmd)
+/* A connection to the control socket (dies if there is none). */
+static int
+connect_to (const char *sock)
 {
   struct sockaddr_un sa = { .sun_family = AF_UNIX };
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
   int fd;
 
   if (strlen (sock) >= sizeof sa.sun_path)
@@ -343,6 +346,18 @@ request (const char *sock, const char *cmd)
   if (connect (fd, (struct sockaddr *) &sa, sizeof sa) == -1)
     die ("cannot reach the array's control socket %s: %s (is nbdkit "
          "running with control=%s?)", sock, strerror (errno), sock);
+  return fd;
+}
+
+/* Send cmd, return the body of an "ok" answer (malloc'd); an "error:"
+ * answer dies with its line. */
+static char *
+request (const char *sock, const char *cmd)
+{
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  const int fd = connect_to (sock);
+
   /* A server that refuses at once (too many clients) has said why and
    * closed: the send fails (EPIPE), and the answer is read all the same;
    * after it a recv says ECONNRESET (our line was not read), not 0. */
@@ -382,6 +397,47 @@ request (const char *sock, const char *cmd)
     die ("%s", buf + 7);
   }
   die ("%s: not a gpuraid control socket (unexpected answer)", sock);
+}
+
+/* gpuraidctl monitor: the events, each line as it comes, until the
+ * server closes (0) or count lines were printed (count 0: no limit). */
+static int
+monitor (const char *sock, bool json, unsigned long count)
+{
+  const int fd = connect_to (sock);
+  const char *cmd = json ? "monitor json\n" : "monitor\n";
+  FILE *in;
+  char *line = NULL;
+  size_t cap = 0;
+  bool first = true;
+  unsigned long got = 0;
+
+  if (send (fd, cmd, strlen (cmd), MSG_NOSIGNAL) != (ssize_t) strlen (cmd))
+    die ("%s: send: %s", sock, strerror (errno));
+  in = fdopen (fd, "r");
+  if (in == NULL)
+    die ("fdopen: %s", strerror (errno));
+  while (getline (&line, &cap, in) > 0) {
+    if (first) {
+      first = false;
+      if (strncmp (line, "error: ", 7) == 0) {
+        line[strcspn (line, "\n")] = '\0';
+        die ("%s", line + 7);
+      }
+      if (strcmp (line, "ok\n") != 0)
+        die ("%s: not a gpuraid control socket (unexpected answer)", sock);
+      continue;
+    }
+    fputs (line, stdout);
+    fflush (stdout);
+    if (count && ++got == count)
+      break;
+  }
+  free (line);
+  fclose (in);
+  if (first)
+    die ("%s: the server closed the connection without an answer", sock);
+  return 0;
 }
 
 /* gpuraidctl wait: poll "progress" until the operation ends. */
@@ -550,6 +606,30 @@ main (int argc, char **argv)
   }
   if (strcmp (argv[i], "wait") == 0 && argc - i == 1)
     return wait_op (sock);
+  if (strcmp (argv[i], "monitor") == 0) {
+    bool json = false;
+    unsigned long count = 0;
+    char *end;
+
+    for (int j = i + 1; j < argc; j++)
+      if (strcmp (argv[j], "--json") == 0)
+        json = true;
+      else if (strcmp (argv[j], "--count") == 0 && j + 1 < argc) {
+        errno = 0;
+        count = strtoul (argv[++j], &end, 10);
+        if (errno || *end || count == 0 || argv[j][0] == '-') {
+          fprintf (stderr, "%s: monitor --count %s: give a number of "
+                   "events, at least 1\n", prog, argv[j]);
+          return 2;
+        }
+      }
+      else {
+        fprintf (stderr, "%s: monitor %s: the options are --json and "
+                 "--count N\n", prog, argv[j]);
+        return 2;
+      }
+    return monitor (sock, json, count);
+  }
   fprintf (stderr, "%s: unknown command or wrong arguments: %s (%s --help "
            "lists the commands)\n", prog, argv[i], prog);
   return 2;

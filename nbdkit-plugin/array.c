@@ -11,6 +11,7 @@
 
 #include "array.h"
 #include "heal.h"
+#include "events.h"
 #include "format/format.h"
 #include "bitmap.h"
 #include "journal.h"
@@ -473,6 +474,16 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   if (a->resync == GR_RESYNC_FULL && plan_resync (arr, a) == -1)
     goto err;
   log_geometry (arr->ms, &a->geom, cfg->create ? "created" : "assembled");
+  {
+    char uuid[37];
+
+    gr_sb_uuid_str (a->sb.uuid, uuid);
+    gr_events_setup (uuid, cfg->event_hook);
+    if (gr_members_nfailed (arr->ms) > 0)
+      gr_event (GR_EV_DEGRADED, -1, NULL, a->warning[0] ? a->warning : NULL,
+                "failed=%d left=%d", gr_members_nfailed (arr->ms),
+                a->n - gr_members_nfailed (arr->ms));
+  }
   close_probes (ps);
   free (ps);
   free (a);
@@ -501,7 +512,7 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
 int
 gr_array_start (struct gr_array *a)
 {
-  if (gr_bitmap_start (a->bitmap) == -1)
+  if (gr_bitmap_start (a->bitmap) == -1 || gr_events_start () == -1)
     return -1;
   if (a->resync_wanted) {
     a->resync = gr_resync_start (a->x, a->bitmap, a->resync_rate);
@@ -532,6 +543,7 @@ gr_array_close (struct gr_array *a)
   gr_cksum_free (a->cksum);
   gr_members_close (a->ms);
   gr_journal_free (a->journal);
+  gr_events_stop ();
   free (a);
 }
 

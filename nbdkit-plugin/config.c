@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include "config.h"
@@ -21,6 +23,7 @@ enum {
   SEEN_SALVAGE = 256, SEEN_SCRATCH = 512, SEEN_RATE = 1024,
   SEEN_BITMAP = 2048, SEEN_CONTROL = 4096, SEEN_TIMEOUT = 8192,
   SEEN_RETRIES = 16384, SEEN_INTEGRITY = 32768, SEEN_READ_ERRORS = 65536,
+  SEEN_HOOK = 131072,
 };
 
 /* A member's path as the key gave it: an NBD URI as it is, a file made
@@ -325,6 +328,29 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
     }
     return 0;
   }
+  if (strcmp (key, "event-hook") == 0) {
+    struct stat st;
+
+    if (once (cfg, key, SEEN_HOOK) == -1)
+      return -1;
+    if (value[0] == '\0') {
+      nbdkit_error ("event-hook=: empty path");
+      return -1;
+    }
+    cfg->event_hook = nbdkit_absolute_path (value);
+    if (cfg->event_hook == NULL)
+      return -1;
+    if (stat (cfg->event_hook, &st) == -1) {
+      nbdkit_error ("event-hook=%s: %m", cfg->event_hook);
+      return -1;
+    }
+    if (!S_ISREG (st.st_mode) || access (cfg->event_hook, X_OK) == -1) {
+      nbdkit_error ("event-hook=%s: not an executable file (a program to "
+                    "run once per event)", cfg->event_hook);
+      return -1;
+    }
+    return 0;
+  }
   if (strcmp (key, "remote-timeout") == 0)
     return int_key (cfg, key, value, SEEN_TIMEOUT, 1, 86400,
                     "give seconds, from 1 to 86400", &cfg->remote_timeout);
@@ -428,6 +454,8 @@ gr_config_free (struct gr_config *cfg)
   cfg->backend = NULL;
   free (cfg->control);
   cfg->control = NULL;
+  free (cfg->event_hook);
+  cfg->event_hook = NULL;
   for (i = 0; i < cfg->nspares; i++)
     free (cfg->spares[i].path);
   cfg->nspares = 0;

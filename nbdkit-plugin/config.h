@@ -40,6 +40,7 @@ struct gr_config {
                                  * GR_PACE_AUTO: yield to requests */
   uint64_t bitmap_chunk;        /* create: bytes a bitmap bit covers */
   char *control;                /* control socket path, or NULL */
+  char *event_hook;             /* event-hook=: a program, or NULL */
   int remote_timeout;           /* seconds: a remote member's access */
   int remote_retries;           /* new connections to a remote member */
   int max_read_errors;          /* a member's read errors repaired before
@@ -84,6 +85,8 @@ void gr_config_free (struct gr_config *cfg);
   "                       second (0: no limit; default auto: full speed\n" \
   "                       while idle, a fifth of the time under requests).\n" \
   "control=PATH           Control socket for gpuraidctl (owner only).\n" \
+  "event-hook=PROGRAM     Run PROGRAM once per event (a member failed, a\n" \
+  "                       rebuild finished...), the event in GPURAID_*.\n" \
   "spare=PATH             (repeat) A hot spare: rebuilt onto when a member\n" \
   "                       fails or is missing.\n" \
   "replace=INDEX:PATH     (repeat) Rebuild missing member INDEX onto PATH.\n" \

@@ -16,6 +16,7 @@
 #include <sys/un.h>
 
 #include "control.h"
+#include "events.h"
 #include "common/size.h"
 #include "log.h"
 #include "members.h"
@@ -284,7 +285,7 @@ answer (struct gr_control *c, char *line, FILE *f)
   else
     fprintf (f, "error: unknown command '%s%s%s' (status [json], progress, "
              "fail INDEX, replace INDEX PATH, spare add PATH, scrub [repair|stop], "
-             "rate BYTES_PER_S|auto)\n", line,
+             "rate BYTES_PER_S|auto, monitor [json])\n", line,
              arg ? " " : "",
              arg ? arg : "");
 }
@@ -429,6 +430,49 @@ say (int fd, const char *line)
   (void) send (fd, line, strlen (line), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* "monitor [json]": the events from now on, each as one line as it is
+ * posted (events.h), until the client goes, the server stops, or the
+ * client takes no line for DEADLINE_S. */
+static void
+monitor (struct gr_control *c, int fd, bool json)
+{
+  uint64_t seq = gr_events_next_seq (), lost;
+  struct gr_event_msg e;
+  char line[2048];
+
+  if (send_all (c, fd, "ok\n", 3) != CLIENT_DONE)
+    return;
+  for (;;) {
+    struct pollfd pf[2] = { { .fd = fd, .events = POLLIN },
+                            { .fd = c->stop_pipe[0], .events = POLLIN } };
+    enum client_outcome o;
+
+    /* The client sends nothing more: readable means it has gone. */
+    if (poll (pf, 2, 0) > 0)
+      return;
+    if (gr_events_next (&seq, &lost, &e, 200) != GR_EVENTS_GOT)
+      continue;
+    if (lost) {
+      if (json)
+        snprintf (line, sizeof line, "{\"event\": \"lost\", \"count\": %"
+                  PRIu64 "}\n", lost);
+      else
+        snprintf (line, sizeof line, "lost %" PRIu64 " events (this "
+                  "monitor fell behind)\n", lost);
+      if (send_all (c, fd, line, strlen (line)) != CLIENT_DONE)
+        return;
+    }
+    seq++;
+    gr_event_format (&e, json, line, sizeof line);
+    o = send_all (c, fd, line, strlen (line));
+    if (o == CLIENT_DEADLINE)
+      gr_debug ("control: a monitor did not take an event in %d s: "
+                "disconnected", DEADLINE_S);
+    if (o != CLIENT_DONE)
+      return;
+  }
+}
+
 /* Serve one connection: its line, the answer (one command answered at
  * a time), nothing waiting for the client longer than DEADLINE_S. */
 static void
@@ -454,6 +498,11 @@ serve (struct gr_control *c, int fd)
     return;
   case CLIENT_GONE:
   case CLIENT_STOP:
+    return;
+  }
+  if (strcmp (line, "monitor") == 0 || strcmp (line, "monitor json") == 0) {
+    gr_debug ("control: %s", line);
+    monitor (c, fd, line[7] != '\0');
     return;
   }
   f = open_memstream (&body, &len);

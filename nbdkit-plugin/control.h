@@ -40,6 +40,12 @@
  *                  a second (0: none; auto: full speed while idle, a
  *                  fifth of the time under client I/O;
  *                  array.h, gr_array_set_rate)
+ *   monitor [json] "ok\n", then the events from now on, one line each as
+ *                  it is posted (events.h: text or JSON), until the
+ *                  client closes or the server stops; a monitor that
+ *                  does not take a line within 5 s is disconnected.  Not
+ *                  one of the commands answered one at a time: it holds
+ *                  a client's place (of the 16) as long as it runs.
  * Every command is logged (nbdkit -v); a refusal is one line.
  *
  * One owner: struct gr_control holds the socket and the threads. */

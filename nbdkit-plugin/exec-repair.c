@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "events.h"
 #include "exec-internal.h"
 #include "bitmap.h"
 #include "cksum.h"
@@ -280,6 +281,9 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
                       "rewritten", mb, gr_map_member_offset (&x->g, s, lo),
                       s, i < x->g.k ? "data chunk" : "parity chunk",
                       i < x->g.k ? i : i - x->g.k);
+        gr_event (GR_EV_CKSUM_ERROR_REPAIRED, mb, gr_members_path (x->ms, mb),
+                  NULL, "offset=%" PRIu64 " stripe=%" PRIu64 " bytes=4096",
+                  gr_map_member_offset (&x->g, s, lo), s);
       }
     goto out;
   again:
@@ -326,6 +330,11 @@ gr_exec_repair_bad (struct gr_exec *x, const struct gr_exec_bad *bad,
                   bad->member, bad->off, bad->len, s,
                   ci < x->g.k ? "data chunk" : "parity chunk",
                   ci < x->g.k ? ci : ci - x->g.k, mc.read_errors);
+    gr_event (GR_EV_READ_ERROR_REPAIRED, bad->member,
+              gr_members_path (x->ms, bad->member), NULL,
+              "offset=%" PRIu64 " bytes=%" PRIu64 " stripe=%" PRIu64
+              " read_errors=%" PRIu64, bad->off, bad->len, s,
+              mc.read_errors);
   }
   return GR_EXEC_DONE;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "heal.h"
+#include "events.h"
 #include "log.h"
 #include "members.h"
 #include "rebuild.h"
@@ -177,9 +178,11 @@ check_path (struct gr_heal *h, int i, const char *path, struct gr_disk **d,
   return o;
 }
 
-/* Under h->lock. */
+/* Under h->lock.  was: for a spare put in, the member's state before
+ * ("failed", "missing"; said in the event), NULL for a replace. */
 static enum gr_heal_outcome
-replace_locked (struct gr_heal *h, int i, const char *path, int *err)
+replace_locked (struct gr_heal *h, int i, const char *path, const char *was,
+                int *err)
 {
   struct gr_sb sb;
   enum gr_heal_outcome o;
@@ -224,6 +227,8 @@ replace_locked (struct gr_heal *h, int i, const char *path, int *err)
   }
   }
   h->auto_m[i] = false;
+  if (was)
+    gr_event (GR_EV_SPARE_ACTIVATED, i, path, NULL, "was=%s", was);
   return rebuild_locked (h, i) ? GR_HEAL_STARTED : GR_HEAL_IO_ERROR;
 }
 
@@ -295,7 +300,8 @@ use_spare_locked (struct gr_heal *h)
       memmove (&h->spares[s], &h->spares[s + 1],
                (size_t) (h->nspares - s - 1) * sizeof *h->spares);
       h->nspares--;
-      if (replace_locked (h, i, sp.path, &err) == GR_HEAL_STARTED) {
+      if (replace_locked (h, i, sp.path, st == GR_MEMBER_FAILED ? "failed"
+                          : "missing", &err) == GR_HEAL_STARTED) {
         gr_warn ("member %d is %s: rebuilding it onto %s %s", i,
                  st == GR_MEMBER_FAILED ? "failed" : "missing",
                  sp.member < 0 ? "spare" : "its replacement (replace=)",
@@ -437,7 +443,7 @@ gr_heal_replace (struct gr_heal *h, int i, const char *path, int *err)
   enum gr_heal_outcome o;
 
   pthread_mutex_lock (&h->lock);
-  o = replace_locked (h, i, path, err);
+  o = replace_locked (h, i, path, NULL, err);
   if (o == GR_HEAL_STARTED)
     h->no_auto[i] = false;
   pthread_mutex_unlock (&h->lock);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - the members' state, shared by the two files of the members
- * module (members.c: state, superblocks, member I/O; members-rebuild.c:
- * a replacement being rebuilt).  Nothing else includes it; include
- * members.h first. */
+/* gpuraid - the members' state, shared by the three files of the
+ * members module (members.c: state, superblocks; members-io.c: member
+ * I/O; members-rebuild.c: a replacement being rebuilt).  Nothing else
+ * includes it; include members.h first. */
 #ifndef GPURAID_MEMBERS_INTERNAL_H
 #define GPURAID_MEMBERS_INTERNAL_H
 

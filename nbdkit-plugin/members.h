@@ -12,9 +12,9 @@
  * Plugin code: failures are reported with nbdkit_error (operator events
  * with gr_warn, once) and return -1 with errno set, or a named outcome.
  *
- * One module in two files: members.c (state, superblocks, member I/O)
- * and members-rebuild.c (replacements being rebuilt), sharing
- * members-internal.h. */
+ * One module in three files: members.c (state, superblocks),
+ * members-io.c (member I/O) and members-rebuild.c (replacements being
+ * rebuilt), sharing members-internal.h. */
 #ifndef GPURAID_MEMBERS_H
 #define GPURAID_MEMBERS_H
 

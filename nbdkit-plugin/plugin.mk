@@ -18,10 +18,10 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
               resync.o journal.o bitmap.o cksum.o exec-repair.o exec-cksum.o io.o extents.o plan.o \
               plan-jobs.o exec.o exec-lanes.o job.o replay.o \
-              members.o members-rebuild.o control.o \
+              members.o members-io.o members-rebuild.o control.o \
               status.o pace.o rebuild.o scrub.o heal.o \
               coding.o reqpin.o scratch.o pool.o \
-              steps.o calibrate.o gpudev.o fakegpu.o log.o)
+              steps.o calibrate.o gpudev.o fakegpu.o log.o events.o)
 
 # Callbacks have fixed signatures: unused parameters are normal there.
 $(PLUGIN_OBJS) nbdkit-plugin/test-plan.o nbdkit-plugin/test-scratch.o \

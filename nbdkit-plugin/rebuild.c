@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cksum.h"
+#include "events.h"
 #include "job.h"
 #include "log.h"
 #include "rebuild.h"
@@ -71,6 +72,16 @@ take_added_locked (struct gr_rebuild *rb, int n, uint64_t *s)
   return any;
 }
 
+/* The event of member i's rebuild ending (result: done, failed,
+ * paused). */
+static void
+finished (struct gr_rebuild *rb, int i, const char *result)
+{
+  gr_event (GR_EV_REBUILD_FINISHED, i,
+            gr_members_path (gr_exec_members (rb->x), i), NULL,
+            "result=%s seconds=%.1f", result, gr_job_seconds (rb->job));
+}
+
 /* The job's next batch (job.h). */
 static enum gr_job_next
 rebuild_next (void *arg, bool drained, uint64_t *s, uint64_t *end)
@@ -91,6 +102,11 @@ rebuild_next (void *arg, bool drained, uint64_t *s, uint64_t *end)
     pthread_mutex_unlock (&rb->lock);
     return GR_JOB_DRAIN;
   }
+  if (any)
+    for (i = 0; i < n; i++)
+      if (rb->added[i])
+        gr_event (GR_EV_REBUILD_STARTED, i, gr_members_path (ms, i), NULL,
+                  "joined=1");
   if (any && take_added_locked (rb, n, s)) {
     gr_warn ("rebuild of members %s goes on from stripe %" PRIu64 ", "
              "where the member that joined starts", rb->names, *s);
@@ -118,6 +134,7 @@ rebuild_next (void *arg, bool drained, uint64_t *s, uint64_t *end)
              PRIu64 " stripes (see the error before): the member stays "
              "failed", i, gr_members_path (ms, i),
              gr_job_position (rb->job), g->stripes);
+    finished (rb, i, "failed");
     pthread_mutex_lock (&rb->lock);
     rb->which[i] = false;
     list (rb->which, n, rb->names, sizeof rb->names);
@@ -241,10 +258,15 @@ rebuild_finish (void *arg, enum gr_job_state st)
           gr_warn ("rebuild of member %d (%s) failed at its end (see the "
                    "error before): the member stays failed", i,
                    gr_members_path (ms, i));
+        finished (rb, i, gr_members_state (ms, i) == GR_MEMBER_ACTIVE
+                  ? "done" : "failed");
       }
   }
   else if (st == GR_JOB_STOPPED && checkpoint (rb)) {
     gr_members_rebuild_end (ms, which, GR_REBUILD_PAUSED);
+    for (i = 0; i < n; i++)
+      if (which[i])
+        finished (rb, i, "paused");
     gr_warn ("rebuild of member%s %s paused at shutdown after %" PRIu64
              " of %" PRIu64 " stripes: it resumes from there when the array "
              "starts with %s replacement%s as member=", plural (rb->names),
@@ -253,6 +275,9 @@ rebuild_finish (void *arg, enum gr_job_state st)
   }
   else {
     gr_members_rebuild_end (ms, which, GR_REBUILD_ABANDONED);
+    for (i = 0; i < n; i++)
+      if (which[i])
+        finished (rb, i, "failed");
     if (st == GR_JOB_STOPPED)
       gr_warn ("rebuild of member%s %s stopped at shutdown after %" PRIu64
                " of %" PRIu64 " stripes, its checkpoint not recorded: the "
@@ -301,6 +326,12 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, const bool *which,
   };
   gr_debug ("rebuild of member%s %s: %" PRIu64 " stripes from stripe %"
             PRIu64, plural (rb->names), rb->names, g->stripes, from);
+  for (int i = 0; i < n; i++)
+    if (which[i])
+      gr_event (GR_EV_REBUILD_STARTED, i,
+                gr_members_path (gr_exec_members (x), i), NULL,
+                "from_stripe=%" PRIu64 " stripes=%" PRIu64, from,
+                g->stripes);
   /* The job's hooks read rb->job: it is set before they run. */
   pthread_mutex_lock (&rb->lock);
   rb->job = gr_job_start (x, &def, rate, from, from * width);

@@ -8,6 +8,7 @@
 #include "job.h"
 #include "log.h"
 #include "resync.h"
+#include "events.h"
 
 /* Member bytes of every member read per batch, all lanes together. */
 #define BATCH_BYTES (64u << 20)
@@ -149,6 +150,10 @@ resync_finish (void *arg, enum gr_job_state st)
              "chunks were inconsistent and rewritten (%" PRIu64 " of %"
              PRIu64 " regions, %.1f s)", rs->stripes, rs->rewritten,
              rs->todo, gr_bitmap_regions (rs->b), gr_job_seconds (rs->job));
+    gr_event (GR_EV_RESYNC_FINISHED, -1, NULL, NULL, "stripes=%" PRIu64
+              " rewritten=%" PRIu64 " regions=%" PRIu64 " seconds=%.1f",
+              rs->stripes, rs->rewritten, rs->todo,
+              gr_job_seconds (rs->job));
   }
   pthread_mutex_unlock (&rs->lock);
 }

@@ -10,6 +10,7 @@
 #include "job.h"
 #include "log.h"
 #include "scrub.h"
+#include "events.h"
 
 /* Member bytes checked per batch, all lanes together (the stripes held
  * against writes). */
@@ -193,6 +194,14 @@ scrub_finish (void *arg, enum gr_job_state st)
   else
     (void) gr_members_set_scrub_at (gr_exec_members (sc->x),
                                     s < stripes ? s : 0, true);
+  gr_event (GR_EV_SCRUB_FINISHED, -1, NULL, NULL,
+            "result=%s repair=%d checked=%" PRIu64 " mismatched=%" PRIu64
+            " located=%" PRIu64 " repaired=%" PRIu64 " skipped=%" PRIu64
+            " cksum_repaired=%" PRIu64 " cksum_unrecoverable=%" PRIu64
+            " seconds=%.1f", st == GR_JOB_DONE ? "done" : st == GR_JOB_STOPPED
+            ? "stopped" : "failed", sc->repair, ct.checked, ct.mismatched,
+            ct.located, ct.repaired, ct.skipped, ct.cksum_repaired,
+            ct.cksum_unrecoverable, gr_job_seconds (sc->job));
   if (st == GR_JOB_FAILED)
     gr_warn ("scrub failed at stripe %" PRIu64 " (see the error before): "
              "%" PRIu64 " stripes checked, %" PRIu64 " did not match",

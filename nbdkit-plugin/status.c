@@ -8,6 +8,7 @@
 #include "pace.h"
 #include "scrub.h"
 #include "status.h"
+#include "common/json.h"
 #include "format/format.h"
 
 /* A job's limit in the JSON: "rate_limit" in bytes a second (0: none or
@@ -75,28 +76,6 @@ operation (struct gr_array *a, struct gr_progress *p)
   case GR_HEAL_JOB_NONE: break;
   }
   return NULL;
-}
-
-/* A JSON string (or null). */
-static void
-json_str (FILE *f, const char *s)
-{
-  if (s == NULL) {
-    fputs ("null", f);
-    return;
-  }
-  fputc ('"', f);
-  for (; *s; s++) {
-    const unsigned char ch = (unsigned char) *s;
-
-    if (ch == '"' || ch == '\\')
-      fprintf (f, "\\%c", ch);
-    else if (ch < 0x20)
-      fprintf (f, "\\u%04x", ch);
-    else
-      fputc (ch, f);
-  }
-  fputc ('"', f);
 }
 
 static double
@@ -268,9 +247,9 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
              sb.flags & GR_SB_FLAG_DIRTY ? "true" : "false",
              sb.cksum_offset ? "true" : "false");
     fputs (" \"coder\": {\"cpu_backend\": ", f);
-    json_str (f, ci.cpu_backend);
+    gr_json_str (f, ci.cpu_backend);
     fputs (", \"gpu\": ", f);
-    json_str (f, ci.gpu ? ci.gpu_name : NULL);
+    gr_json_str (f, ci.gpu ? ci.gpu_name : NULL);
     fprintf (f, ", \"gpu_device\": %d, \"gpu_all\": %s, \"gpu_fallen_back\": "
              "%s, \"gpu_operations\": %" PRIu64 "},\n", ci.device,
              ci.gpu_all ? "true" : "false",
@@ -281,7 +260,7 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
 
       gr_members_counts (ms, i, &mc);
       fprintf (f, "%s\n  {\"index\": %d, \"path\": ", i ? "," : "", i);
-      json_str (f, gr_members_path (ms, i));
+      gr_json_str (f, gr_members_path (ms, i));
       fprintf (f, ", \"state\": \"%s\", \"errors\": %" PRIu64
                ", \"cksum_errors\": %" PRIu64 ", \"read_errors\": %"
                PRIu64 ", \"reads\": %"
@@ -290,13 +269,13 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
                member_state_name (s), mc.errors, mc.cksum_errors,
                mc.read_errors, mc.reads,
                mc.writes, mc.read_bytes, mc.written_bytes);
-      json_str (f, s == GR_MEMBER_ACTIVE ? NULL : gr_members_why (ms, i));
+      gr_json_str (f, s == GR_MEMBER_ACTIVE ? NULL : gr_members_why (ms, i));
       fputc ('}', f);
     }
     for (i = 0; gr_heal_spare (gr_array_heal (a), i, spare, sizeof spare);
          i++) {
       fputs (",\n  {\"index\": null, \"path\": ", f);
-      json_str (f, spare);
+      gr_json_str (f, spare);
       fputs (", \"state\": \"spare\"}", f);
     }
     fputs ("\n ],\n \"resync\": ", f);

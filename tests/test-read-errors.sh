@@ -12,7 +12,8 @@
 #      sector is rewritten on member 2 (its file holds the right bytes
 #      again, the bad sector is gone),
 #      member 2 stays active and its read_errors count is 1 (status, JSON
-#      and text), logged;
+#      and text), logged, and a read-error-repaired event reaches
+#      gpuraidctl monitor;
 #   2. max-read-errors=2: the third read error fails the member (the
 #      reason names the limit); every byte still reads right;
 #   3. a read error whose rewrite fails too fails the member at once;
@@ -125,6 +126,10 @@ rerr2 () { ctl_json 's["members"][2].get("read_errors")'; }
 echo "=== 1. a read error: answered from the other chunks, rewritten"
 new_array
 find_on_2 5
+"$CTL" -c "$ctl" monitor --json >"$tmpdir/events" 2>&1 &
+mon=$!
+cleanup_fn _kill_pid "$mon"
+sleep 0.3
 # Its second 4 KiB: a bad sector, whose bytes are wrong besides.
 head -c 4096 /dev/urandom | dd of="$tmpdir/m2.img" bs=4096 seek=$(( moff / 4096 + 1 )) conv=notrunc status=none
 echo "$(( moff + 4096 )) $(( moff + 8192 ))" >"$bad"
@@ -132,6 +137,18 @@ read_at "$aoff" $chunk
 [ ! -e "$bad" ] || fail "the bad sector was not rewritten"
 [ "$(state2)" = active ] || fail "member 2 is $(state2) after one read error"
 [ "$(rerr2)" = 1 ] || fail "member 2's read_errors: $(rerr2), not 1"
+# The event, within 1 s (events.h).
+for (( i = 0; i < 20; i++ )); do
+  grep -q '"event": "read-error-repaired"' "$tmpdir/events" && break
+  sleep 0.05
+done
+python3 - "$tmpdir/events" "$(( moff + 4096 ))" <<'EOF' || fail "read-error-repaired event: $(cat "$tmpdir/events")"
+import json, sys
+e = [json.loads(l) for l in open(sys.argv[1]) if "read-error-repaired" in l][0]
+assert e["member"] == 2 and e["read_errors"] == 1, e
+assert e["offset"] <= int(sys.argv[2]) < e["offset"] + e["bytes"], e
+EOF
+kill "$mon"
 "$CTL" -c "$ctl" status >"$tmpdir/st"
 col=$(awk '$1 == "index" { for (i = 1; i <= NF; i++) if ($i == "rd-err") print i }' "$tmpdir/st")
 [ -n "$col" ] && [ "$(awk -v c="$col" '$1 == "2" { print $c }' "$tmpdir/st")" = 1 ] ||

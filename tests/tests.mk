@@ -40,6 +40,7 @@ TESTS_SCRIPTS = \
 	tests/test-resync.sh \
 	tests/test-bitmap.sh \
 	tests/test-control.sh \
+	tests/test-events.sh \
 	tests/test-rebuild.sh \
 	tests/test-rebuild-resume.sh tests/test-rebuild-crash.sh \
 	tests/test-crash-corrupt.sh \
