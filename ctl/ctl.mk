@@ -9,8 +9,9 @@ CTL = ctl/gpuraidctl
 all: $(CTL)
 
 # The libraries' fragments are included after this one: named literally.
-ctl/gpuraidctl.o: CFLAGS_ALL += -I.
-$(CTL): ctl/gpuraidctl.o format/libgrformat.a storage/libgrstorage.a \
+ctl/gpuraidctl.o ctl/offline.o: CFLAGS_ALL += -I.
+$(CTL): ctl/gpuraidctl.o ctl/offline.o format/libgrformat.a \
+        storage/libgrstorage.a \
         raidmap/libgrmap.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(FORMAT_LDLIBS) $(STORAGE_LDLIBS)
 

@@ -3,6 +3,10 @@
  *
  *   gpuraidctl examine MEMBER...          offline: each member's superblock
  *                                         and what an assembly would do
+ *   gpuraidctl scan GLOB... [--json]      offline: the arrays whose
+ *                                         superblocks the files and devices
+ *                                         GLOB names hold, their members,
+ *                                         states, events and spares
  *   gpuraidctl map OFFSET MEMBER...       offline: where the array's byte
  *                                         OFFSET lives (member, offset), and
  *                                         its stripe's parity
@@ -10,6 +14,9 @@
  *   gpuraidctl -c PATH fail INDEX         fail a member now
  *   gpuraidctl -c PATH replace INDEX NEWPATH  rebuild a failed member
  *                                         onto NEWPATH, online
+ *   gpuraidctl -c PATH re-add INDEX [PATH]  a member back: only what
+ *                                         was written since it left is
+ *                                         rebuilt (else all of it)
  *   gpuraidctl -c PATH spare add PATH     a hot spare, used when a member
  *                                         fails
  *   gpuraidctl -c PATH scrub [--repair]   check every stripe's parity
@@ -43,289 +50,30 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "common/size.h"
+#include "ctl/ctl.h"
 #include "format/format.h"
 #include "storage/storage.h"
-
-static const char *prog = "gpuraidctl";
 
 static void
 usage (FILE *f)
 {
-  fprintf (f,
-           "usage: %s examine MEMBER...\n"
-           "       %s map OFFSET MEMBER...\n"
-           "       %s -c CONTROL_SOCKET status [--json]\n"
-           "       %s -c CONTROL_SOCKET fail INDEX\n"
-           "       %s -c CONTROL_SOCKET replace INDEX NEWPATH\n"
-           "       %s -c CONTROL_SOCKET spare add PATH\n"
-           "       %s -c CONTROL_SOCKET scrub [--repair | --stop]\n"
-           "       %s -c CONTROL_SOCKET rate BYTES_PER_S|auto\n"
-           "       %s -c CONTROL_SOCKET wait\n"
-           "       %s -c CONTROL_SOCKET monitor [--json] [--count N]\n",
-           prog, prog, prog, prog, prog, prog, prog, prog, prog, prog);
-}
+  static const char *const lines[] = {
+    "examine MEMBER...",
+    "scan GLOB... [--json]",
+    "map OFFSET MEMBER...",
+    "-c CONTROL_SOCKET status [--json]",
+    "-c CONTROL_SOCKET fail INDEX",
+    "-c CONTROL_SOCKET replace INDEX NEWPATH",
+    "-c CONTROL_SOCKET re-add INDEX [PATH]",
+    "-c CONTROL_SOCKET spare add PATH",
+    "-c CONTROL_SOCKET scrub [--repair | --stop]",
+    "-c CONTROL_SOCKET rate BYTES_PER_S|auto",
+    "-c CONTROL_SOCKET wait",
+    "-c CONTROL_SOCKET monitor [--json] [--count N]",
+  };
 
-static void __attribute__ ((noreturn, format (printf, 1, 2)))
-die (const char *fmt, ...)
-{
-  va_list ap;
-
-  fprintf (stderr, "%s: ", prog);
-  va_start (ap, fmt);
-  vfprintf (stderr, fmt, ap);
-  va_end (ap);
-  fputc ('\n', stderr);
-  exit (1);
-}
-
-/* A member's path for the server: an NBD URI as it is, a file's made
- * absolute (the server runs elsewhere).  NULL with errno set. */
-static char *
-member_path (const char *arg)
-{
-  return gr_disk_is_uri (arg) ? strdup (arg) : realpath (arg, NULL);
-}
-
-/* --- examine ------------------------------------------------------------- */
-
-/* Read path's superblock into p (read-only; a file, a device or an NBD
- * URI).  false if it could not be read at all (p->open_errno says
- * why). */
-static bool
-probe (const char *path, struct gr_probe *p)
-{
-  uint8_t buf[GR_SB_SIZE];
-  struct gr_disk *d;
-  char why[256];
-  int err, r;
-
-  memset (p, 0, sizeof *p);
-  p->path = path;
-  p->sb_status = -ENOENT;
-  switch (gr_disk_open (path, true, &d, &err, why, sizeof why)) {
-  case GR_DISK_OPENED:
-    break;
-  case GR_DISK_NOT_STORAGE:
-    p->open_errno = EINVAL;     /* not a file or a block device */
-    return false;
-  default:
-    p->open_errno = err ? err : EIO;
-    return false;
-  }
-  p->size = gr_disk_size (d);
-  if (p->size >= GR_SB_SIZE) {
-    r = gr_disk_pread (d, buf, GR_SB_SIZE, 0);
-    if (r == 0)
-      p->sb_status = gr_sb_decode (buf, &p->sb);
-    else
-      p->open_errno = -r;
-  }
-  gr_disk_close (d);
-  return p->open_errno == 0;
-}
-
-static void
-print_sb (const struct gr_probe *p)
-{
-  const struct gr_sb *sb = &p->sb;
-  char uuid[37], when[64];
-  const time_t t = (time_t) sb->ctime;
-  struct tm tm;
-  bool any = false;
-
-  gr_sb_uuid_str (sb->uuid, uuid);
-  strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S UTC",
-            gmtime_r (&t, &tm));
-  printf ("  array uuid     %s\n", uuid);
-  printf ("  geometry       %" PRIu32 "+%" PRIu32 " %s, chunk %" PRIu32
-          " KiB\n", sb->k, sb->m, sb->code == 1 ? "rs" : "crs",
-          sb->chunk >> 10);
-  printf ("  index          %" PRIu32 "\n", sb->index);
-  printf ("  event          %" PRIu64 "\n", sb->event);
-  printf ("  state          %s%s%s\n",
-          sb->flags & GR_SB_FLAG_DIRTY ? "dirty (not shut down cleanly, or "
-          "serving)" : "clean",
-          sb->flags & GR_SB_FLAG_JOURNALED ? ", journaled" : "",
-          sb->flags & GR_SB_FLAG_BITMAP ? ", write-intent bitmap kept" : "");
-  printf ("  failed members");
-  for (uint32_t i = 0; i < sb->k + sb->m; i++)
-    if (gr_sb_failed_test (sb, (int) i)) {
-      printf (" %" PRIu32, i);
-      any = true;
-    }
-  printf ("%s\n", any ? "" : " none");
-  if (sb->flags & GR_SB_FLAG_REBUILDING)
-    printf ("  rebuilding     this member is a replacement being rebuilt "
-            "(rebuild %" PRIu64 ")\n", sb->rebuild_id);
-  else if (sb->rebuild_id && sb->rebuild_at < sb->data_size / sb->chunk) {
-    printf ("  rebuild        of member");
-    for (uint32_t i = 0, c = 0; i < sb->k + sb->m; i++)
-      if (gr_sb_rebuild_test (sb, (int) i) && gr_sb_failed_test (sb, (int) i))
-        printf ("%s%" PRIu32, c++ ? "," : " ", i);
-    printf (" (rebuild %" PRIu64 "), checkpoint at stripe %" PRIu64 " of %"
-            PRIu64 "\n", sb->rebuild_id, sb->rebuild_at,
-            sb->data_size / sb->chunk);
-  }
-  printf ("  data           %" PRIu64 " bytes per member from offset %"
-          PRIu64 "\n", sb->data_size, sb->data_offset);
-  if (sb->bitmap_region)
-    printf ("  bitmap region  %" PRIu64 " stripes\n", sb->bitmap_region);
-  if (sb->cksum_offset)
-    printf ("  integrity      a CRC-32C of every 4 KiB block, from offset %"
-            PRIu64 "\n", sb->cksum_offset);
-  else
-    printf ("  integrity      off (no block checksums)\n");
-  if (sb->last_scrub.end) {
-    const time_t st = (time_t) sb->last_scrub.end;
-    struct tm stm;
-    char at[64] = "?";
-
-    if (gmtime_r (&st, &stm))
-      strftime (at, sizeof at, "%Y-%m-%d %H:%M:%S UTC", &stm);
-    printf ("  last scrub     done %s in %" PRIu32 " s%s: %" PRIu64 " stripes "
-            "checked, %" PRIu64 " did not match, %" PRIu64 " repaired, %"
-            PRIu64 " blocks rebuilt for their checksums, %" PRIu64
-            " past repair\n", at, sb->last_scrub.secs,
-            sb->last_scrub.repair ? " (--repair)" : "",
-            sb->last_scrub.checked, sb->last_scrub.mismatched,
-            sb->last_scrub.repaired, sb->last_scrub.cksum_repaired,
-            sb->last_scrub.cksum_unrecoverable);
-  }
-  else
-    printf ("  last scrub     none\n");
-  printf ("  created        %s\n", when);
-}
-
-static const char *
-slot_state_name (enum gr_slot_state s)
-{
-  switch (s) {
-  case GR_SLOT_ACTIVE: return "active";
-  case GR_SLOT_MISSING: return "missing";
-  case GR_SLOT_STALE: return "stale";
-  case GR_SLOT_FAILED: return "failed";
-  case GR_SLOT_SALVAGED: return "salvaged";
-  case GR_SLOT_REBUILDING: return "rebuilding";
-  }
-  return "?";
-}
-
-static int
-examine (int argc, char **argv)
-{
-  static struct gr_probe p[GR_MAX_MEMBERS];
-  static struct gr_assembly a;
-  const struct gr_assemble_args args = { .m = -1 };
-  int np = argc, bad = 0;
-
-  if (np == 0) {
-    usage (stderr);
-    return 2;
-  }
-  if (np > GR_MAX_MEMBERS)
-    die ("examine: at most %d members", GR_MAX_MEMBERS);
-  for (int i = 0; i < np; i++) {
-    printf ("%s\n", argv[i]);
-    if (!probe (argv[i], &p[i])) {
-      printf ("  cannot be read: %s\n", p[i].open_errno == EINVAL
-              ? "not a regular file or block device"
-              : strerror (p[i].open_errno));
-      bad++;
-    }
-    else if (p[i].sb_status != 0) {
-      printf ("  %s\n", p[i].size < GR_SB_SIZE ? "too small to hold a "
-              "gpuraid superblock" : gr_sb_strerror (p[i].sb_status));
-      bad++;
-    }
-    else
-      print_sb (&p[i]);
-  }
-  gr_assemble (p, np, &args, &a);
-  if (a.outcome == GR_ASSEMBLY_REFUSED)
-    printf ("assembly: refused: %s\n", a.error);
-  else {
-    int active = 0;
-
-    for (int i = 0; i < a.n; i++)
-      active += a.state[i] == GR_SLOT_ACTIVE;
-    printf ("assembly: would start %s%s with %d of %d members%s\n",
-            a.nfailed == 0 ? "healthy" : "degraded",
-            a.read_only ? ", read-only" : "", active, a.n,
-            a.resync == GR_RESYNC_FULL ? (a.bitmap_kept
-                                          ? "; resync of the regions in the "
-                                          "write-intent bitmap"
-                                          : "; full resync")
-            : a.resync == GR_RESYNC_DEGRADED ? "; journal replay (dirty and "
-            "degraded)" : "");
-    for (int i = 0; i < a.n; i++) {
-      printf ("  slot %d: %-8s %s", i, slot_state_name (a.state[i]),
-              a.path[i] ? a.path[i] : "-");
-      if (a.state[i] != GR_SLOT_ACTIVE && a.why[i][0])
-        printf (" (%s)", a.why[i]);
-      printf ("\n");
-    }
-    if (a.warning[0])
-      printf ("  warning: %s\n", a.warning);
-  }
-  if (bad)
-    fprintf (stderr, "%s: examine: %d of %d paths hold no usable gpuraid "
-             "superblock\n", prog, bad, np);
-  return bad ? 1 : 0;
-}
-
-/* gpuraidctl map OFFSET MEMBER...: the geometry from the members'
- * superblocks (as an assembly decides it), then raidmap's answer. */
-static int
-map (int argc, char **argv)
-{
-  static struct gr_probe p[GR_MAX_MEMBERS];
-  static struct gr_assembly a;
-  const struct gr_assemble_args args = { .m = -1 };
-  struct gr_extent e;
-  uint64_t off, size;
-  char *end;
-
-  if (argc < 2) {
-    fprintf (stderr, "%s: map needs OFFSET and the members\n", prog);
-    return 2;
-  }
-  errno = 0;
-  if (strncmp (argv[0], "0x", 2) == 0 || strncmp (argv[0], "0X", 2) == 0) {
-    off = strtoull (argv[0] + 2, &end, 16);
-    if (errno || *end || !isxdigit ((unsigned char) argv[0][2]))
-      die ("map %s: not a byte offset (a size: 1G, 4096; or 0x hex)",
-           argv[0]);
-  }
-  else if (!gr_size_parse (argv[0], &off))
-    die ("map %s: not a byte offset (a size: 1G, 4096; or 0x hex)",
-         argv[0]);
-  if (argc - 1 > GR_MAX_MEMBERS)
-    die ("map: at most %d members", GR_MAX_MEMBERS);
-  for (int i = 1; i < argc; i++)
-    (void) probe (argv[i], &p[i - 1]);
-  gr_assemble (p, argc - 1, &args, &a);
-  if (a.outcome == GR_ASSEMBLY_REFUSED)
-    die ("map: the members do not make an array: %s", a.error);
-  size = gr_map_size (&a.geom);
-  if (off >= size)
-    die ("map %" PRIu64 ": beyond the array's %" PRIu64 " bytes", off, size);
-  gr_map_extent (&a.geom, off, 1, &e);
-  printf ("offset %" PRIu64 ": stripe %" PRIu64 ", data chunk %d, byte %"
-          PRIu32 " of the chunk\n", off, e.stripe, e.index, e.chunk_off);
-  for (int i = 0; i < a.geom.k + a.geom.m; i++) {
-    const int mb = gr_map_member (&a.geom, e.stripe, i);
-
-    if (i != e.index && i < a.geom.k)
-      continue;
-    printf ("  %-8s member %d (%s) at byte %" PRIu64 " (chunk at %" PRIu64
-            ")%s\n", i == e.index ? "data" : "parity", mb,
-            a.path[mb] ? a.path[mb] : "-",
-            gr_map_member_offset (&a.geom, e.stripe, e.chunk_off),
-            gr_map_member_offset (&a.geom, e.stripe, 0),
-            a.state[mb] == GR_SLOT_ACTIVE ? "" : " (not active)");
-  }
-  return 0;
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+    fprintf (f, "%s %s %s\n", i ? "      " : "usage:", ctl_prog, lines[i]);
 }
 
 /* --- the control socket -------------------------------------------------- */
@@ -338,13 +86,13 @@ connect_to (const char *sock)
   int fd;
 
   if (strlen (sock) >= sizeof sa.sun_path)
-    die ("-c %s: path too long for a socket", sock);
+    ctl_die ("-c %s: path too long for a socket", sock);
   strcpy (sa.sun_path, sock);
   fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd == -1)
-    die ("socket: %s", strerror (errno));
+    ctl_die ("socket: %s", strerror (errno));
   if (connect (fd, (struct sockaddr *) &sa, sizeof sa) == -1)
-    die ("cannot reach the array's control socket %s: %s (is nbdkit "
+    ctl_die ("cannot reach the array's control socket %s: %s (is nbdkit "
          "running with control=%s?)", sock, strerror (errno), sock);
   return fd;
 }
@@ -363,7 +111,7 @@ request (const char *sock, const char *cmd)
    * after it a recv says ECONNRESET (our line was not read), not 0. */
   if ((send (fd, cmd, strlen (cmd), MSG_NOSIGNAL) != (ssize_t) strlen (cmd)
        || send (fd, "\n", 1, MSG_NOSIGNAL) != 1) && errno != EPIPE)
-    die ("%s: send: %s", sock, strerror (errno));
+    ctl_die ("%s: send: %s", sock, strerror (errno));
   for (;;) {
     ssize_t r;
 
@@ -371,7 +119,7 @@ request (const char *sock, const char *cmd)
       cap = cap ? 2 * cap : 65536;
       buf = realloc (buf, cap + 1);
       if (buf == NULL)
-        die ("out of memory");
+        ctl_die ("out of memory");
     }
     r = recv (fd, buf + len, cap - len, 0);
     if (r == -1 && errno == EINTR)
@@ -379,14 +127,14 @@ request (const char *sock, const char *cmd)
     if (r == -1 && errno == ECONNRESET && len > 0)
       break;
     if (r == -1)
-      die ("%s: recv: %s", sock, strerror (errno));
+      ctl_die ("%s: recv: %s", sock, strerror (errno));
     if (r == 0)
       break;
     len += (size_t) r;
   }
   close (fd);
   if (buf == NULL)
-    die ("%s: the server closed the connection without an answer", sock);
+    ctl_die ("%s: the server closed the connection without an answer", sock);
   buf[len] = '\0';
   if (strncmp (buf, "ok\n", 3) == 0) {
     memmove (buf, buf + 3, len - 2);
@@ -394,9 +142,9 @@ request (const char *sock, const char *cmd)
   }
   if (strncmp (buf, "error: ", 7) == 0) {
     buf[strcspn (buf, "\n")] = '\0';
-    die ("%s", buf + 7);
+    ctl_die ("%s", buf + 7);
   }
-  die ("%s: not a gpuraid control socket (unexpected answer)", sock);
+  ctl_die ("%s: not a gpuraid control socket (unexpected answer)", sock);
 }
 
 /* gpuraidctl monitor: the events, each line as it comes, until the
@@ -413,19 +161,19 @@ monitor (const char *sock, bool json, unsigned long count)
   unsigned long got = 0;
 
   if (send (fd, cmd, strlen (cmd), MSG_NOSIGNAL) != (ssize_t) strlen (cmd))
-    die ("%s: send: %s", sock, strerror (errno));
+    ctl_die ("%s: send: %s", sock, strerror (errno));
   in = fdopen (fd, "r");
   if (in == NULL)
-    die ("fdopen: %s", strerror (errno));
+    ctl_die ("fdopen: %s", strerror (errno));
   while (getline (&line, &cap, in) > 0) {
     if (first) {
       first = false;
       if (strncmp (line, "error: ", 7) == 0) {
         line[strcspn (line, "\n")] = '\0';
-        die ("%s", line + 7);
+        ctl_die ("%s", line + 7);
       }
       if (strcmp (line, "ok\n") != 0)
-        die ("%s: not a gpuraid control socket (unexpected answer)", sock);
+        ctl_die ("%s: not a gpuraid control socket (unexpected answer)", sock);
       continue;
     }
     fputs (line, stdout);
@@ -436,7 +184,7 @@ monitor (const char *sock, bool json, unsigned long count)
   free (line);
   fclose (in);
   if (first)
-    die ("%s: the server closed the connection without an answer", sock);
+    ctl_die ("%s: the server closed the connection without an answer", sock);
   return 0;
 }
 
@@ -460,7 +208,7 @@ wait_op (const char *sock)
     }
     if (sscanf (p, "%15s %31s %" SCNu64 " %" SCNu64 " %lf %" SCNu64, op,
                 state, &done, &total, &secs, &limit) != 6)
-      die ("%s: cannot read the progress line: %s", sock, p);
+      ctl_die ("%s: cannot read the progress line: %s", sock, p);
     free (p);
     {
       const double pct = total ? 100.0 * done / total : 100.0;
@@ -516,17 +264,22 @@ main (int argc, char **argv)
   }
   if (strcmp (argv[i], "examine") == 0) {
     if (sock)
-      die ("examine reads the members themselves: no -c");
-    return examine (argc - i - 1, argv + i + 1);
+      ctl_die ("examine reads the members themselves: no -c");
+    return ctl_examine (argc - i - 1, argv + i + 1);
+  }
+  if (strcmp (argv[i], "scan") == 0) {
+    if (sock)
+      ctl_die ("scan reads the files and devices themselves: no -c");
+    return ctl_scan (argc - i - 1, argv + i + 1);
   }
   if (strcmp (argv[i], "map") == 0) {
     if (sock)
-      die ("map reads the members themselves: no -c");
-    return map (argc - i - 1, argv + i + 1);
+      ctl_die ("map reads the members themselves: no -c");
+    return ctl_map (argc - i - 1, argv + i + 1);
   }
   if (sock == NULL) {
     fprintf (stderr, "%s: %s needs -c CONTROL_SOCKET (the plugin's "
-             "control=PATH)\n", prog, argv[i]);
+             "control=PATH)\n", ctl_prog, argv[i]);
     return 2;
   }
   if (strcmp (argv[i], "status") == 0 && argc - i <= 2) {
@@ -534,7 +287,7 @@ main (int argc, char **argv)
     char *body;
 
     if (json && strcmp (argv[i + 1], "--json") != 0) {
-      fprintf (stderr, "%s: status %s: the only option is --json\n", prog,
+      fprintf (stderr, "%s: status %s: the only option is --json\n", ctl_prog,
                argv[i + 1]);
       return 2;
     }
@@ -549,20 +302,36 @@ main (int argc, char **argv)
 
     snprintf (cmd, sizeof cmd, "%s %s", argv[i], argv[i + 1]);
     if (strchr (argv[i + 1], '\n'))
-      die ("%s: a newline in the argument", argv[i]);
+      ctl_die ("%s: a newline in the argument", argv[i]);
     body = request (sock, cmd);
     fputs (body, stdout);
     free (body);
     return 0;
   }
   if (strcmp (argv[i], "replace") == 0 && argc - i == 3) {
-    char cmd[PATH_MAX + 64], *body, *abs = member_path (argv[i + 2]);
+    char cmd[PATH_MAX + 64], *body, *abs = ctl_member_path (argv[i + 2]);
 
     if (abs == NULL)
-      die ("replace %s %s: %s", argv[i + 1], argv[i + 2], strerror (errno));
+      ctl_die ("replace %s %s: %s", argv[i + 1], argv[i + 2], strerror (errno));
     if (strchr (abs, '\n') || strchr (argv[i + 1], ' '))
-      die ("replace: a newline or space where it cannot be");
+      ctl_die ("replace: a newline or space where it cannot be");
     snprintf (cmd, sizeof cmd, "replace %s %s", argv[i + 1], abs);
+    free (abs);
+    body = request (sock, cmd);
+    fputs (body, stdout);
+    free (body);
+    return 0;
+  }
+  if (strcmp (argv[i], "re-add") == 0 && (argc - i == 2 || argc - i == 3)) {
+    char cmd[PATH_MAX + 64], *body, *abs = NULL;
+
+    if (argc - i == 3 && (abs = ctl_member_path (argv[i + 2])) == NULL)
+      ctl_die ("re-add %s %s: %s", argv[i + 1], argv[i + 2], strerror (errno));
+    if ((abs && strchr (abs, '\n')) || strchr (argv[i + 1], ' ') ||
+        strchr (argv[i + 1], '\n'))
+      ctl_die ("re-add: a newline or space where it cannot be");
+    snprintf (cmd, sizeof cmd, "re-add %s%s%s", argv[i + 1], abs ? " " : "",
+              abs ? abs : "");
     free (abs);
     body = request (sock, cmd);
     fputs (body, stdout);
@@ -571,12 +340,12 @@ main (int argc, char **argv)
   }
   if (strcmp (argv[i], "spare") == 0 && argc - i == 3 &&
       strcmp (argv[i + 1], "add") == 0) {
-    char cmd[PATH_MAX + 64], *body, *abs = member_path (argv[i + 2]);
+    char cmd[PATH_MAX + 64], *body, *abs = ctl_member_path (argv[i + 2]);
 
     if (abs == NULL)
-      die ("spare add %s: %s", argv[i + 2], strerror (errno));
+      ctl_die ("spare add %s: %s", argv[i + 2], strerror (errno));
     if (strchr (abs, '\n'))
-      die ("spare add: a newline in the path");
+      ctl_die ("spare add: a newline in the path");
     snprintf (cmd, sizeof cmd, "spare add %s", abs);
     free (abs);
     body = request (sock, cmd);
@@ -595,7 +364,7 @@ main (int argc, char **argv)
         cmd = "scrub stop";
       else {
         fprintf (stderr, "%s: scrub %s: the options are --repair and "
-                 "--stop\n", prog, argv[i + 1]);
+                 "--stop\n", ctl_prog, argv[i + 1]);
         return 2;
       }
     }
@@ -619,18 +388,18 @@ main (int argc, char **argv)
         count = strtoul (argv[++j], &end, 10);
         if (errno || *end || count == 0 || argv[j][0] == '-') {
           fprintf (stderr, "%s: monitor --count %s: give a number of "
-                   "events, at least 1\n", prog, argv[j]);
+                   "events, at least 1\n", ctl_prog, argv[j]);
           return 2;
         }
       }
       else {
         fprintf (stderr, "%s: monitor %s: the options are --json and "
-                 "--count N\n", prog, argv[j]);
+                 "--count N\n", ctl_prog, argv[j]);
         return 2;
       }
     return monitor (sock, json, count);
   }
   fprintf (stderr, "%s: unknown command or wrong arguments: %s (%s --help "
-           "lists the commands)\n", prog, argv[i], prog);
+           "lists the commands)\n", ctl_prog, argv[i], ctl_prog);
   return 2;
 }

@@ -233,6 +233,13 @@ check_superblocks (const struct gr_probe *p, int np,
     }
   }
   ref = majority (p, np);
+  for (i = 0; ref >= 0 && i < np; i++)
+    if (!p[i].open_errno && (p[i].sb.flags & GR_SB_FLAG_SPARE) &&
+        same_array (p, i, ref)) {
+      refuse (a, "member=%s is a hot spare of this array, not a member: "
+              "give it as spare=", p[i].path);
+      return -1;
+    }
   for (i = 0; ref >= 0 && i < np; i++) {
     if (p[i].open_errno)
       continue;
@@ -281,43 +288,99 @@ check_superblocks (const struct gr_probe *p, int np,
   return ref;
 }
 
-/* Place the opened members by index; the authoritative one (highest
- * event) or -1. */
+bool
+gr_readd_covered (const struct gr_sb *array, const struct gr_sb *member)
+{
+  return array->degraded_since != 0 &&
+    !(member->flags & (GR_SB_FLAG_REBUILDING | GR_SB_FLAG_SPARE)) &&
+    member->index < array->k + array->m &&
+    member->event + 1 >= array->degraded_since &&
+    member->event <= array->event;
+}
+
+/* How good a claim probe q (of the array whose superblock is auth) makes
+ * to its index: the higher, the better. */
+enum claim {
+  CLAIM_OTHER,                  /* stale, failed, an abandoned rebuild's */
+  CLAIM_READD,                  /* failed, but the degraded map covers it */
+  CLAIM_REBUILDING,             /* the replacement of the recorded rebuild */
+  CLAIM_CURRENT,                /* a current member */
+};
+
+static enum claim
+claim_of (const struct gr_probe *q, const struct gr_sb *auth)
+{
+  const int i = (int) q->sb.index;
+
+  if (q->sb.flags & GR_SB_FLAG_REBUILDING)
+    return auth->rebuild_id == q->sb.rebuild_id &&
+      gr_sb_rebuild_test (auth, i) ? CLAIM_REBUILDING : CLAIM_OTHER;
+  if (!gr_sb_failed_test (auth, i) && q->sb.event + 1 >= auth->event)
+    return CLAIM_CURRENT;
+  return gr_readd_covered (auth, &q->sb) ? CLAIM_READD : CLAIM_OTHER;
+}
+
+/* Place the opened members by index, the best claim to each (another
+ * copy of a member, as a replaced member's old file, is left out and
+ * said); the authoritative one (highest event) or -1. */
 static int
 place (const struct gr_probe *p, int np, int n, struct gr_assembly *a)
 {
   int i, auth = -1;
 
   for (i = 0; i < np; i++) {
-    int idx;
-
     if (p[i].open_errno)
       continue;
-    idx = (int) p[i].sb.index;
-    if (a->slot[idx] >= 0) {
-      refuse (a, "member %d (%s) and member %d (%s) both claim member index "
-              "%d", a->slot[idx], p[a->slot[idx]].path, i, p[i].path, idx);
-      return -1;
-    }
     if (p[i].size < p[i].sb.data_offset + p[i].sb.data_size) {
       refuse (a, "member %d (%s) is too small (%" PRIu64 " bytes) for its "
               "superblock's data area (%" PRIu64 " bytes)", i, p[i].path,
               p[i].size, p[i].sb.data_offset + p[i].sb.data_size);
       return -1;
     }
-    a->slot[idx] = i;
-    a->path[idx] = p[i].path;
-    if (idx != i)
-      a->reordered = true;
     /* A replacement's superblock is never the array's. */
     if (!(p[i].sb.flags & GR_SB_FLAG_REBUILDING) &&
         (auth == -1 || p[i].sb.event > p[auth].sb.event))
       auth = i;
   }
-  (void) n;
-  if (auth == -1)
+  if (auth == -1) {
     refuse (a, "only replacements being rebuilt were found, no member of "
             "the array: give its members");
+    return -1;
+  }
+  for (i = 0; i < np; i++) {
+    const int idx = (int) p[i].sb.index;
+    const int o = a->slot[idx];
+    enum claim ci, co;
+    int out;
+
+    if (p[i].open_errno)
+      continue;
+    if (o < 0) {
+      a->slot[idx] = i;
+      continue;
+    }
+    ci = claim_of (&p[i], &p[auth].sb);
+    co = claim_of (&p[o], &p[auth].sb);
+    if (ci == co && p[i].sb.event == p[o].sb.event &&
+        (ci == CLAIM_CURRENT || ci == CLAIM_REBUILDING)) {
+      refuse (a, "member %d (%s) and member %d (%s) both claim member index "
+              "%d at event %" PRIu64 " (copies of one member?): give one",
+              o, p[o].path, i, p[i].path, idx, p[i].sb.event);
+      return -1;
+    }
+    if (ci > co || (ci == co && p[i].sb.event > p[o].sb.event))
+      a->slot[idx] = i;
+    out = a->slot[idx] == i ? o : i;
+    append (a->copies, sizeof a->copies, "%s%s holds an older copy of "
+            "member %d (event %" PRIu64 "): not used", a->copies[0] ? "; "
+            : "", p[out].path, idx, p[out].sb.event);
+  }
+  for (i = 0; i < n; i++)
+    if (a->slot[i] >= 0) {
+      a->path[i] = p[a->slot[i]].path;
+      if (a->slot[i] != i)
+        a->reordered = true;
+    }
   return auth;
 }
 
@@ -350,7 +413,8 @@ judge_replacement (const struct gr_probe *q, int i, struct gr_assembly *a)
 
 /* The state of every slot against the authoritative superblock. */
 static void
-judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
+judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a,
+             bool salvage)
 {
   bool attributed[GR_MAX_MEMBERS] = { false };
   int i;
@@ -376,6 +440,20 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
     }
     else if (p[q].sb.flags & GR_SB_FLAG_REBUILDING)
       judge_replacement (&p[q], i, a);
+    else if (gr_sb_failed_test (&a->sb, i) &&
+             gr_readd_covered (&a->sb, &p[q].sb)) {
+      /* It left while the degraded map was kept: re-added, only the
+       * regions written since rebuilt, unless the operator failed it. */
+      a->state[i] = gr_sb_removed_test (&a->sb, i) ? GR_SLOT_FAILED
+        : GR_SLOT_READD;
+      snprintf (a->why[i], sizeof a->why[i], "%s at event %" PRIu64
+                " (the array's is %" PRIu64 ")%s",
+                gr_sb_removed_test (&a->sb, i) ? "failed by the operator"
+                : "failed", p[q].sb.event, a->sb.event,
+                gr_sb_removed_test (&a->sb, i) ? "; gpuraidctl re-add brings "
+                "it back" : ": re-added, the regions written since then "
+                "rebuilt");
+    }
     else if (gr_sb_failed_test (&a->sb, i)) {
       a->state[i] = GR_SLOT_FAILED;
       snprintf (a->why[i], sizeof a->why[i], "marked failed in the array "
@@ -390,6 +468,18 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
                 "array's is %" PRIu64 ": an old copy)", p[q].sb.event,
                 a->sb.event);
     }
+    a->nfailed += a->state[i] != GR_SLOT_ACTIVE;
+  }
+  /* Nothing is rebuilt on an array that has failed or is salvaged. */
+  for (i = 0; i < a->n; i++)
+    if (a->state[i] == GR_SLOT_READD && (salvage || a->nfailed > a->geom.m)) {
+      a->state[i] = GR_SLOT_FAILED;
+      snprintf (a->why[i], sizeof a->why[i], "marked failed in the array "
+                "(event %" PRIu64 ")", a->sb.event);
+    }
+  for (i = 0, a->nfailed = 0; i < a->n; i++) {
+    const int q = a->slot[i];
+
     if (a->state[i] != GR_SLOT_ACTIVE) {
       a->nfailed++;
       if (a->state[i] == GR_SLOT_MISSING)
@@ -398,7 +488,8 @@ judge_slots (const struct gr_probe *p, int np, struct gr_assembly *a)
       else
         append (a->warning, sizeof a->warning, "%smember %d (%s) is %s%s",
                 a->nfailed > 1 ? "; " : "", i, p[q].path, a->why[i],
-                a->state[i] == GR_SLOT_REBUILDING ? "" : ": not used");
+                a->state[i] == GR_SLOT_REBUILDING ||
+                a->state[i] == GR_SLOT_READD ? "" : ": not used");
     }
   }
   for (i = 0; i < np; i++)
@@ -514,7 +605,7 @@ gr_assemble (const struct gr_probe *p, int np,
     refuse (a, "member %d (%s): invalid geometry", auth, p[auth].path);
     return;
   }
-  judge_slots (p, np, a);
+  judge_slots (p, np, a, args->salvage);
   if (args->salvage) {
     a->read_only = true;
     if (a->nfailed > a->geom.m)
@@ -535,6 +626,9 @@ gr_assemble (const struct gr_probe *p, int np,
             "members, %d more failures tolerated: %s", a->n - a->nfailed,
             a->n, a->geom.m - a->nfailed, list);
   }
+  if (a->copies[0])
+    append (a->warning, sizeof a->warning, "%s%s", a->warning[0] ? "; " : "",
+            a->copies);
   if (a->read_only)
     return;                     /* nothing is written: no resync */
   /* Not shut down cleanly: parity of the stripes being written at the

@@ -25,7 +25,8 @@
  *    40     4  code (1 = RS, 2 = CRS)
  *    44     4  chunk size in bytes
  *    48     4  member index of this member (0 .. k+m-1)
- *    52     4  state flags (bit 0: dirty, 1: journaled, 2: bitmap)
+ *    52     4  state flags (bit 0: dirty, 1: journaled, 2: bitmap,
+ *              3: rebuilding, 4: written map, 5: spare, 6: re-add)
  *    56     8  data offset (bytes)
  *    64     8  data size per member (bytes)
  *    72     8  event counter
@@ -35,7 +36,8 @@
  *              0 in superblocks of writers before the bitmap)
  *   128     8  stripe a stopped scrub goes on from (0: none)
  *   136     8  rebuild id: a rebuild is recorded (0: none)
- *   144     8  reserved, zero
+ *   144     8  degraded since: the event from which on the degraded
+ *              map marks every region written (0: not kept)
  *   152     8  rebuild checkpoint: every stripe below it is rebuilt and
  *              synced on the replacements
  *   160    32  rebuilt set (bit i of byte i/8 = member index i)
@@ -47,7 +49,9 @@
  *              224 of those not consistent, 232 chunks rewritten where
  *              located, 240 blocks that failed their checksums and were
  *              rebuilt, 248 such blocks past repair
- *   256  3836  reserved, zero
+ *   256    32  removed set: members failed by the operator (a subset
+ *              of the failed set), not re-added at a start
+ *   288  3804  reserved, zero
  *  4092     4  crc32c of bytes 0..4091
  */
 #ifndef GPURAID_FORMAT_H
@@ -75,11 +79,24 @@
  * rebuild named by rebuild_id, recorded on the array's members with its
  * checkpoint) and is no member until that rebuild ends. */
 #define GR_SB_FLAG_REBUILDING 0x8u
+/* The written map (below) is kept: every region written since the array
+ * was created has its bit set on every live member. */
+#define GR_SB_FLAG_WRITTEN 0x10u
+/* Only on a hot spare's own superblock: it is this array's spare (its
+ * index, event and the rest of the array's fields say nothing), no
+ * member.  Never with REBUILDING. */
+#define GR_SB_FLAG_SPARE 0x20u
+/* Only with REBUILDING: the replacement is the member itself, back (a
+ * re-add): its rebuild rebuilds only the regions the degraded map marks
+ * and keeps the rest as it is. */
+#define GR_SB_FLAG_READD 0x40u
 #define GR_SB_FLAGS_KNOWN (GR_SB_FLAG_DIRTY | GR_SB_FLAG_JOURNALED | \
-                           GR_SB_FLAG_BITMAP | GR_SB_FLAG_REBUILDING)
+                           GR_SB_FLAG_BITMAP | GR_SB_FLAG_REBUILDING | \
+                           GR_SB_FLAG_WRITTEN | GR_SB_FLAG_SPARE | \
+                           GR_SB_FLAG_READD)
 #define GR_SB_MAX_MEMBERS 256
 #define GR_SB_CRC_OFFSET (GR_SB_SIZE - 4)
-#define GR_SB_RESERVED_OFFSET 256
+#define GR_SB_RESERVED_OFFSET 288
 /* The write-intent bitmap holds at most this many regions: as many bits
  * as there are bytes from its offset to the journal's (below). */
 #define GR_SB_BITMAP_BITS ((GR_JOURNAL_OFFSET - GR_BITMAP_OFFSET) * 8)
@@ -101,6 +118,8 @@ struct gr_sb {
   uint64_t scrub_at;            /* a stopped scrub's next stripe, 0: none */
   uint64_t rebuild_id;          /* a rebuild in progress, 0: none (the
                                  * event of the update that began it) */
+  uint64_t degraded_since;      /* the degraded map marks every region
+                                 * written from this event on; 0: none */
   uint64_t rebuild_at;          /* its checkpoint (a stripe) */
   uint8_t rebuild_set[GR_SB_MAX_MEMBERS / 8];   /* the members it
                                  * rebuilds (those still failed: in
@@ -112,6 +131,8 @@ struct gr_sb {
     uint64_t checked, mismatched, repaired, cksum_repaired,
       cksum_unrecoverable;
   } last_scrub;
+  uint8_t removed[GR_SB_MAX_MEMBERS / 8];       /* failed by the
+                                 * operator: not re-added at a start */
 };
 
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the iSCSI CRC,
@@ -158,6 +179,13 @@ const char *gr_sb_strerror (int err);
 
 /* Format a UUID as 8-4-4-4-12 hex; out must hold 37 bytes. */
 void gr_sb_uuid_str (const uint8_t *uuid, char *out);
+/* Parse one so formatted (uuid=, gpuraidctl); false if s is not one. */
+bool gr_sb_uuid_parse (const char *s, uint8_t *uuid);
+
+/* The superblock a hot spare of the array (whose superblock is array)
+ * carries: the array's, flag GR_SB_FLAG_SPARE alone, index 0, no
+ * rebuild; it makes the spare found again by a scan, never a member. */
+void gr_sb_spare (const struct gr_sb *array, struct gr_sb *out);
 
 static inline bool
 gr_sb_failed_test (const struct gr_sb *sb, int i)
@@ -169,6 +197,21 @@ static inline void
 gr_sb_failed_set (struct gr_sb *sb, int i)
 {
   sb->failed[i / 8] |= (uint8_t) (1u << (i % 8));
+}
+
+static inline bool
+gr_sb_removed_test (const struct gr_sb *sb, int i)
+{
+  return (sb->removed[i / 8] >> (i % 8)) & 1;
+}
+
+static inline void
+gr_sb_removed_put (struct gr_sb *sb, int i, bool in)
+{
+  if (in)
+    sb->removed[i / 8] |= (uint8_t) (1u << (i % 8));
+  else
+    sb->removed[i / 8] &= (uint8_t) ~(1u << (i % 8));
 }
 
 static inline bool
@@ -247,6 +290,23 @@ size_t gr_bitmap_layout_bytes (uint64_t regions);
 /* Does the metadata area of an array whose data starts at data_offset
  * hold bytes of bitmap?  (Else the array keeps none.) */
 bool gr_bitmap_layout_fits (size_t bytes, uint64_t data_offset);
+
+/* The written map and the degraded map, after the write-intent bitmap's
+ * bytes in the same area (docs/format.md, "The written and degraded
+ * maps"): each a bit per map region of `region` stripes (the bitmap's
+ * region times the smallest power of two that fits it in its share of
+ * what the bitmap leaves, whole 4096-byte blocks), the written map
+ * first.  kept is false where no share is left: the array keeps
+ * neither. */
+struct gr_maps_layout {
+  bool kept;
+  uint64_t region;              /* stripes a map region */
+  uint64_t regions;
+  size_t bytes;                 /* of each map */
+  uint64_t written_off, degraded_off;   /* member byte offsets */
+};
+void gr_maps_layout (uint64_t stripes, uint64_t bitmap_region,
+                     uint64_t data_offset, struct gr_maps_layout *out);
 
 #define GR_CKSUM_BLOCK 4096
 /* The bytes of the checksum area for data_size bytes of data: whole
@@ -348,6 +408,10 @@ enum gr_slot_state {
   GR_SLOT_REBUILDING,           /* the replacement of the rebuild the
                                  * array records: its rebuild resumes from
                                  * the checkpoint (sb.rebuild_at) */
+  GR_SLOT_READD,                /* marked failed, but it left while the
+                                 * degraded map was kept
+                                 * (gr_readd_covered): re-added, the
+                                 * regions the map marks rebuilt */
 };
 
 enum gr_resync_need {
@@ -383,7 +447,15 @@ struct gr_assembly {
   bool salvaged;                /* members marked failed brought back */
   char warning[2048];           /* "" or one line for the operator: the
                                  * slots not active, paths not used */
+  char copies[512];             /* other copies of members, left out */
 };
+
+/* Does the array's degraded map (array: its superblock) cover member, the
+ * superblock of one of its members that is marked failed: did it leave
+ * while the map was kept (its event at least degraded_since - 1)?  Then
+ * re-adding it rebuilds only the regions the map marks; else it needs a
+ * full rebuild. */
+bool gr_readd_covered (const struct gr_sb *array, const struct gr_sb *member);
 
 /* create=true over probes p[0..np-1]: member i of the new array is p[i];
  * m parity members. */

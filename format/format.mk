@@ -6,7 +6,7 @@
 #   LIBFORMAT       the static library
 #   FORMAT_LDLIBS   what a program linking LIBFORMAT must also link
 LIBFORMAT = format/libgrformat.a
-FORMAT_LDLIBS = -lisal
+FORMAT_LDLIBS = -lisal -luuid
 FORMAT_OBJS = format/superblock.o format/metadata.o format/assemble.o
 
 $(FORMAT_OBJS): CFLAGS_ALL += -I.

@@ -25,6 +25,33 @@ gr_bitmap_layout_fits (size_t bytes, uint64_t data_offset)
     GR_JOURNAL_OFFSET <= data_offset;
 }
 
+void
+gr_maps_layout (uint64_t stripes, uint64_t bitmap_region,
+                uint64_t data_offset, struct gr_maps_layout *out)
+{
+  const size_t room = GR_JOURNAL_OFFSET - GR_BITMAP_OFFSET;
+  size_t bits, share;
+
+  memset (out, 0, sizeof *out);
+  if (bitmap_region == 0)
+    return;
+  bits = gr_bitmap_layout_bytes (gr_bitmap_layout_regions (stripes,
+                                                           bitmap_region));
+  if (!gr_bitmap_layout_fits (bits, data_offset))
+    return;
+  share = (room - bits) / 2 / 4096 * 4096;
+  if (share == 0)
+    return;
+  out->region = bitmap_region;
+  while (gr_bitmap_layout_regions (stripes, out->region) > share * 8)
+    out->region *= 2;
+  out->regions = gr_bitmap_layout_regions (stripes, out->region);
+  out->bytes = gr_bitmap_layout_bytes (out->regions);
+  out->written_off = GR_BITMAP_OFFSET + bits;
+  out->degraded_off = out->written_off + out->bytes;
+  out->kept = true;
+}
+
 size_t
 gr_journal_slot_size (uint32_t k, uint32_t m, uint32_t chunk)
 {

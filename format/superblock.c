@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <isa-l/crc.h>
+#include <uuid/uuid.h>
 
 #include "format-internal.h"
 
@@ -98,6 +99,17 @@ gr_sb_validate (const struct gr_sb *sb)
   if ((sb->flags & GR_SB_FLAG_REBUILDING) &&
       !gr_sb_rebuild_test (sb, (int) sb->index))
     return -EINVAL;
+  /* A spare is no replacement; a re-add is one. */
+  if ((sb->flags & GR_SB_FLAG_SPARE) && (sb->flags & GR_SB_FLAG_REBUILDING))
+    return -EINVAL;
+  if ((sb->flags & GR_SB_FLAG_READD) && !(sb->flags & GR_SB_FLAG_REBUILDING))
+    return -EINVAL;
+  /* The degraded map is kept from an update that happened. */
+  if (sb->degraded_since > sb->event)
+    return -EINVAL;
+  for (i = 0; i < GR_SB_MAX_MEMBERS; i++)
+    if (gr_sb_removed_test (sb, i) && !gr_sb_failed_test (sb, i))
+      return -EINVAL;
   {
     const struct gr_sb_scrub *ls = &sb->last_scrub;
 
@@ -151,6 +163,7 @@ gr_sb_encode (const struct gr_sb *sb, uint8_t *buf)
   gr_le_put64 (buf + 120, sb->bitmap_region);
   gr_le_put64 (buf + 128, sb->scrub_at);
   gr_le_put64 (buf + 136, sb->rebuild_id);
+  gr_le_put64 (buf + 144, sb->degraded_since);
   gr_le_put64 (buf + 152, sb->rebuild_at);
   memcpy (buf + 160, sb->rebuild_set, 32);
   gr_le_put64 (buf + 192, sb->cksum_offset);
@@ -162,6 +175,7 @@ gr_sb_encode (const struct gr_sb *sb, uint8_t *buf)
   gr_le_put64 (buf + 232, sb->last_scrub.repaired);
   gr_le_put64 (buf + 240, sb->last_scrub.cksum_repaired);
   gr_le_put64 (buf + 248, sb->last_scrub.cksum_unrecoverable);
+  memcpy (buf + 256, sb->removed, 32);
   gr_le_put32 (buf + GR_SB_CRC_OFFSET, gr_crc32c (0, buf, GR_SB_CRC_OFFSET));
 }
 
@@ -196,6 +210,7 @@ gr_sb_decode (const uint8_t *buf, struct gr_sb *sb)
   sb->bitmap_region = gr_le_get64 (buf + 120);
   sb->scrub_at = gr_le_get64 (buf + 128);
   sb->rebuild_id = gr_le_get64 (buf + 136);
+  sb->degraded_since = gr_le_get64 (buf + 144);
   sb->rebuild_at = gr_le_get64 (buf + 152);
   memcpy (sb->rebuild_set, buf + 160, 32);
   sb->cksum_offset = gr_le_get64 (buf + 192);
@@ -207,8 +222,7 @@ gr_sb_decode (const uint8_t *buf, struct gr_sb *sb)
   sb->last_scrub.repaired = gr_le_get64 (buf + 232);
   sb->last_scrub.cksum_repaired = gr_le_get64 (buf + 240);
   sb->last_scrub.cksum_unrecoverable = gr_le_get64 (buf + 248);
-  if (gr_le_get64 (buf + 144) != 0)
-    return -EINVAL;
+  memcpy (sb->removed, buf + 256, 32);
   for (i = GR_SB_RESERVED_OFFSET; i < GR_SB_CRC_OFFSET; i++)
     if (buf[i] != 0)
       return -EINVAL;
@@ -231,9 +245,21 @@ gr_sb_strerror (int err)
 void
 gr_sb_uuid_str (const uint8_t *u, char *out)
 {
-  snprintf (out, 37,
-            "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-            "%02x%02x%02x%02x%02x%02x",
-            u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
-            u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  uuid_unparse_lower (u, out);
+}
+
+bool
+gr_sb_uuid_parse (const char *s, uint8_t *u)
+{
+  return uuid_parse (s, u) == 0;
+}
+
+void
+gr_sb_spare (const struct gr_sb *array, struct gr_sb *out)
+{
+  *out = *array;
+  out->flags = GR_SB_FLAG_SPARE;
+  out->index = 0;
+  out->rebuild_id = out->rebuild_at = 0;
+  memset (out->rebuild_set, 0, sizeof out->rebuild_set);
 }

@@ -556,6 +556,123 @@ test_rebuilding (void)
   free (a);
 }
 
+/* Member 3 of a 4+2 array at event 10 marked failed, the degraded map
+ * kept since event 8; its own superblock at event ev. */
+static void
+failed3 (struct gr_probe *p, uint64_t ev)
+{
+  array (p, 6, 2, 10);
+  for (int i = 0; i < 6; i++) {
+    gr_sb_failed_set (&p[i].sb, 3);
+    p[i].sb.degraded_since = 8;
+  }
+  p[3].sb.event = ev;
+  memset (p[3].sb.failed, 0, sizeof p[3].sb.failed);
+  p[3].sb.degraded_since = 0;
+}
+
+/* Other copies of a member (a replaced member's old file, found by a
+ * scan), re-adding a member the degraded map covers, spares. */
+static void
+test_copies_readd (void)
+{
+  struct gr_assemble_args args = { .m = -1, .salvage = true };
+  struct gr_probe p[8];
+  struct gr_assembly *a;
+
+  /* An old copy of member 2 (event 3) beside the current one: left out,
+   * said, whichever comes first. */
+  array (p, 6, 2, 10);
+  p[6] = p[2];
+  p[6].path = "/old2";
+  p[6].sb.event = 3;
+  a = assemble (p, 7, 2);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->slot[2] == 2 &&
+         a->nfailed == 0 && strstr (a->warning, "/old2 holds an older copy "
+                                    "of member 2 (event 3): not used"),
+         "copy: %s %s", a->error, a->warning);
+  free (a);
+  p[6] = p[2];
+  p[2].path = "/old2";
+  p[2].sb.event = 3;
+  a = assemble (p, 7, 2);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->slot[2] == 6 &&
+         a->state[2] == GR_SLOT_ACTIVE && strstr (a->warning, "/old2"),
+         "copy first: %s %s", a->error, a->warning);
+  free (a);
+
+  /* Member 3 failed at event 9 (its own at 9: it left when the map began
+   * at 8... or after): re-added. */
+  failed3 (p, 9);
+  a = assemble (p, 6, 2);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->state[3] == GR_SLOT_READD &&
+         a->nfailed == 1 && strstr (a->why[3], "re-added") &&
+         strstr (a->warning, "member 3 (/m3) is failed at event 9"),
+         "re-add: %s %s", a->error, a->warning);
+  CHECK (gr_readd_covered (&a->sb, &p[3].sb), "covered");
+  free (a);
+  failed3 (p, 7);                       /* 7 + 1 >= 8: covered */
+  a = assemble (p, 6, 2);
+  CHECK (a->state[3] == GR_SLOT_READD, "event 7: %d", a->state[3]);
+  free (a);
+  failed3 (p, 6);                       /* left before the map began */
+  a = assemble (p, 6, 2);
+  CHECK (a->state[3] == GR_SLOT_FAILED && !gr_readd_covered (&a->sb,
+                                                             &p[3].sb),
+         "event 6: %d", a->state[3]);
+  free (a);
+  /* Failed by the operator: not re-added at a start. */
+  failed3 (p, 9);
+  for (int i = 0; i < 6; i++)
+    if (i != 3)
+      gr_sb_removed_put (&p[i].sb, 3, true);
+  a = assemble (p, 6, 2);
+  CHECK (a->state[3] == GR_SLOT_FAILED &&
+         strstr (a->why[3], "failed by the operator") &&
+         strstr (a->why[3], "gpuraidctl re-add"), "removed: %s", a->why[3]);
+  free (a);
+  /* No degraded map kept: a full rebuild. */
+  failed3 (p, 9);
+  for (int i = 0; i < 6; i++)
+    p[i].sb.degraded_since = 0;
+  a = assemble (p, 6, 2);
+  CHECK (a->state[3] == GR_SLOT_FAILED, "no map: %d", a->state[3]);
+  free (a);
+  /* Salvage brings nothing back by re-adding. */
+  failed3 (p, 9);
+  a = assemble_args (p, 6, &args);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->read_only &&
+         a->state[3] == GR_SLOT_FAILED, "salvage: %d", a->state[3]);
+  free (a);
+  /* The replacement of the recorded rebuild beats the old member that
+   * could be re-added. */
+  failed3 (p, 9);
+  p[6] = p[0];
+  p[6].path = "/r3";
+  p[6].sb.index = 3;
+  p[6].sb.flags |= GR_SB_FLAG_REBUILDING;
+  p[6].sb.rebuild_id = 10;
+  gr_sb_rebuild_put (&p[6].sb, 3, true);
+  for (int i = 0; i < 6; i++)
+    if (i != 3) {
+      p[i].sb.rebuild_id = 10;
+      gr_sb_rebuild_put (&p[i].sb, 3, true);
+    }
+  a = assemble (p, 7, 2);
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->slot[3] == 6 &&
+         a->state[3] == GR_SLOT_REBUILDING && strstr (a->warning, "/m3 holds "
+                                                      "an older copy"),
+         "rebuilding over re-add: %s %s", a->error, a->warning);
+  free (a);
+
+  /* A hot spare given as a member. */
+  array (p, 6, 2, 10);
+  p[5].sb.flags |= GR_SB_FLAG_SPARE;
+  p[5].sb.index = 0;
+  expect_refusal (p, 6, 2, "member=/m5 is a hot spare of this array, not a "
+                  "member: give it as spare=");
+}
+
 int
 main (void)
 {
@@ -566,5 +683,6 @@ main (void)
   test_refusals ();
   test_salvage ();
   test_rebuilding ();
+  test_copies_readd ();
   return test_done ("test-assemble");
 }

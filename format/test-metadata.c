@@ -32,6 +32,37 @@ test_bitmap (void)
   CHECK (!gr_bitmap_layout_fits (4096, 32768));
 }
 
+/* The written and degraded maps after the bitmap's bytes: a share each
+ * of what it leaves, in whole blocks, their region a power of two times
+ * the bitmap's; none where nothing is left. */
+static void
+test_maps (void)
+{
+  struct gr_maps_layout l;
+
+  /* 160 regions of 1024 stripes: a block of bitmap, 7 blocks a map. */
+  gr_maps_layout (160 * 1024, 1024, MiB, &l);
+  CHECK (l.kept && l.region == 1024 && l.regions == 160 && l.bytes == 4096);
+  CHECK (l.written_off == 8192 && l.degraded_off == 12288);
+  /* 300000 regions: 37500 bytes of bitmap (10 blocks), 20480 left: two
+   * blocks a map, regions 8 times as large. */
+  gr_maps_layout (300000, 1, MiB, &l);
+  CHECK (l.kept && l.region == 8 && l.regions == 37500);
+  CHECK (l.bytes == 8192 && l.written_off == 4096 + 40960);
+  CHECK (l.degraded_off + l.bytes <= 65536);
+  /* A full bitmap leaves nothing; neither does a bitmap that does not
+   * fit (a metadata area too small) or none. */
+  gr_maps_layout (GR_SB_BITMAP_BITS, 1, MiB, &l);
+  CHECK (!l.kept);
+  gr_maps_layout (100, 1, 32768, &l);
+  CHECK (!l.kept);
+  gr_maps_layout (100, 0, MiB, &l);
+  CHECK (!l.kept);
+  /* The largest bitmap that leaves two blocks. */
+  gr_maps_layout (13 * 4096 * 8, 1, MiB, &l);
+  CHECK (l.kept && l.bytes == 4096 && l.region == 16);
+}
+
 static void
 test_slots (void)
 {
@@ -142,6 +173,7 @@ main (void)
 {
   test_seed ("test-metadata");
   test_bitmap ();
+  test_maps ();
   test_slots ();
   test_entries ();
   return test_done ("test-metadata");

@@ -130,7 +130,7 @@ main (void)
    * member, of one beyond k+m (6), past the last stripe, a set without
    * an id, the rebuilding flag on a member that is not rebuilt (sb is
    * index 5) or without a rebuild are refused; on member 5 itself it
-   * passes; bytes 144-151 are reserved. */
+   * passes. */
   bad = sb; bad.rebuild_id = 77; bad.rebuild_at = 40;
   gr_sb_rebuild_put (&bad, 1, true);
   gr_sb_rebuild_put (&bad, 4, true);
@@ -139,8 +139,7 @@ main (void)
   CHECK (out.rebuild_id == 77 && gr_sb_rebuild_test (&out, 1) &&
          gr_sb_rebuild_test (&out, 4) && !gr_sb_rebuild_test (&out, 0) &&
          out.rebuild_at == 40);
-  CHECK (decode_with_patch (&bad, 147, 1) == -EINVAL);
-  CHECK (decode_with_patch (&bad, 256, 1) == -EINVAL);
+  CHECK (decode_with_patch (&bad, 288, 1) == -EINVAL);
   bad.rebuild_at = 100;                         /* the end: done */
   CHECK (gr_sb_validate (&bad) == 0);
   bad.rebuild_at = 101;
@@ -161,7 +160,33 @@ main (void)
   CHECK (gr_sb_validate (&bad) == -EINVAL);
   bad = sb; bad.rebuild_at = 3;
   CHECK (gr_sb_validate (&bad) == -EINVAL);
-  CHECK (decode_with_patch (&sb, 148, 1) == -EINVAL);
+  /* The degraded map's event (144) round-trips, never past the event;
+   * the removed set (256) round-trips, within the failed set; a spare
+   * (flag 0x20) is no replacement, a re-add (0x40) only one; the written
+   * map's flag (0x10) passes. */
+  bad = sb; bad.degraded_since = sb.event;
+  gr_sb_failed_set (&bad, 3);
+  gr_sb_removed_put (&bad, 3, true);
+  gr_sb_encode (&bad, buf2);
+  CHECK (buf2[144] == (uint8_t) sb.event && buf2[256] == 8);
+  CHECK (gr_sb_decode (buf2, &out) == 0 && out.degraded_since == sb.event &&
+         gr_sb_removed_test (&out, 3) && !gr_sb_removed_test (&out, 2));
+  bad.degraded_since = sb.event + 1;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.degraded_since = 0;
+  gr_sb_removed_put (&bad, 2, true);            /* not failed */
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad = sb; bad.flags = GR_SB_FLAG_WRITTEN | GR_SB_FLAG_SPARE;
+  CHECK (gr_sb_validate (&bad) == 0);
+  bad.flags = GR_SB_FLAG_READD;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  bad.rebuild_id = 77;
+  gr_sb_rebuild_put (&bad, 5, true);
+  bad.flags = GR_SB_FLAG_REBUILDING | GR_SB_FLAG_READD;
+  CHECK (gr_sb_validate (&bad) == 0);
+  bad.flags = GR_SB_FLAG_REBUILDING | GR_SB_FLAG_SPARE;
+  CHECK (gr_sb_validate (&bad) == -EINVAL);
+  CHECK (decode_with_patch (&sb, 52, 0x80) == -EINVAL);
   /* Valid edits pass: clear the dirty flag; dirty and journaled; dirty,
    * journaled and bitmap; region 1 stripe, 0 (unset). */
   CHECK (decode_with_patch (&sb, 52, 0) == 0);

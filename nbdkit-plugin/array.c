@@ -8,8 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include "array.h"
+#include "array-internal.h"
 #include "heal.h"
 #include "events.h"
 #include "format/format.h"
@@ -36,69 +38,6 @@ struct gr_array {
   struct gr_heal *heal;         /* replacements, spares, scrubs */
 };
 
-/* The member= paths while opening: what assembly decides from, and the
- * members' storage (NULL: not opened). */
-struct probes {
-  int n;
-  struct gr_probe p[GR_MAX_MEMBERS];
-  struct gr_disk *disk[GR_MAX_MEMBERS];
-};
-
-/* Open one member= path and read its superblock.  -1 only for errors
- * that stop nbdkit (not a file or device); a path that cannot be opened
- * or read is recorded as missing. */
-static int
-probe_member (struct probes *ps, int i)
-{
-  struct gr_probe *p = &ps->p[i];
-  uint8_t buf[GR_SB_SIZE];
-  char why[256];
-  int err, r;
-
-  switch (gr_disk_open (p->path, false, &ps->disk[i], &err, why,
-                        sizeof why)) {
-  case GR_DISK_OPENED:
-    break;
-  case GR_DISK_CANNOT_OPEN:
-    gr_debug ("member %d (%s): cannot open: %s", i, p->path, why);
-    p->open_errno = err ? err : EIO;
-    snprintf (p->open_why, sizeof p->open_why, "%.*s",
-              (int) sizeof p->open_why - 1, why);
-    return 0;
-  case GR_DISK_NOT_STORAGE:
-  case GR_DISK_NO_NBD:
-  case GR_DISK_READ_ONLY_EXPORT:
-    nbdkit_error ("member %d (%s): %s", i, p->path, why);
-    return -1;
-  }
-  p->size = gr_disk_size (ps->disk[i]);
-  if (p->size < GR_SB_SIZE) {
-    p->sb_status = -ENOENT;
-    return 0;
-  }
-  r = gr_disk_pread (ps->disk[i], buf, GR_SB_SIZE, 0);
-  if (r < 0) {
-    /* An unreadable member is treated like a missing one. */
-    p->open_errno = -r;
-    gr_disk_close (ps->disk[i]);
-    ps->disk[i] = NULL;
-    return 0;
-  }
-  p->sb_status = gr_sb_decode (buf, &p->sb);
-  return 0;
-}
-
-static void
-close_probes (struct probes *ps)
-{
-  int i;
-
-  for (i = 0; i < ps->n; i++) {
-    gr_disk_close (ps->disk[i]);
-    ps->disk[i] = NULL;
-  }
-}
-
 static void
 log_geometry (struct gr_members *ms, const struct gr_geom *g,
               const char *what)
@@ -122,6 +61,7 @@ static struct gr_members *
 create (struct probes *ps, struct gr_assembly *a)
 {
   struct gr_members *ms;
+  struct gr_maps_layout maps;
   int i;
 
   if (getrandom (a->sb.uuid, sizeof a->sb.uuid, 0) != sizeof a->sb.uuid) {
@@ -129,6 +69,11 @@ create (struct probes *ps, struct gr_assembly *a)
     return NULL;
   }
   a->sb.ctime = (uint64_t) time (NULL);
+  /* Zeroed: nothing is written yet, as the written map says. */
+  gr_maps_layout (a->geom.stripes, a->sb.bitmap_region, a->sb.data_offset,
+                  &maps);
+  if (maps.kept)
+    a->sb.flags |= GR_SB_FLAG_WRITTEN;
   for (i = 0; i < a->n; i++) {
     int r = gr_disk_zero (ps->disk[i], 0, a->sb.data_offset + a->sb.data_size);
 
@@ -180,7 +125,8 @@ assemble (struct probes *ps, const struct gr_assembly *a)
        * writes it there too); heal.h resumes the rebuild. */
       gr_members_set_failed (ms, i, a->path[i], a->why[i]);
       gr_members_rebuild_resume (ms, i, ps->p[q].path, ps->disk[q],
-                                 a->sb.rebuild_at);
+                                 a->sb.rebuild_at,
+                                 ps->p[q].sb.flags & GR_SB_FLAG_READD);
       ps->disk[q] = NULL;
     }
     else
@@ -222,6 +168,8 @@ dirty_hook (void *arg)
     keeps |= GR_KEEPS_JOURNAL;
   if (gr_bitmap_write_for_dirty (arr->bitmap))
     keeps |= GR_KEEPS_BITMAP;
+  if (gr_bitmap_maps_kept (arr->bitmap))
+    keeps |= GR_KEEPS_WRITTEN;
   return keeps;
 }
 
@@ -256,7 +204,7 @@ plan_resync (struct gr_array *arr, const struct gr_assembly *a)
            "background while serving", n, total,
            regions_bytes (arr, &a->geom, n) >> 20,
            a->bitmap_kept ? ", from the write-intent bitmap"
-           : ", all: no write-intent bitmap was kept");
+           : ", every region written: no write-intent bitmap was kept");
   return 0;
 }
 
@@ -414,8 +362,10 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
     ps->p[i].path = cfg->paths[i];
     ps->disk[i] = NULL;
   }
+  if (cfg->nscans > 0 && gr_array_scan_members (cfg, ps) == -1)
+    goto err;
   for (i = 0; i < ps->n; i++)
-    if (probe_member (ps, i) == -1)
+    if (gr_array_probe_member (ps, i) == -1)
       goto err;
   for (i = 0; i < ps->n; i++)
     for (j = 0; j < i; j++)
@@ -434,6 +384,14 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
     nbdkit_error ("%s", a->error);
     goto err;
   }
+  if (cfg->have_uuid && memcmp (a->sb.uuid, cfg->uuid, 16) != 0) {
+    char want[37], got[37];
+
+    gr_sb_uuid_str (cfg->uuid, want);
+    gr_sb_uuid_str (a->sb.uuid, got);
+    nbdkit_error ("uuid=%s: the members given are of array %s", want, got);
+    goto err;
+  }
   /* Everything that can be refused is checked before the first write. */
   if (gr_coding_setup (coding, a->geom.k, a->geom.m, (enum gr_code) a->sb.code,
                        a->geom.chunk) == -1)
@@ -449,8 +407,11 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
     goto err;
   arr->bitmap = gr_bitmap_new (&a->geom, arr->ms, a->sb.bitmap_region,
                                arr->cksum);
-  if (arr->journal == NULL || arr->bitmap == NULL)
+  if (arr->journal == NULL || arr->bitmap == NULL ||
+      gr_bitmap_load_maps (arr->bitmap) == -1)
     goto err;
+  if (gr_bitmap_maps_kept (arr->bitmap))
+    gr_members_keep_maps (arr->ms);
   if (!a->read_only)
     gr_members_on_dirty (arr->ms, dirty_hook, arr);
   arr->scratch = gr_scratch_new (coding, cfg->scratch_max);
@@ -464,6 +425,25 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   arr->heal = gr_heal_new (arr->x, arr->bitmap, cfg->resync_rate);
   if (arr->heal == NULL || add_spares (arr, cfg) == -1)
     goto err;
+  /* The spares a scan found (their superblocks say so). */
+  for (i = 0; i < ps->nspares; i++) {
+    char why[256];
+    int err;
+    const enum gr_heal_outcome o =
+      gr_heal_spare_add (arr->heal, ps->spares[i], -1, &err);
+
+    if (o != GR_HEAL_STARTED) {
+      gr_heal_explain (o, err, why, sizeof why);
+      gr_warn ("scan: the spare %s is not used: %s", ps->spares[i], why);
+    }
+  }
+  /* Members back that the degraded map covers: re-added once serving. */
+  for (i = 0; i < a->n && !cfg->create; i++)
+    if (a->state[i] == GR_SLOT_READD) {
+      gr_heal_readd_at_start (arr->heal, i, ps->p[a->slot[i]].path,
+                              ps->disk[a->slot[i]]);
+      ps->disk[a->slot[i]] = NULL;
+    }
   arr->resync_rate = cfg->resync_rate;
   if (a->resync == GR_RESYNC_DEGRADED && repair_degraded (arr, a, coding)
       == -1) {
@@ -474,6 +454,10 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   if (a->resync == GR_RESYNC_FULL && plan_resync (arr, a) == -1)
     goto err;
   log_geometry (arr->ms, &a->geom, cfg->create ? "created" : "assembled");
+  if (cfg->nscans)
+    gr_debug ("scan: assembled from %d superblocks of the array, %d spares, "
+              "among %d files and devices", ps->n - cfg->npaths,
+              ps->nspares, ps->nscanned);
   {
     char uuid[37];
 
@@ -484,14 +468,17 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
                 "failed=%d left=%d", gr_members_nfailed (arr->ms),
                 a->n - gr_members_nfailed (arr->ms));
   }
-  close_probes (ps);
+  gr_array_close_probes (ps);
+  gr_disk_scan_free (ps->scanned, ps->nscanned);
   free (ps);
   free (a);
   return arr;
 
  err:
-  if (ps)
-    close_probes (ps);
+  if (ps) {
+    gr_array_close_probes (ps);
+    gr_disk_scan_free (ps->scanned, ps->nscanned);
+  }
   if (arr) {
     gr_heal_free (arr->heal);
     gr_exec_free (arr->x);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "bitmap.h"
+#include "bitmap-internal.h"
 #include "cksum.h"
 #include "format/format.h"
 #include "log.h"
@@ -15,75 +16,47 @@
 /* -D gpuraid.bitmap_ms=N: the clearing pass interval (tests). */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_bitmap_ms = 5000;
 
-struct gr_bitmap {
-  struct gr_members *ms;
-  struct gr_cksum *cksum;       /* NULL: none */
-  int n;
-  uint64_t region, nregions;
-  size_t nbytes;                /* written: the bits, whole 4096 blocks */
-  bool room;                    /* the metadata area has room for them */
-  pthread_mutex_t lock;         /* everything below */
-  pthread_cond_t cond;          /* a bitmap write ended */
-  pthread_cond_t stop_cond;     /* stop */
-  uint8_t *bits;                /* as wanted on disk (nbytes) */
-  uint8_t *pending;             /* a bit per region: resync not done */
-  uint64_t npending;            /* atomic: its count */
-  uint8_t *suspect;             /* a bit per region: its block checksums
-                                 * may miss writes of a crash (kept set) */
-  uint64_t nsuspect;            /* atomic: its count */
-  uint8_t *touched;             /* a bit per region: written this pass */
-  uint64_t *set_gen;            /* per region: gen that set its bit */
-  uint32_t *inflight;           /* per region: plans writing */
-  uint64_t gen, done_gen;       /* changes to bits; written and synced */
-  bool writing;                 /* a thread is writing bits out */
-  uint8_t *out;                 /* its copy (nbytes) */
-  bool started, stop;
-  pthread_t thread;
-};
-
-static bool
-test_bit (const uint8_t *v, uint64_t r)
-{
-  return (v[r / 8] >> (r % 8)) & 1;
-}
-
-static void
-set_bit (uint8_t *v, uint64_t r)
-{
-  v[r / 8] |= (uint8_t) (1u << (r % 8));
-}
-
-static void
-clear_bit (uint8_t *v, uint64_t r)
-{
-  v[r / 8] &= (uint8_t) ~(1u << (r % 8));
-}
-
 struct gr_bitmap *
 gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
                uint64_t region, struct gr_cksum *cksum)
 {
   struct gr_bitmap *b = calloc (1, sizeof *b);
+  struct gr_sb sb;
 
   if (b == NULL)
     goto err;
+  gr_members_sb (ms, &sb);
   b->ms = ms;
   b->cksum = cksum;
   b->n = g->k + g->m;
+  b->stripes = g->stripes;
   b->region = region;
   b->nregions = gr_bitmap_layout_regions (g->stripes, b->region);
   b->nbytes = gr_bitmap_layout_bytes (b->nregions);
   b->room = gr_bitmap_layout_fits (b->nbytes, g->data_offset);
-  b->bits = calloc (1, b->nbytes);
-  b->out = calloc (1, b->nbytes);
+  gr_maps_layout (g->stripes, region, g->data_offset, &b->maps);
+  b->total = b->nbytes + (b->maps.kept ? 2 * b->maps.bytes : 0);
+  b->written_kept = b->maps.kept && (sb.flags & GR_SB_FLAG_WRITTEN);
+  b->degraded_on = b->maps.kept && sb.degraded_since != 0;
+  b->area = calloc (1, b->total);
+  b->out = calloc (1, b->total);
+  b->trimmed = calloc (1, b->maps.kept ? b->maps.bytes : 1);
+  b->trim_front = calloc (b->maps.kept ? b->maps.regions : 1,
+                          sizeof *b->trim_front);
   b->pending = calloc (1, b->nbytes);
   b->suspect = calloc (1, b->nbytes);
   b->touched = calloc (1, b->nbytes);
   b->set_gen = calloc (b->nregions, sizeof *b->set_gen);
   b->inflight = calloc (b->nregions, sizeof *b->inflight);
-  if (!b->bits || !b->out || !b->pending || !b->suspect || !b->touched ||
-      !b->set_gen || !b->inflight)
+  if (!b->area || !b->out || !b->trimmed || !b->trim_front || !b->pending ||
+      !b->suspect ||
+      !b->touched || !b->set_gen || !b->inflight)
     goto err;
+  for (uint64_t r = 0; r < b->maps.regions; r++)
+    b->trim_front[r] = r * b->maps.region;
+  b->bits = b->area;
+  b->written = b->area + b->nbytes;
+  b->degraded = b->written + b->maps.bytes;
   pthread_mutex_init (&b->lock, NULL);
   pthread_cond_init (&b->cond, NULL);
   pthread_cond_init (&b->stop_cond, NULL);
@@ -92,7 +65,8 @@ gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
  err:
   nbdkit_error ("bitmap: %m");
   if (b) {
-    free (b->bits); free (b->out); free (b->pending); free (b->suspect); free (b->touched);
+    free (b->area); free (b->out); free (b->trimmed); free (b->trim_front);
+    free (b->pending); free (b->suspect); free (b->touched);
     free (b->set_gen); free (b->inflight);
   }
   free (b);
@@ -114,8 +88,9 @@ gr_bitmap_free (struct gr_bitmap *b)
   pthread_mutex_destroy (&b->lock);
   pthread_cond_destroy (&b->cond);
   pthread_cond_destroy (&b->stop_cond);
-  free (b->bits); free (b->out); free (b->pending); free (b->suspect); free (b->touched);
-  free (b->set_gen); free (b->inflight);
+  free (b->area); free (b->out); free (b->trimmed); free (b->trim_front);
+  free (b->pending); free (b->suspect); free (b->touched); free (b->set_gen);
+  free (b->inflight);
   free (b);
 }
 
@@ -162,16 +137,19 @@ load (struct gr_bitmap *b, bool all, uint8_t *into)
   }
   free (buf);
   for (r = 0; r < b->nregions; r++) {
-    if (all)
-      set_bit (b->bits, r);
-    if (test_bit (b->bits, r)) {
-      set_bit (into, r);
+    /* Every region: every region written (a region never written since
+     * the array was made holds zeros, consistent). */
+    if (all && (!b->written_kept ||
+                gr_bit_test (b->written, r * b->region / b->maps.region)))
+      gr_bit_set (b->bits, r);
+    if (gr_bit_test (b->bits, r)) {
+      gr_bit_set (into, r);
       npending++;
     }
   }
   /* Bits past the last region are never set. */
   for (r = b->nregions; r < (uint64_t) b->nbytes * 8; r++)
-    clear_bit (b->bits, r);
+    gr_bit_clear (b->bits, r);
   return npending;
 }
 
@@ -194,7 +172,8 @@ gr_bitmap_load_suspect (struct gr_bitmap *b, bool all)
 }
 
 
-/* Write the bits to every live member, durably when sync (RWF_DSYNC:
+/* Write the bits and the maps (the area, total bytes) to every live
+ * member, durably when sync (RWF_DSYNC:
  * the rest of the members' data need not be).  policy: GR_MIO_FAIL_MEMBER
  * at run time, GR_MIO_REPORT under the superblock lock.  true when every
  * live member took them. */
@@ -210,7 +189,7 @@ write_out (struct gr_bitmap *b, const uint8_t *bits, bool sync,
     if (!gr_members_failed (b->ms, i))
       v[nv++] = (struct gr_mio) { .kind = sync ? GR_MIO_WRITE_DSYNC
                                   : GR_MIO_WRITE, .member = i,
-                                  .off = GR_BITMAP_OFFSET, .len = b->nbytes,
+                                  .off = GR_BITMAP_OFFSET, .len = b->total,
                                   .buf = (void *) bits };
   gr_members_io (b->ms, v, nv, policy);
   for (j = 0; j < nv; j++)
@@ -233,7 +212,7 @@ flush_locked (struct gr_bitmap *b, uint64_t want)
     uint64_t g = b->gen;
 
     b->writing = true;
-    memcpy (b->out, b->bits, b->nbytes);
+    memcpy (b->out, b->area, b->total);
     pthread_mutex_unlock (&b->lock);
     /* A member that fails here is failed (and the others go on); what
      * matters is that every member still live has the bits. */
@@ -260,8 +239,18 @@ gr_bitmap_write_for_dirty (struct gr_bitmap *b)
   if (!b->room)
     return false;
   pthread_mutex_lock (&b->lock);
+  /* A member missing at start: the degraded map is kept from now on.
+   * An array whose written map was not kept (made before it) keeps it
+   * from this session on, every region taken as written. */
+  (void) gr_bitmap_maps_follow_locked (b);
+  if (b->maps.kept && !b->written_kept) {
+    memset (b->written, 0xff, b->maps.bytes);
+    b->written_kept = true;
+    gr_debug ("bitmap: the written map is kept from now on (every region "
+              "taken as written until trimmed)");
+  }
   /* Nothing else writes the bits before the array is dirty. */
-  ok = write_out (b, b->bits, false, GR_MIO_REPORT);
+  ok = write_out (b, b->area, false, GR_MIO_REPORT);
   if (ok)
     b->done_gen = b->gen;
   pthread_mutex_unlock (&b->lock);
@@ -279,11 +268,16 @@ gr_bitmap_start_write (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
   if (!b->room)
     return 0;
   pthread_mutex_lock (&b->lock);
+  /* The maps first: a change there is written out with the bits. */
+  changed = gr_bitmap_maps_follow_locked (b);
+  changed |= gr_bitmap_maps_mark_locked (b, s0, ns);
+  if (changed)
+    want = ++b->gen;
   for (r = r0; r <= r1; r++) {
     b->inflight[r]++;
-    set_bit (b->touched, r);
-    if (!test_bit (b->bits, r)) {
-      set_bit (b->bits, r);
+    gr_bit_set (b->touched, r);
+    if (!gr_bit_test (b->bits, r)) {
+      gr_bit_set (b->bits, r);
       if (!changed)
         b->gen++;
       changed = true;
@@ -313,7 +307,7 @@ gr_bitmap_end_write (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
   pthread_mutex_lock (&b->lock);
   for (r = r0; r <= r1; r++) {
     b->inflight[r]--;
-    set_bit (b->touched, r);
+    gr_bit_set (b->touched, r);
   }
   pthread_mutex_unlock (&b->lock);
 }
@@ -331,7 +325,7 @@ any_marked (struct gr_bitmap *b, const uint8_t *set, const uint64_t *count,
     return false;
   pthread_mutex_lock (&b->lock);
   for (r = r0; r <= r1 && !any; r++)
-    any = test_bit (set, r);
+    any = gr_bit_test (set, r);
   pthread_mutex_unlock (&b->lock);
   return any;
 }
@@ -341,7 +335,7 @@ static uint64_t
 next_marked (struct gr_bitmap *b, const uint8_t *set, uint64_t r)
 {
   pthread_mutex_lock (&b->lock);
-  while (r < b->nregions && !test_bit (set, r))
+  while (r < b->nregions && !gr_bit_test (set, r))
     r++;
   pthread_mutex_unlock (&b->lock);
   return r;
@@ -353,10 +347,10 @@ static void
 unmark (struct gr_bitmap *b, uint8_t *set, uint64_t *count, uint64_t r)
 {
   pthread_mutex_lock (&b->lock);
-  if (test_bit (set, r))
+  if (gr_bit_test (set, r))
     __atomic_sub_fetch (count, 1, __ATOMIC_RELEASE);
-  clear_bit (set, r);
-  set_bit (b->touched, r);
+  gr_bit_clear (set, r);
+  gr_bit_set (b->touched, r);
   pthread_mutex_unlock (&b->lock);
 }
 
@@ -403,24 +397,38 @@ gr_bitmap_unsuspect (struct gr_bitmap *b, uint64_t r)
 static void
 clear_pass (struct gr_bitmap *b, uint8_t *cand, bool now)
 {
+  uint8_t *tcand = cand + b->nbytes;    /* the map regions trimmed */
   uint64_t r, ncand = 0, ncleared = 0;
+  bool untrim = false;
 
   memset (cand, 0, b->nbytes);
   pthread_mutex_lock (&b->lock);
+  /* A member failed: the regions whose bits are set are in the degraded
+   * map on disk before any bit is cleared. */
+  if (gr_bitmap_maps_follow_locked (b) &&
+      flush_locked (b, ++b->gen) == -1) {
+    pthread_mutex_unlock (&b->lock);
+    return;
+  }
+  if (b->maps.kept) {
+    memcpy (tcand, b->trimmed, b->maps.bytes);
+    for (r = 0; r < b->maps.regions && !untrim; r++)
+      untrim = gr_bit_test (tcand, r);
+  }
   for (r = 0; r < b->nregions; r++) {
-    if (!test_bit (b->bits, r) || test_bit (b->pending, r) ||
-        test_bit (b->suspect, r) || b->inflight[r] > 0)
+    if (!gr_bit_test (b->bits, r) || gr_bit_test (b->pending, r) ||
+        gr_bit_test (b->suspect, r) || b->inflight[r] > 0)
       continue;
-    if (test_bit (b->touched, r) && !now)
-      clear_bit (b->touched, r);        /* idle for one more pass */
+    if (gr_bit_test (b->touched, r) && !now)
+      gr_bit_clear (b->touched, r);        /* idle for one more pass */
     else {
-      clear_bit (b->touched, r);
-      set_bit (cand, r);
+      gr_bit_clear (b->touched, r);
+      gr_bit_set (cand, r);
       ncand++;
     }
   }
   pthread_mutex_unlock (&b->lock);
-  if (ncand == 0)
+  if (ncand == 0 && !untrim)
     return;
   /* Everything written to those regions before this pass is durable
    * after this, the block checksums of what was written there included;
@@ -432,11 +440,14 @@ clear_pass (struct gr_bitmap *b, uint8_t *cand, bool now)
       (void) gr_members_sync (b->ms, i);
   pthread_mutex_lock (&b->lock);
   for (r = 0; r < b->nregions; r++)
-    if (test_bit (cand, r) && b->inflight[r] == 0 &&
-        !test_bit (b->touched, r) && !test_bit (b->pending, r)) {
-      clear_bit (b->bits, r);
+    if (gr_bit_test (cand, r) && b->inflight[r] == 0 &&
+        !gr_bit_test (b->touched, r) && !gr_bit_test (b->pending, r)) {
+      gr_bit_clear (b->bits, r);
       ncleared++;
     }
+  /* The trims before the sync are durable: their regions hold zeros. */
+  if (untrim && gr_bitmap_maps_untrim_locked (b, tcand))
+    ncleared++;
   if (ncleared > 0) {
     b->gen++;
     if (flush_locked (b, b->gen) == 0)
@@ -449,7 +460,7 @@ static void *
 clear_thread (void *arg)
 {
   struct gr_bitmap *b = arg;
-  uint8_t *cand = malloc (b->nbytes);
+  uint8_t *cand = malloc (b->nbytes + b->maps.bytes);
 
   if (cand == NULL) {
     nbdkit_error ("bitmap: %m: bits will not be cleared");
@@ -487,7 +498,7 @@ gr_bitmap_checkpoint (struct gr_bitmap *b)
 
   if (!b->room || gr_members_too_degraded (b->ms))
     return;
-  cand = malloc (b->nbytes);
+  cand = malloc (b->nbytes + b->maps.bytes);
   if (cand == NULL)
     return;                     /* cleared later by the thread */
   clear_pass (b, cand, true);

@@ -95,6 +95,42 @@ void gr_bitmap_resynced (struct gr_bitmap *b, uint64_t r);
  * redo the regions done). */
 void gr_bitmap_checkpoint (struct gr_bitmap *b);
 
+/* --- the written and degraded maps (bitmap-maps.c) ---------------------
+ *
+ * Beside the bits, where the metadata area has room (format.h:
+ * gr_maps_layout), two maps of coarser regions: the written map marks
+ * every region written since the array was made (GR_SB_FLAG_WRITTEN; a
+ * region trimmed whole while healthy is unmarked once the trim is
+ * durable), the degraded map every region written since a member
+ * failed (kept from the first failure until no member is failed:
+ * sb.degraded_since).  Both are set with the bits, before a plan's
+ * writes, and written out with them.  A rebuild rebuilds only the
+ * regions written (zeroing the others on a replacement), a re-add only
+ * the degraded ones; the resync without a bitmap, only the written. */
+
+/* At assembly, before anything is written: the maps as the live members
+ * hold them (written: with GR_SB_FLAG_WRITTEN; degraded: while
+ * sb.degraded_since, the bits on disk counted in).  0, or -1 after
+ * nbdkit_error. */
+int gr_bitmap_load_maps (struct gr_bitmap *b);
+/* Does the metadata area hold the maps? */
+bool gr_bitmap_maps_kept (const struct gr_bitmap *b);
+/* Is the degraded map kept now (a member has failed)? */
+bool gr_bitmap_degraded_kept (struct gr_bitmap *b);
+/* Stripe s's map region: is it written, degraded?  Returns where the
+ * run of regions alike from s ends (a stripe, at most the stripes).
+ * Without the maps: written, not degraded, to the end. */
+uint64_t gr_bitmap_maps_run (struct gr_bitmap *b, uint64_t s, bool *written,
+                             bool *degraded);
+/* The bytes of array data in the regions the written map (degraded:
+ * the degraded map) marks, stripe_bytes a stripe. */
+uint64_t gr_bitmap_map_bytes (struct gr_bitmap *b, bool degraded,
+                              uint64_t stripe_bytes);
+/* Stripes [s0, s0 + ns) were punched or zeroed on every member (a trim):
+ * the map regions they cover whole are no longer written, once that is
+ * durable (the clearing thread's next sync). */
+void gr_bitmap_trimmed (struct gr_bitmap *b, uint64_t s0, uint64_t ns);
+
 /* Start the clearing thread (in the server process, after nbdkit's
  * fork).  0, or -1 after nbdkit_error. */
 int gr_bitmap_start (struct gr_bitmap *b);

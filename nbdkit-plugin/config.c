@@ -23,7 +23,7 @@ enum {
   SEEN_SALVAGE = 256, SEEN_SCRATCH = 512, SEEN_RATE = 1024,
   SEEN_BITMAP = 2048, SEEN_CONTROL = 4096, SEEN_TIMEOUT = 8192,
   SEEN_RETRIES = 16384, SEEN_INTEGRITY = 32768, SEEN_READ_ERRORS = 65536,
-  SEEN_HOOK = 131072,
+  SEEN_HOOK = 131072, SEEN_UUID = 262144,
 };
 
 /* A member's path as the key gave it: an NBD URI as it is, a file made
@@ -241,6 +241,35 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
 
   if (strcmp (key, "member") == 0)
     return parse_member (cfg, value);
+  if (strcmp (key, "scan") == 0) {
+    if (cfg->nscans >= GR_CONFIG_MAX_SCANS) {
+      nbdkit_error ("scan=%s: too many patterns (at most %d)", value,
+                    GR_CONFIG_MAX_SCANS);
+      return -1;
+    }
+    if (value[0] == '\0') {
+      nbdkit_error ("scan=: empty pattern");
+      return -1;
+    }
+    /* A relative pattern is the start-up directory's (nbdkit changes
+     * directory). */
+    cfg->scans[cfg->nscans] = nbdkit_absolute_path (value);
+    if (cfg->scans[cfg->nscans] == NULL)
+      return -1;
+    cfg->nscans++;
+    return 0;
+  }
+  if (strcmp (key, "uuid") == 0) {
+    if (once (cfg, key, SEEN_UUID) == -1)
+      return -1;
+    if (!gr_sb_uuid_parse (value, cfg->uuid)) {
+      nbdkit_error ("uuid=%s: not a UUID (8-4-4-4-12 hex digits, as "
+                    "gpuraidctl examine and scan print it)", value);
+      return -1;
+    }
+    cfg->have_uuid = true;
+    return 0;
+  }
   if (strcmp (key, "spare") == 0 || strcmp (key, "replace") == 0)
     return parse_spare (cfg, key, value);
   if (strcmp (key, "m") == 0) {
@@ -372,8 +401,24 @@ gr_config_check (const struct gr_config *cfg)
 {
   int i, j;
 
-  if (cfg->npaths == 0) {
-    nbdkit_error ("no members: give member=PATH once per member");
+  if (cfg->npaths == 0 && cfg->nscans == 0) {
+    nbdkit_error ("no members: give member=PATH once per member, or "
+                  "scan=GLOB with uuid=UUID");
+    return -1;
+  }
+  if (cfg->nscans > 0 && !cfg->have_uuid) {
+    nbdkit_error ("scan=%s needs uuid=UUID: the array to assemble "
+                  "(gpuraidctl scan lists the arrays found)", cfg->scans[0]);
+    return -1;
+  }
+  if (cfg->have_uuid && cfg->create) {
+    nbdkit_error ("uuid= names an existing array; create=true makes a new "
+                  "one (its UUID is new): leave uuid= out");
+    return -1;
+  }
+  if (cfg->nscans > 0 && cfg->create) {
+    nbdkit_error ("scan=%s: create=true makes a new array: give its "
+                  "members as member=", cfg->scans[0]);
     return -1;
   }
   for (i = 0; i < cfg->npaths; i++)
@@ -456,6 +501,9 @@ gr_config_free (struct gr_config *cfg)
   cfg->control = NULL;
   free (cfg->event_hook);
   cfg->event_hook = NULL;
+  for (i = 0; i < cfg->nscans; i++)
+    free (cfg->scans[i]);
+  cfg->nscans = 0;
   for (i = 0; i < cfg->nspares; i++)
     free (cfg->spares[i].path);
   cfg->nspares = 0;

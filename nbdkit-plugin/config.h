@@ -21,11 +21,16 @@
 
 enum gr_accel { GR_ACCEL_AUTO, GR_ACCEL_CPU, GR_ACCEL_GPU };
 #define GR_CONFIG_MAX_SPARES 16
+#define GR_CONFIG_MAX_SCANS 16
 
 struct gr_config {
   char *paths[GR_MAX_MEMBERS];  /* absolute paths or NBD URIs, in
                                  * command-line order */
   int npaths;
+  char *scans[GR_CONFIG_MAX_SCANS];     /* scan=: shell patterns */
+  int nscans;
+  bool have_uuid;               /* uuid= given */
+  uint8_t uuid[16];             /* the array (scan=; checked with member=) */
   int m;                        /* -1 = not given */
   uint32_t chunk;               /* 0 = not given */
   int code;                     /* 0 = not given, else enum gr_code */
@@ -65,8 +70,11 @@ int gr_config_check (const struct gr_config *cfg);
 void gr_config_free (struct gr_config *cfg);
 
 #define gr_config_help \
-  "member=PATH|URI        (required, repeat) A member file or device, or an\n" \
-  "                       NBD export on another host (nbd://HOST/EXPORT...).\n" \
+  "member=PATH|URI        (repeat) A member file or device, or an NBD export\n" \
+  "                       on another host (nbd://HOST/EXPORT...).\n" \
+  "scan=GLOB              (repeat, with uuid=) The members and spares of\n" \
+  "                       array UUID among the files and devices GLOB names.\n" \
+  "uuid=UUID              The array to assemble (scan=), or to check.\n" \
   "m=N                    Number of parity members (required to create).\n" \
   "chunk=SIZE             Chunk size, power of two >= 4096 (default 64K).\n" \
   "code=rs|crs            Reed-Solomon or Cauchy Reed-Solomon (default rs).\n" \

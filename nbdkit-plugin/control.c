@@ -224,6 +224,37 @@ answer (struct gr_control *c, char *line, FILE *f)
     gr_heal_explain (o, err, why, sizeof why);
     fprintf (f, "error: replace %" PRIu64 ": %s: %s\n", v, path, why);
   }
+  else if (strcmp (line, "re-add") == 0 && arg) {
+    char *path = strchr (arg, ' ');
+    enum gr_heal_outcome o;
+    char why[256];
+    bool full;
+    int err;
+
+    if (path)
+      *path++ = '\0';
+    if (!parse_u64 (arg, &v) || v >= (uint64_t) gr_members_n (ms)) {
+      fprintf (f, "error: re-add %s: no such member (indexes 0 to %d)\n",
+               arg, gr_members_n (ms) - 1);
+      return;
+    }
+    o = gr_heal_readd (h, (int) v, path, &full, &err);
+    if (o == GR_HEAL_STARTED) {
+      if (full)
+        fprintf (f, "ok\nmember %" PRIu64 " (%s): its superblock is older "
+                 "than the degraded map (or none is kept): a full rebuild "
+                 "onto it\n", v, gr_members_path (ms, (int) v));
+      else
+        fprintf (f, "ok\nre-adding member %" PRIu64 " (%s): %" PRIu64
+                 " MiB written since it left rebuilt, the rest kept\n", v,
+                 gr_members_path (ms, (int) v),
+                 gr_heal_readd_bytes (h) >> 20);
+      return;
+    }
+    gr_heal_explain (o, err, why, sizeof why);
+    fprintf (f, "error: re-add %" PRIu64 "%s%s: %s\n", v, path ? " " : "",
+             path ? path : "", why);
+  }
   else if (strcmp (line, "spare") == 0 && arg &&
            strncmp (arg, "add ", 4) == 0) {
     enum gr_heal_outcome o = gr_heal_spare_add (h, arg + 4, -1, &v_err);
@@ -284,8 +315,8 @@ answer (struct gr_control *c, char *line, FILE *f)
   }
   else
     fprintf (f, "error: unknown command '%s%s%s' (status [json], progress, "
-             "fail INDEX, replace INDEX PATH, spare add PATH, scrub [repair|stop], "
-             "rate BYTES_PER_S|auto, monitor [json])\n", line,
+             "fail INDEX, replace INDEX PATH, re-add INDEX [PATH], spare add PATH, "
+             "scrub [repair|stop], rate BYTES_PER_S|auto, monitor [json])\n", line,
              arg ? " " : "",
              arg ? arg : "");
 }

@@ -31,6 +31,10 @@
  *                  spare it: array.h, gr_array_fail)
  *   replace INDEX PATH  rebuild failed member INDEX onto PATH (absolute),
  *                  online (heal.h, gr_heal_replace)
+ *   re-add INDEX [PATH]  member INDEX back from PATH (default: the path
+ *                  it had): the regions written since it left rebuilt, or
+ *                  all of it where the degraded map does not cover it
+ *                  (heal.h, gr_heal_readd)
  *   spare add PATH  a hot spare (heal.h, gr_heal_spare_add)
  *   scrub [repair] check every stripe (and repair what is located),
  *                  online, going on from where the last one stopped

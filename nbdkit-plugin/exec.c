@@ -471,6 +471,13 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
   else
     gr_members_io (x->ms, mio, nw, policy);
   gr_exec_cksum_writes (x, mio, nw, pool);
+  for (i = 0; i < nw && (mio[i].result == GR_MIO_DONE ||
+                         mio[i].result == GR_MIO_SKIPPED); i++)
+    ;
+  /* Whole stripes punched or zeroed on every member: their map regions
+   * hold zeros again (bitmap.h). */
+  if (p->kind == GR_PLAN_FALLOCATE && i == nw && x->bitmap)
+    gr_bitmap_trimmed (x->bitmap, p->s0, p->nstripes);
   for (i = 0; i < nw; i++)
     switch (mio[i].result) {
     case GR_MIO_DONE:

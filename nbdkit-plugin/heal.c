@@ -10,43 +10,17 @@
 #include <unistd.h>
 
 #include "heal.h"
+#include "heal-internal.h"
 #include "events.h"
 #include "log.h"
 #include "members.h"
 #include "rebuild.h"
 #include "format/format.h"
 
-#define MAX_SPARES 32
-
-struct spare {
-  char *path;
-  int member;                   /* replace=: for this member; -1: any */
-};
-
-struct gr_heal {
-  struct gr_exec *x;
-  struct gr_members *ms;
-  struct gr_bitmap *b;
-  struct gr_resync *rs;
-  uint64_t rate;
-  pthread_mutex_t lock;
-  pthread_cond_t cond;          /* wakes the thread: a spare, a stop */
-  pthread_t thread;
-  bool started, stopping;
-  struct gr_rebuild *rebuild;   /* the last one started, running or ended */
-  struct gr_scrub *scrub;       /* the same */
-  enum gr_heal_job last_job;
-  struct spare spares[MAX_SPARES];
-  int nspares;
-  bool auto_m[GR_MAX_MEMBERS];  /* being rebuilt onto a spare */
-  bool resume;                  /* rebuilds to resume (at assembly) */
-  bool no_auto[GR_MAX_MEMBERS]; /* its rebuild onto a spare failed */
-};
-
 /* Under h->lock: does a resync or a scrub run (what a rebuild waits
  * for)? */
-static bool
-blocks_rebuild_locked (struct gr_heal *h)
+bool
+gr_heal_blocks_rebuild_locked (struct gr_heal *h)
 {
   struct gr_progress p;
 
@@ -74,14 +48,14 @@ running_locked (struct gr_heal *h)
     if (p.state == GR_JOB_RUNNING)
       return true;
   }
-  return blocks_rebuild_locked (h);
+  return gr_heal_blocks_rebuild_locked (h);
 }
 
 /* Under h->lock: rebuild the members being rebuilt in one pass: member
  * i (just begun; -1: none) joins the running pass, or a new pass starts
  * for all of them from the least front.  false after nbdkit_error. */
-static bool
-rebuild_locked (struct gr_heal *h, int i)
+bool
+gr_heal_rebuild_locked (struct gr_heal *h, int i)
 {
   const struct gr_geom *g = gr_exec_geom (h->x);
   uint64_t front[GR_MAX_MEMBERS], from = UINT64_MAX;
@@ -104,220 +78,6 @@ rebuild_locked (struct gr_heal *h, int i)
   return h->rebuild != NULL;
 }
 
-/* Zero [0, len) of d and sync it.  0 or -errno. */
-static int
-zero_metadata (struct gr_disk *d, uint64_t len)
-{
-  const int r = gr_disk_zero (d, 0, len);
-
-  return r < 0 ? r : gr_disk_sync (d);
-}
-
-/* Can path take a member's place (not member i: -1 for any)?  STARTED
- * with *d open (read-write) if so; nothing is written. */
-static enum gr_heal_outcome
-check_path (struct gr_heal *h, int i, const char *path, struct gr_disk **d,
-            int *err)
-{
-  struct gr_sb sb, old;
-  uint8_t buf[GR_SB_SIZE];
-  char why[256];
-  enum gr_heal_outcome o = GR_HEAL_STARTED;
-  int which, s;
-
-  *err = 0;
-  gr_members_sb (h->ms, &sb);
-  switch (gr_disk_open (path, false, d, err, why, sizeof why)) {
-  case GR_DISK_OPENED: break;
-  case GR_DISK_CANNOT_OPEN:
-    gr_debug ("%s: cannot open: %s", path, why);
-    if (*err == 0)
-      *err = EIO;
-    return GR_HEAL_CANNOT_OPEN;
-  case GR_DISK_NOT_STORAGE: return GR_HEAL_NOT_FILE;
-  case GR_DISK_NO_NBD: return GR_HEAL_NO_NBD;
-  case GR_DISK_READ_ONLY_EXPORT: return GR_HEAL_READ_ONLY_EXPORT;
-  }
-  if (gr_members_same_disk (h->ms, *d, &which) && which != i) {
-    *err = which;
-    o = GR_HEAL_IS_MEMBER;
-  }
-  for (s = 0; o == GR_HEAL_STARTED && s < h->nspares; s++)
-    if (gr_disk_is (*d, h->spares[s].path))
-      o = GR_HEAL_IS_SPARE;
-  if (o == GR_HEAL_STARTED &&
-      gr_disk_size (*d) < sb.data_offset + sb.data_size)
-    o = GR_HEAL_TOO_SMALL;
-  if (o == GR_HEAL_STARTED &&
-      gr_disk_pread (*d, buf, GR_SB_SIZE, 0) == 0 &&
-      gr_sb_decode (buf, &old) == 0) {
-    if (memcmp (old.uuid, sb.uuid, sizeof sb.uuid) != 0)
-      o = GR_HEAL_OTHER_ARRAY;
-    /* A spare or a replacement that is a current member of this array
-     * the member list left out (yesterday's list after a takeover):
-     * current as assembly counts it (one event behind at most), for a
-     * slot missing since the start (a member failed while running is one
-     * event behind too); not a replacement whose rebuild did not finish
-     * (its superblock says so, or records its slot failed).  Named as
-     * its own slot's replacement it is refused too: given as the member,
-     * it needs no rebuild. */
-    else if (old.index < (uint32_t) gr_members_n (h->ms) &&
-             !(old.flags & GR_SB_FLAG_REBUILDING) &&
-             !gr_sb_failed_test (&old, (int) old.index) &&
-             old.event + 1 >= sb.event &&
-             gr_members_state (h->ms, (int) old.index)
-             == GR_MEMBER_MISSING) {
-      *err = (int) old.index;
-      o = GR_HEAL_CURRENT_MEMBER;
-    }
-  }
-  if (o != GR_HEAL_STARTED) {
-    gr_disk_close (*d);
-    *d = NULL;
-  }
-  return o;
-}
-
-/* Under h->lock.  was: for a spare put in, the member's state before
- * ("failed", "missing"; said in the event), NULL for a replace. */
-static enum gr_heal_outcome
-replace_locked (struct gr_heal *h, int i, const char *path, const char *was,
-                int *err)
-{
-  struct gr_sb sb;
-  enum gr_heal_outcome o;
-  struct gr_disk *d;
-  int r;
-
-  *err = 0;
-  gr_members_sb (h->ms, &sb);
-  if (i < 0 || i >= gr_members_n (h->ms))
-    return GR_HEAL_NO_SUCH_MEMBER;
-  if (gr_members_read_only_p (h->ms))
-    return GR_HEAL_READ_ONLY;
-  if (blocks_rebuild_locked (h))
-    return GR_HEAL_BUSY;
-  if (gr_members_state (h->ms, i) == GR_MEMBER_ACTIVE)
-    return GR_HEAL_ACTIVE;
-  if (gr_members_state (h->ms, i) == GR_MEMBER_REBUILDING)
-    return GR_HEAL_REBUILDING;
-  o = check_path (h, i, path, &d, err);
-  if (o != GR_HEAL_STARTED)
-    return o;
-  /* Its old superblock, bitmap and journal go: until the rebuild ends it
-   * is no member (a restart finds no superblock there). */
-  r = zero_metadata (d, sb.data_offset);
-  if (r < 0) {
-    *err = -r;
-    gr_disk_close (d);
-    return GR_HEAL_IO_ERROR;
-  }
-  switch (gr_members_rebuild_begin (h->ms, i, path, d)) {
-  case GR_MEMBERS_OK:
-    break;
-  case GR_MEMBERS_IO_ERROR:
-    *err = errno;
-    return GR_HEAL_IO_ERROR;
-  case GR_MEMBERS_ARRAY_FAILED: {
-    bool one[GR_MAX_MEMBERS] = { false };
-
-    one[i] = true;
-    gr_members_rebuild_end (h->ms, one, GR_REBUILD_ABANDONED);
-    return GR_HEAL_IO_ERROR;
-  }
-  }
-  h->auto_m[i] = false;
-  if (was)
-    gr_event (GR_EV_SPARE_ACTIVATED, i, path, NULL, "was=%s", was);
-  return rebuild_locked (h, i) ? GR_HEAL_STARTED : GR_HEAL_IO_ERROR;
-}
-
-/* The thread's step, under h->lock: a spare put in for a member that
- * needs one, if nothing stops it. */
-static void
-use_spare_locked (struct gr_heal *h)
-{
-  struct gr_progress p;
-  int i, s, err;
-
-  for (i = 0; i < gr_members_n (h->ms); i++) {
-    const enum gr_member_state st = gr_members_state (h->ms, i);
-
-    if (!h->auto_m[i] || st == GR_MEMBER_REBUILDING)
-      continue;
-    h->auto_m[i] = false;
-    if (st != GR_MEMBER_ACTIVE && !h->stopping) {
-      h->no_auto[i] = true;
-      gr_warn ("the rebuild of member %d onto a spare ended without "
-               "finishing: spares are not used for it again (gpuraidctl "
-               "replace)", i);
-    }
-  }
-  if (h->resume && !blocks_rebuild_locked (h)) {
-    uint64_t front[GR_MAX_MEMBERS];
-
-    gr_members_rebuilding (h->ms, front);
-    for (i = 0; i < gr_members_n (h->ms); i++)
-      if (gr_members_state (h->ms, i) == GR_MEMBER_REBUILDING)
-        gr_warn ("resuming the rebuild of member %d (%s) at stripe %" PRIu64
-                 " (its checkpoint)", i, gr_members_path (h->ms, i),
-                 front[i]);
-    if (!rebuild_locked (h, -1))
-      gr_warn ("the rebuild could not be resumed (see the error before)");
-    h->resume = false;
-    return;
-  }
-  if (h->nspares == 0 || gr_members_read_only_p (h->ms) ||
-      gr_members_too_degraded (h->ms))
-    return;
-  for (i = 0; i < gr_members_n (h->ms); i++) {
-    const enum gr_member_state st = gr_members_state (h->ms, i);
-
-    if ((st != GR_MEMBER_FAILED && st != GR_MEMBER_MISSING) || h->no_auto[i])
-      continue;
-    for (s = 0; s < h->nspares; s++)
-      if (h->spares[s].member == i)
-        break;
-    if (s == h->nspares)
-      for (s = 0; s < h->nspares; s++)
-        if (h->spares[s].member < 0)
-          break;
-    if (s == h->nspares)
-      continue;
-    if (h->scrub) {             /* a rebuild comes first */
-      gr_scrub_progress (h->scrub, &p);
-      if (p.state == GR_JOB_RUNNING) {
-        gr_warn ("scrub stopped to rebuild member %d onto a spare; the "
-                 "next gpuraidctl scrub goes on from there", i);
-        gr_scrub_stop (h->scrub);
-      }
-    }
-    if (blocks_rebuild_locked (h))
-      return;
-    {
-      struct spare sp = h->spares[s];
-
-      memmove (&h->spares[s], &h->spares[s + 1],
-               (size_t) (h->nspares - s - 1) * sizeof *h->spares);
-      h->nspares--;
-      if (replace_locked (h, i, sp.path, st == GR_MEMBER_FAILED ? "failed"
-                          : "missing", &err) == GR_HEAL_STARTED) {
-        gr_warn ("member %d is %s: rebuilding it onto %s %s", i,
-                 st == GR_MEMBER_FAILED ? "failed" : "missing",
-                 sp.member < 0 ? "spare" : "its replacement (replace=)",
-                 sp.path);
-        h->auto_m[i] = true;
-      }
-      else
-        gr_warn ("%s %s cannot take member %d's place (%s): dropped",
-                 sp.member < 0 ? "spare" : "replacement", sp.path, i,
-                 err > 0 ? strerror (err) : "it changed since it was "
-                 "added");
-      free (sp.path);
-    }
-  }
-}
-
 void
 gr_heal_journal_again (struct gr_heal *h)
 {
@@ -337,7 +97,7 @@ gr_heal_member_failed (struct gr_heal *h)
   gr_heal_journal_again (h);
   pthread_mutex_lock (&h->lock);
   if (h->started && !h->stopping)
-    use_spare_locked (h);
+    gr_heal_use_spare_locked (h);
   pthread_mutex_unlock (&h->lock);
 }
 
@@ -353,7 +113,7 @@ heal_thread (void *arg)
     pthread_mutex_unlock (&h->lock);
     gr_heal_journal_again (h);
     pthread_mutex_lock (&h->lock);
-    use_spare_locked (h);
+    gr_heal_use_spare_locked (h);
     clock_gettime (CLOCK_REALTIME, &t);
     t.tv_nsec += 200 * 1000 * 1000;
     if (t.tv_nsec >= 1000000000) {
@@ -420,6 +180,10 @@ gr_heal_free (struct gr_heal *h)
   gr_scrub_free (h->scrub);     /* records where the next one goes on */
   for (int s = 0; s < h->nspares; s++)
     free (h->spares[s].path);
+  for (int i = 0; i < GR_MAX_MEMBERS; i++) {
+    gr_disk_close (h->back[i].d);
+    free (h->back[i].path);
+  }
   pthread_cond_destroy (&h->cond);
   pthread_mutex_destroy (&h->lock);
   free (h);
@@ -435,70 +199,6 @@ gr_heal_set_rate (struct gr_heal *h, uint64_t rate)
   if (h->scrub)
     gr_scrub_set_rate (h->scrub, rate);
   pthread_mutex_unlock (&h->lock);
-}
-
-enum gr_heal_outcome
-gr_heal_replace (struct gr_heal *h, int i, const char *path, int *err)
-{
-  enum gr_heal_outcome o;
-
-  pthread_mutex_lock (&h->lock);
-  o = replace_locked (h, i, path, NULL, err);
-  if (o == GR_HEAL_STARTED)
-    h->no_auto[i] = false;
-  pthread_mutex_unlock (&h->lock);
-  return o;
-}
-
-enum gr_heal_outcome
-gr_heal_spare_add (struct gr_heal *h, const char *path, int member,
-                   int *err)
-{
-  enum gr_heal_outcome o = GR_HEAL_STARTED;
-  char *copy;
-  struct gr_disk *d;
-
-  *err = 0;
-  pthread_mutex_lock (&h->lock);
-  if (member >= gr_members_n (h->ms))
-    o = GR_HEAL_NO_SUCH_MEMBER;
-  else if (member >= 0 && gr_members_state (h->ms, member)
-           == GR_MEMBER_ACTIVE)
-    o = GR_HEAL_ACTIVE;
-  else if (gr_members_read_only_p (h->ms))
-    o = GR_HEAL_READ_ONLY;
-  else if (h->nspares == MAX_SPARES) {
-    o = GR_HEAL_IO_ERROR;
-    *err = ENOSPC;
-  }
-  else if ((o = check_path (h, member, path, &d, err)) == GR_HEAL_STARTED) {
-    gr_disk_close (d);
-    copy = strdup (path);
-    if (copy == NULL) {
-      o = GR_HEAL_IO_ERROR;
-      *err = ENOMEM;
-    }
-    else {
-      h->spares[h->nspares++] = (struct spare) { .path = copy,
-                                                 .member = member };
-      pthread_cond_broadcast (&h->cond);
-    }
-  }
-  pthread_mutex_unlock (&h->lock);
-  return o;
-}
-
-bool
-gr_heal_spare (struct gr_heal *h, int i, char *path, size_t len)
-{
-  bool r;
-
-  pthread_mutex_lock (&h->lock);
-  r = i < h->nspares;
-  if (r)
-    snprintf (path, len, "%s", h->spares[i].path);
-  pthread_mutex_unlock (&h->lock);
-  return r;
 }
 
 void
@@ -556,13 +256,21 @@ gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
     snprintf (buf, len, "%d members have failed: no parity is left to "
               "check against (replace members first)", err);
     return;
+  case GR_HEAL_NOT_THIS_MEMBER:
+    snprintf (buf, len, "it holds no superblock of member %d of this array "
+              "(gpuraidctl replace rebuilds onto it)", err);
+    return;
+  case GR_HEAL_NO_PATH:
+    snprintf (buf, len, "the member was missing since the start: give its "
+              "path");
+    return;
   }
   snprintf (buf, len, "?");
 }
 
 int
 gr_heal_rebuild_progress (struct gr_heal *h, struct gr_progress *p,
-                          bool *which)
+                          bool *which, uint64_t *rebuilt, uint64_t *skipped)
 {
   int count = -1;
 
@@ -570,6 +278,7 @@ gr_heal_rebuild_progress (struct gr_heal *h, struct gr_progress *p,
   if (h->rebuild) {
     gr_rebuild_progress (h->rebuild, p);
     count = gr_rebuild_members (h->rebuild, which);
+    gr_rebuild_counts (h->rebuild, rebuilt, skipped);
   }
   pthread_mutex_unlock (&h->lock);
   return count;

@@ -77,12 +77,28 @@ enum gr_heal_outcome {
   GR_HEAL_OTHER_ARRAY,          /* holds another array's superblock */
   GR_HEAL_IO_ERROR,
   GR_HEAL_NO_REDUNDANCY,        /* scrub: m members lost */
+  GR_HEAL_NOT_THIS_MEMBER,      /* re-add: no superblock of that member */
+  GR_HEAL_NO_PATH,              /* re-add: no path known, none given */
 };
 /* gpuraidctl replace: rebuild failed member i onto path.  *err: errno
  * for CANNOT_OPEN and IO_ERROR, the member for IS_MEMBER and
  * CURRENT_MEMBER. */
 enum gr_heal_outcome gr_heal_replace (struct gr_heal *h, int i,
                                       const char *path, int *err);
+/* gpuraidctl re-add: member i (failed or missing) back from path (NULL:
+ * the path it had), which must hold this member's superblock: where it
+ * left while the degraded map was kept (format.h: gr_readd_covered),
+ * only the regions written since are rebuilt (*full false), else all of
+ * it (*full true).  *err: errno for CANNOT_OPEN and IO_ERROR, the member
+ * for IS_MEMBER and NOT_THIS_MEMBER. */
+enum gr_heal_outcome gr_heal_readd (struct gr_heal *h, int i,
+                                    const char *path, bool *full, int *err);
+/* At assembly: member i is back on d (assemble: GR_SLOT_READD), re-added
+ * as soon as no resync stops it (d owned from now on). */
+void gr_heal_readd_at_start (struct gr_heal *h, int i, const char *path,
+                             struct gr_disk *d);
+/* The bytes of array data a re-add rebuilds now (the degraded map's). */
+uint64_t gr_heal_readd_bytes (struct gr_heal *h);
 /* A spare (member < 0) or the replacement for member (replace=): checked
  * now, STARTED when taken into the list. */
 enum gr_heal_outcome gr_heal_spare_add (struct gr_heal *h, const char *path,
@@ -94,11 +110,13 @@ bool gr_heal_spare (struct gr_heal *h, int i, char *path, size_t len);
 void gr_heal_explain (enum gr_heal_outcome o, int err, char *buf,
                       size_t len);
 
-/* The rebuild started last (running or ended): its progress and its
- * members into which[] (GR_MAX_MEMBERS), how many; -1 if none was
+/* The rebuild started last (running or ended): its progress, its
+ * members into which[] (GR_MAX_MEMBERS), the stripes rebuilt and skipped
+ * (rebuild.h: gr_rebuild_counts), how many members; -1 if none was
  * started. */
-int gr_heal_rebuild_progress (struct gr_heal *h,
-                              struct gr_progress *p, bool *which);
+int gr_heal_rebuild_progress (struct gr_heal *h, struct gr_progress *p,
+                              bool *which, uint64_t *rebuilt,
+                              uint64_t *skipped);
 
 /* gpuraidctl scrub [--repair]: going on from where the last one stopped
  * (*from, a stripe).  STARTED, BUSY, READ_ONLY (repair), NO_REDUNDANCY

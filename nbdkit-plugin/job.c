@@ -90,9 +90,13 @@ job_thread (void *arg)
 
   for (;;) {
     uint64_t end = g->stripes, ns;
+    bool light = false;
 
     switch (j->def.next (j->def.arg, drained, &s, &end)) {
     case GR_JOB_GO:
+      break;
+    case GR_JOB_GO_LIGHT:
+      light = true;
       break;
     case GR_JOB_GO_FROM:
       pthread_mutex_lock (&j->lock);
@@ -118,7 +122,7 @@ job_thread (void *arg)
     drained = false;
     if (s >= end)
       goto end;                 /* nothing left */
-    ns = gr_pace_batch (j->pace, width, j->def.batch);
+    ns = light ? j->def.batch : gr_pace_batch (j->pace, width, j->def.batch);
     if (ns > end - s)
       ns = end - s;
     if (!gr_exec_lanes_submit (j->lanes, s, ns)) {
@@ -126,7 +130,8 @@ job_thread (void *arg)
       goto end;
     }
     s += ns;
-    moved = __atomic_add_fetch (&j->moved, ns * width, __ATOMIC_RELAXED);
+    moved = __atomic_add_fetch (&j->moved, light ? 0 : ns * width,
+                                __ATOMIC_RELAXED);
     pct = pct_of (j);
     if (!tenths (j, &last_pct, pct)) {
       st = GR_JOB_FAILED;

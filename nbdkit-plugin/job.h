@@ -50,6 +50,11 @@ enum gr_job_next {
   GR_JOB_GO,                    /* a batch from *s, ending by *end */
   GR_JOB_GO_FROM,               /* the same, progress counted again from
                                  * *s (a rebuild that goes back) */
+  GR_JOB_GO_LIGHT,              /* a batch from *s, ending by *end, that
+                                 * moves little data (a rebuild's regions
+                                 * never written): the job's largest
+                                 * batch, the pace neither counting nor
+                                 * waiting for it */
   GR_JOB_DRAIN,                 /* wait for the batches in flight, then
                                  * ask again (drained: true) */
   GR_JOB_END,                   /* done */

@@ -29,6 +29,8 @@ struct member {
    * rebuild's own writes below wfront (>= front). */
   int rebuilding;
   uint64_t front, wfront;
+  bool readd;                   /* the rebuild is a re-add: the member
+                                 * itself, back (GR_SB_FLAG_READD) */
 };
 
 struct gr_members {
@@ -49,6 +51,8 @@ struct gr_members {
   void *on_dirty_arg;
   int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
   unsigned max_read_errors;     /* set before I/O (max-read-errors=) */
+  bool maps_kept;               /* the degraded map is kept while a member
+                                 * is failed (sb.degraded_since) */
 };
 
 /* Under ms->lock: write the superblock, event + 1, to every live

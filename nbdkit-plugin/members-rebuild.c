@@ -16,7 +16,7 @@
  * stripe `at`. */
 static void
 rebuild_set_locked (struct gr_members *ms, int i, const char *path,
-                    struct gr_disk *d, uint64_t at)
+                    struct gr_disk *d, uint64_t at, bool readd)
 {
   struct member *mb = &ms->mem[i];
   char *p = path ? strdup (path) : NULL;
@@ -31,7 +31,9 @@ rebuild_set_locked (struct gr_members *ms, int i, const char *path,
     mb->path = p;
   }
   mb->disk = d;
-  snprintf (mb->why, sizeof mb->why, "being rebuilt");
+  mb->readd = readd;
+  snprintf (mb->why, sizeof mb->why, readd ? "being re-added"
+            : "being rebuilt");
   __atomic_store_n (&mb->front, front, __ATOMIC_RELEASE);
   __atomic_store_n (&mb->wfront, front, __ATOMIC_RELEASE);
   __atomic_store_n (&mb->rebuilding, 1, __ATOMIC_RELEASE);
@@ -66,6 +68,8 @@ write_own_sb_locked (struct gr_members *ms, int i, struct gr_disk *d,
 
   own.index = (uint32_t) i;
   own.flags |= GR_SB_FLAG_REBUILDING;
+  if (ms->mem[i].readd)
+    own.flags |= GR_SB_FLAG_READD;
   own.rebuild_id = id;
   memset (own.rebuild_set, 0, sizeof own.rebuild_set);
   gr_sb_rebuild_put (&own, i, true);
@@ -79,7 +83,7 @@ write_own_sb_locked (struct gr_members *ms, int i, struct gr_disk *d,
 
 enum gr_members_outcome
 gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
-                          struct gr_disk *d)
+                          struct gr_disk *d, bool readd)
 {
   enum gr_members_outcome r = GR_MEMBERS_OK;
   bool join = false;
@@ -88,6 +92,7 @@ gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
 
   pthread_mutex_lock (&ms->lock);
   id = ms->sb.event + 1;
+  ms->mem[i].readd = readd;
   /* Its own superblock first: REBUILDING, named by the event of the
    * update that records the rebuild on the members (docs/format.md). */
   e = write_own_sb_locked (ms, i, d, id);
@@ -124,18 +129,24 @@ gr_members_rebuild_begin (struct gr_members *ms, int i, const char *path,
   gr_sb_rebuild_put (&ms->sb, i, true);
   ms->sb.rebuild_at = 0;
   r = gr_members_write_sbs_locked (ms);
-  rebuild_set_locked (ms, i, path, d, 0);
+  rebuild_set_locked (ms, i, path, d, 0, readd);
   pthread_mutex_unlock (&ms->lock);
   return r;
 }
 
 void
 gr_members_rebuild_resume (struct gr_members *ms, int i, const char *path,
-                           struct gr_disk *d, uint64_t at)
+                           struct gr_disk *d, uint64_t at, bool readd)
 {
   pthread_mutex_lock (&ms->lock);
-  rebuild_set_locked (ms, i, path, d, at);
+  rebuild_set_locked (ms, i, path, d, at, readd);
   pthread_mutex_unlock (&ms->lock);
+}
+
+bool
+gr_members_rebuild_readd (const struct gr_members *ms, int i)
+{
+  return rebuilding (ms, i) && ms->mem[i].readd;
 }
 
 void

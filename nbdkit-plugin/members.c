@@ -128,6 +128,12 @@ gr_members_keep_dirty (struct gr_members *ms)
 }
 
 void
+gr_members_keep_maps (struct gr_members *ms)
+{
+  ms->maps_kept = true;
+}
+
+void
 gr_members_read_only (struct gr_members *ms)
 {
   ms->read_only = true;
@@ -198,14 +204,28 @@ enum gr_members_outcome
 gr_members_write_sbs_locked (struct gr_members *ms)
 {
   uint8_t buf[GR_SB_SIZE];
+  uint64_t first;
   bool redo;
   int i, r;
 
   if (ms->read_only)
     return ms->nfailed > ms->m ? GR_MEMBERS_ARRAY_FAILED : GR_MEMBERS_OK;
+  /* A member back in use is no longer one the operator removed. */
+  for (i = 0; i < ms->n; i++)
+    if (!gr_sb_failed_test (&ms->sb, i))
+      gr_sb_removed_put (&ms->sb, i, false);
+  first = ms->sb.event + 1;
   do {
     redo = false;
     ms->sb.event++;
+    /* The degraded map (bitmap.h) marks every write from the first
+     * update that records a failed member on, until none is; a member
+     * that fails in an update fails before its first attempt's event
+     * (nothing else was written since: redone at once). */
+    if (!ms->maps_kept || ms->nfailed == 0)
+      ms->sb.degraded_since = 0;
+    else if (ms->sb.degraded_since == 0)
+      ms->sb.degraded_since = first;
     for (i = 0; i < ms->n; i++) {
       struct gr_sb sb = ms->sb;
       char why[128];
@@ -321,6 +341,8 @@ gr_members_fail_keeping (struct gr_members *ms, int i, const char *why)
     r = GR_FAIL_NO_REDUNDANCY;
   else {
     fail_locked (ms, i, why, true);
+    /* Not re-added at a start: the operator took it out. */
+    gr_sb_removed_put (&ms->sb, i, true);
     r = gr_members_write_sbs_locked (ms) == GR_MEMBERS_OK ? GR_FAIL_DONE
       : GR_FAIL_ARRAY_FAILED;
   }
@@ -376,6 +398,8 @@ gr_members_begin_write (struct gr_members *ms)
       ms->sb.flags |= GR_SB_FLAG_JOURNALED;
     if (keeps & GR_KEEPS_BITMAP)
       ms->sb.flags |= GR_SB_FLAG_BITMAP;
+    if (keeps & GR_KEEPS_WRITTEN)
+      ms->sb.flags |= GR_SB_FLAG_WRITTEN;
     r = gr_members_write_sbs_locked (ms);
     if (r == GR_MEMBERS_OK)
       __atomic_store_n (&ms->dirty_on_disk, 1, __ATOMIC_RELEASE);

@@ -41,6 +41,10 @@ void gr_members_set_failed (struct gr_members *ms, int i, const char *path,
                             const char *why);
 /* The array started dirty and degraded: keep the dirty flag on disk. */
 void gr_members_keep_dirty (struct gr_members *ms);
+/* The metadata area holds the written and degraded maps (bitmap.h):
+ * the superblock says from which event on the degraded map is kept
+ * (degraded_since) while a member is failed. */
+void gr_members_keep_maps (struct gr_members *ms);
 /* Salvage: never write to the members (superblocks included). */
 void gr_members_read_only (struct gr_members *ms);
 /* What the session that marks the array dirty keeps (the hook's answer). */
@@ -48,6 +52,7 @@ enum gr_dirty_keeps {
   GR_KEEPS_NOTHING = 0,
   GR_KEEPS_JOURNAL = 1,         /* every write journaled (journal.h) */
   GR_KEEPS_BITMAP = 2,          /* the write-intent bitmap (bitmap.h) */
+  GR_KEEPS_WRITTEN = 4,         /* the written map (GR_SB_FLAG_WRITTEN) */
 };
 /* fn (arg) runs once, under the superblock lock, before the first write
  * marks the array dirty (it must not fail members); it says what the
@@ -103,7 +108,9 @@ enum gr_members_outcome gr_members_fail (struct gr_members *ms, int i,
   __attribute__ ((format (printf, 3, 4)));
 /* The operator fails member i (why: for the log and the superblock
  * record), but only while that keeps the array working: not a member
- * that has failed already, not when m have failed, not read-only. */
+ * that has failed already, not when m have failed, not read-only.  It
+ * is recorded as removed: no start re-adds it (gpuraidctl re-add
+ * does). */
 enum gr_members_fail_outcome {
   GR_FAIL_DONE,                 /* failed, recorded on the survivors */
   GR_FAIL_ALREADY,              /* it had failed (or is missing) */
@@ -242,15 +249,21 @@ void gr_members_close (struct gr_members *ms);
  * 0.  While other replacements are being rebuilt it joins them: the
  * rebuild gets a new id (their own superblocks rewritten with it) and
  * the checkpoint goes back to 0.  d is owned from now on (closed on
- * IO_ERROR). */
+ * IO_ERROR).  readd: d is the member itself, back (its own superblock
+ * says READD): its rebuild keeps what the degraded map does not mark
+ * (rebuild.h). */
 enum gr_members_outcome gr_members_rebuild_begin (struct gr_members *ms,
                                                   int i, const char *path,
-                                                  struct gr_disk *d);
+                                                  struct gr_disk *d,
+                                                  bool readd);
 /* At assembly: slot i (failed) is a replacement of the rebuild the
- * superblock records, rebuilt up to stripe at; nothing is written. */
+ * superblock records (a re-add: readd), rebuilt up to stripe at;
+ * nothing is written. */
 void gr_members_rebuild_resume (struct gr_members *ms, int i,
                                 const char *path, struct gr_disk *d,
-                                uint64_t at);
+                                uint64_t at, bool readd);
+/* Is member i being re-added (rather than rebuilt onto a replacement)? */
+bool gr_members_rebuild_readd (const struct gr_members *ms, int i);
 /* At assembly: member i of the recorded rebuild is not resumed (its
  * replacement not given, or stale): it is dropped from the record (the
  * whole record if no member is left in progress), so that the superblock

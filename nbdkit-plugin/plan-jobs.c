@@ -110,9 +110,30 @@ by_pattern (const struct gr_plan_ctx *c, struct gr_plan *p, uint64_t ns,
 
 /* --- rebuild ------------------------------------------------------------- */
 
+/* Member i's chunks of stripes [from, s0 + ns) (from >= s0) zeroed:
+ * punched or zeroed in one fallocate where the members allow it, else
+ * written from zeros a chunk at a time. */
+static void
+zero_chunks (const struct gr_plan_ctx *c, struct gr_plan *p, int i,
+             uint64_t from, uint64_t end)
+{
+  const size_t C = c->g->chunk;
+
+  if (from >= end)
+    return;
+  if (c->falloc & (GR_FALLOC_PUNCH | GR_FALLOC_ZERO)) {
+    add_io (p->write, &p->nwrite, (c->falloc & GR_FALLOC_PUNCH)
+            ? GR_IO_PUNCH : GR_IO_ZERO_RANGE, i, moff (c, from, 0),
+            (end - from) * C, loc (GR_SPACE_ZERO, 0));
+    return;
+  }
+  for (uint64_t s = from; s < end; s++)
+    add_write (p, i, moff (c, s, 0), C, loc (GR_SPACE_ZERO, 0));
+}
+
 enum gr_plan_kind
-gr_plan_rebuild (const struct gr_plan_ctx *c, const bool *want, uint64_t s0,
-                 uint64_t ns, struct gr_plan *p)
+gr_plan_rebuild (const struct gr_plan_ctx *c, const enum gr_rb_action *act,
+                 uint64_t s0, uint64_t ns, struct gr_plan *p)
 {
   const struct gr_geom *g = c->g;
   const int k = g->k, m = g->m, n = k + m;
@@ -125,8 +146,8 @@ gr_plan_rebuild (const struct gr_plan_ctx *c, const bool *want, uint64_t s0,
     return p->kind = GR_PLAN_REFUSE;
   p->rb_end = gr_map_member_offset (g, s0 + ns, 0);
   p->scratch_len = ns * (size_t) n * C;
-  /* Each stripe: the wanted members' chunks where their front is not
-   * past it, rebuilt from its first k live chunks. */
+  /* Each stripe: the members decoded where their front is not past it,
+   * rebuilt from its first k live chunks. */
   for (s = 0; s < ns; s++) {
     bool lst[GR_MAX_MEMBERS], wnt[GR_MAX_MEMBERS] = { false };
     int surv[GR_MAX_MEMBERS], nw = 0;
@@ -134,11 +155,13 @@ gr_plan_rebuild (const struct gr_plan_ctx *c, const bool *want, uint64_t s0,
     for (i = 0; i < n; i++)
       lst[i] = lost (c, s0 + s, i);
     for (i = 0; i < n; i++)
-      if (want[i] && c->failed[i] &&
+      if (act[i] != GR_RB_NONE && c->failed[i] &&
           (c->rb_front == NULL || c->rb_front[i] <= s0 + s)) {
-        wnt[gr_map_index (g, s0 + s, i)] = true;
         p->rb_adv[i] = true;
-        nw++;
+        if (act[i] == GR_RB_DECODE) {
+          wnt[gr_map_index (g, s0 + s, i)] = true;
+          nw++;
+        }
       }
     ner[s] = nw > 0 ? gr_reconstruct_choose (k, m, lst, wnt, ER (s), surv)
       : DONE;
@@ -153,17 +176,24 @@ gr_plan_rebuild (const struct gr_plan_ctx *c, const bool *want, uint64_t s0,
   }
   /* One coding step per erasure pattern. */
   by_pattern (c, p, ns, rebuild_blocks);
-  /* The writes: each member from its front on. */
+  /* The writes: each member from its front on (kept: none). */
   for (i = 0; i < n; i++) {
+    const uint64_t from = c->rb_front && c->rb_front[i] > s0
+      ? c->rb_front[i] : s0;
+
     if (!p->rb_adv[i])
       continue;
-    for (s = 0; s < ns; s++)
-      if (c->rb_front == NULL || c->rb_front[i] <= s0 + s)
+    if (act[i] == GR_RB_ZERO)
+      zero_chunks (c, p, i, from, s0 + ns);
+    else if (act[i] == GR_RB_DECODE)
+      for (s = from - s0; s < ns; s++)
         add_write (p, i, moff (c, s0 + s, 0), C,
                    loc (GR_SPACE_SCRATCH,
                         (s * n + (size_t) gr_map_index (g, s0 + s, i)) * C));
   }
-  if (p->nwrite == 0)
+  for (i = 0; i < n && !p->rb_adv[i]; i++)
+    ;
+  if (i == n)
     p->kind = GR_PLAN_SKIP;     /* below every front: rebuilt already */
   return p->kind;
 }

@@ -256,16 +256,30 @@ bool gr_plan_fits (const struct gr_plan *p, const struct gr_geom *g,
 enum gr_plan_kind gr_plan_skip (const struct gr_plan_ctx *c, uint64_t s0,
                                 uint64_t ns, struct gr_plan *p);
 
-/* A rebuild's batch: the members in want[] (being rebuilt: c->failed
- * says lost, c->rb_front their fronts, or NULL for 0) rebuilt on stripes
- * [s0, s0 + ns) where their front is not past the stripe, each stripe's
- * chunks reconstructed from its first k live chunks (a member being
- * rebuilt is no survivor), one coding step per erasure pattern; blocks
- * in scratch (ns * (k + m) chunks).  The members written get rb_adv and
- * rb_end.  GR_PLAN_SKIP if no stripe needs it, GR_PLAN_REFUSE if a
- * stripe has fewer than k live chunks. */
+/* What a rebuild's batch does for a member. */
+enum gr_rb_action {
+  GR_RB_NONE,                   /* not rebuilt */
+  GR_RB_DECODE,                 /* its chunks reconstructed and written */
+  GR_RB_ZERO,                   /* its chunks zeroed (a region never
+                                 * written: a replacement reads zeros
+                                 * there as the others do) */
+  GR_RB_KEEP,                   /* its chunks left as they are (a member
+                                 * re-added: a region not written since it
+                                 * left) */
+};
+
+/* A rebuild's batch: the members with an action in act[] (being
+ * rebuilt: c->failed says lost, c->rb_front their fronts, or NULL for 0)
+ * rebuilt on stripes [s0, s0 + ns) where their front is not past the
+ * stripe: decoded, each stripe's chunks reconstructed from its first k
+ * live chunks (a member being rebuilt is no survivor), one coding step
+ * per erasure pattern, blocks in scratch (ns * (k + m) chunks); zeroed
+ * (punched or zeroed in one fallocate, or written from zeros where the
+ * members allow neither); kept (no access).  The members rebuilt get
+ * rb_adv and rb_end.  GR_PLAN_SKIP if no stripe needs it, GR_PLAN_REFUSE
+ * if a stripe to decode has fewer than k live chunks. */
 enum gr_plan_kind gr_plan_rebuild (const struct gr_plan_ctx *c,
-                                   const bool *want, uint64_t s0,
+                                   const enum gr_rb_action *act, uint64_t s0,
                                    uint64_t ns, struct gr_plan *p);
 
 /* A scrub's batch, stripes [s0, s0 + ns): every live chunk read, the

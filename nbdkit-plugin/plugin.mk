@@ -15,11 +15,11 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # bitmap.c and journal.c keep them at run time.  Linked with format/,
 # storage/, raidmap/, gf/ and gpu/ (with CUDA).  docs/design.md is the
 # map.
-PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o \
-              resync.o journal.o bitmap.o cksum.o exec-repair.o exec-cksum.o io.o extents.o plan.o \
+PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o array-probe.o \
+              resync.o journal.o bitmap.o bitmap-maps.o cksum.o exec-repair.o exec-cksum.o io.o extents.o plan.o \
               plan-jobs.o exec.o exec-lanes.o job.o replay.o \
               members.o members-io.o members-rebuild.o control.o \
-              status.o pace.o rebuild.o scrub.o heal.o \
+              status.o pace.o rebuild.o scrub.o heal.o heal-replace.o \
               coding.o reqpin.o scratch.o pool.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o events.o)
 
@@ -40,7 +40,7 @@ $(PLUGIN_SO): $(PLUGIN_OBJS) $(LIBFORMAT) storage/libgrstorage.a \
 	$(CC) $(LDFLAGS_ALL) -shared \
 	  -Wl,--version-script=nbdkit-plugin/plugin.syms -o $@ \
 	  $(PLUGIN_OBJS) $(LIBFORMAT) storage/libgrstorage.a \
-	  raidmap/libgrmap.a $(LIBGF) $(GF_LDLIBS) \
+	  raidmap/libgrmap.a $(LIBGF) $(GF_LDLIBS) $(FORMAT_LDLIBS) \
 	  $(if $(HAVE_CUDA),$(LIBGPU) $(GPU_LDLIBS)) $(STORAGE_LDLIBS)
 
 # Unit tests without nbdkit.

@@ -29,7 +29,40 @@ struct gr_rebuild {
   bool added[GR_MAX_MEMBERS];   /* joining at the next batch */
   bool closed;                  /* the pass takes no more members */
   char names[1024];             /* which[], as a list "1, 3" */
+  /* Each member's stripes decoded, zeroed (never written) and kept (a
+   * re-add's, not written since it left) by the batches done. */
+  uint64_t decoded[GR_MAX_MEMBERS], zeroed[GR_MAX_MEMBERS],
+    kept[GR_MAX_MEMBERS];
 };
+
+/* Do the stripes [s0, s0 + ns) hold a region written, degraded? */
+static void
+range_maps (struct gr_rebuild *rb, uint64_t s0, uint64_t ns, bool *anyw,
+            bool *anyd)
+{
+  uint64_t s = s0;
+
+  *anyw = *anyd = false;
+  while (s < s0 + ns && !(*anyw && *anyd)) {
+    bool w, d;
+
+    s = gr_bitmap_maps_run (rb->b, s, &w, &d);
+    *anyw |= w;
+    *anyd |= d;
+  }
+}
+
+/* What the batch does for member i of the pass (being rebuilt), the
+ * stripes holding a region written (anyw), one written since the
+ * degraded map began (anyd): a re-add rebuilds only the latter, a
+ * replacement the former and zeroes the rest. */
+static enum gr_rb_action
+action (struct gr_rebuild *rb, int i, bool anyw, bool anyd)
+{
+  if (gr_members_rebuild_readd (gr_exec_members (rb->x), i))
+    return anyd ? GR_RB_DECODE : GR_RB_KEEP;
+  return anyw ? GR_RB_DECODE : GR_RB_ZERO;
+}
 
 /* The members of the pass as a list "1, 3", into buf[len]. */
 static const char *
@@ -77,9 +110,18 @@ take_added_locked (struct gr_rebuild *rb, int n, uint64_t *s)
 static void
 finished (struct gr_rebuild *rb, int i, const char *result)
 {
+  uint64_t d, z, k;
+
+  pthread_mutex_lock (&rb->lock);
+  d = rb->decoded[i];
+  z = rb->zeroed[i];
+  k = rb->kept[i];
+  pthread_mutex_unlock (&rb->lock);
   gr_event (GR_EV_REBUILD_FINISHED, i,
             gr_members_path (gr_exec_members (rb->x), i), NULL,
-            "result=%s seconds=%.1f", result, gr_job_seconds (rb->job));
+            "result=%s seconds=%.1f rebuilt_stripes=%" PRIu64
+            " zeroed_stripes=%" PRIu64 " kept_stripes=%" PRIu64, result,
+            gr_job_seconds (rb->job), d, z, k);
 }
 
 /* The job's next batch (job.h). */
@@ -140,8 +182,20 @@ rebuild_next (void *arg, bool drained, uint64_t *s, uint64_t *end)
     list (rb->which, n, rb->names, sizeof rb->names);
     pthread_mutex_unlock (&rb->lock);
   }
-  *end = g->stripes;
-  return left == 0 ? GR_JOB_FAIL : r;
+  if (left == 0)
+    return GR_JOB_FAIL;
+  /* A run of regions alike: one with nothing to decode goes fast. */
+  {
+    bool w, d, decode = false;
+
+    *end = gr_bitmap_maps_run (rb->b, *s, &w, &d);
+    pthread_mutex_lock (&rb->lock);
+    for (i = 0; i < n; i++)
+      if (rb->which[i] && action (rb, i, w, d) == GR_RB_DECODE)
+        decode = true;
+    pthread_mutex_unlock (&rb->lock);
+    return r == GR_JOB_GO && !decode ? GR_JOB_GO_LIGHT : r;
+  }
 }
 
 /* A batch's plan (exec.h), its stripes held: the members of the pass
@@ -153,21 +207,49 @@ rebuild_plan (void *arg, const struct gr_plan_ctx *c, uint64_t s0,
   struct gr_rebuild *rb = arg;
   struct gr_members *ms = gr_exec_members (rb->x);
   const struct gr_geom *g = gr_exec_geom (rb->x);
-  bool want[GR_MAX_MEMBERS];
+  enum gr_rb_action act[GR_MAX_MEMBERS];
+  bool anyw, anyd;
 
+  /* The maps as they are now, the stripes held: a write there since the
+   * batch was cut made its region written before its member writes. */
+  range_maps (rb, s0, ns, &anyw, &anyd);
   pthread_mutex_lock (&rb->lock);
   for (int i = 0; i < g->k + g->m; i++)
-    want[i] = rb->which[i] &&
-      gr_members_state (ms, i) == GR_MEMBER_REBUILDING;
+    act[i] = rb->which[i] && gr_members_state (ms, i) == GR_MEMBER_REBUILDING
+      ? action (rb, i, anyw, anyd) : GR_RB_NONE;
   pthread_mutex_unlock (&rb->lock);
-  return gr_plan_rebuild (c, want, s0, ns, p);
+  return gr_plan_rebuild (c, act, s0, ns, p);
 }
 
+/* A batch done: what it did for each member, counted. */
 static void
 rebuild_done (void *arg, const struct gr_plan *p, enum gr_exec_outcome o,
               const struct gr_exec_result *res)
 {
-  /* The position (job.h) is all a rebuild keeps of its batches. */
+  struct gr_rebuild *rb = arg;
+  const struct gr_geom *g = gr_exec_geom (rb->x);
+  uint64_t dec[GR_MAX_MEMBERS] = { 0 }, zer[GR_MAX_MEMBERS] = { 0 };
+
+  if (o != GR_EXEC_DONE || p->kind != GR_PLAN_REBUILD)
+    return;
+  for (size_t w = 0; w < p->nwrite; w++) {
+    const struct gr_io *io = &p->write[w];
+
+    if (io->kind == GR_IO_PUNCH || io->kind == GR_IO_ZERO_RANGE ||
+        io->buf.space == GR_SPACE_ZERO)
+      zer[io->member] += io->len / g->chunk;
+    else
+      dec[io->member] += io->len / g->chunk;
+  }
+  pthread_mutex_lock (&rb->lock);
+  for (int i = 0; i < g->k + g->m; i++)
+    if (p->rb_adv[i]) {
+      rb->decoded[i] += dec[i];
+      rb->zeroed[i] += zer[i];
+      if (dec[i] + zer[i] < p->nstripes)
+        rb->kept[i] += p->nstripes - dec[i] - zer[i];
+    }
+  pthread_mutex_unlock (&rb->lock);
 }
 
 /* The replacements' block checksums are written before they are synced
@@ -221,10 +303,12 @@ rebuild_finish (void *arg, enum gr_job_state st)
   const struct gr_geom *g = gr_exec_geom (rb->x);
   const int n = g->k + g->m;
   const uint64_t pos = gr_job_position (rb->job);
-  bool which[GR_MAX_MEMBERS];
+  bool which[GR_MAX_MEMBERS], readd[GR_MAX_MEMBERS];
   double busy[3];
   int i;
 
+  for (i = 0; i < n; i++)
+    readd[i] = gr_members_rebuild_readd (ms, i);
   gr_job_busy (rb->job, busy);
   gr_debug ("rebuild: %.1f s, in which its %d lanes were reading %.1f s, "
             "coding %.1f s and writing %.1f s", gr_job_seconds (rb->job),
@@ -249,17 +333,32 @@ rebuild_finish (void *arg, enum gr_job_state st)
     gr_bitmap_checkpoint (rb->b);
     for (i = 0; i < n; i++)
       if (which[i]) {
-        if (gr_members_state (ms, i) == GR_MEMBER_ACTIVE)
+        if (gr_members_state (ms, i) == GR_MEMBER_ACTIVE && readd[i])
+          gr_warn ("re-add of member %d (%s) done in %.1f s: %" PRIu64
+                   " of %" PRIu64 " stripes rebuilt (written since it "
+                   "left), %" PRIu64 " kept; %d of %d members failed", i,
+                   gr_members_path (ms, i), gr_job_seconds (rb->job),
+                   rb->decoded[i], g->stripes, rb->kept[i],
+                   gr_members_nfailed (ms), n);
+        else if (gr_members_state (ms, i) == GR_MEMBER_ACTIVE)
           gr_warn ("rebuild of member %d (%s) done: %" PRIu64 " stripes in "
-                   "%.1f s; %d of %d members failed", i,
+                   "%.1f s (%" PRIu64 " rebuilt, %" PRIu64 " never written: "
+                   "zeroed); %d of %d members failed", i,
                    gr_members_path (ms, i), g->stripes,
-                   gr_job_seconds (rb->job), gr_members_nfailed (ms), n);
+                   gr_job_seconds (rb->job), rb->decoded[i], rb->zeroed[i],
+                   gr_members_nfailed (ms), n);
         else
           gr_warn ("rebuild of member %d (%s) failed at its end (see the "
                    "error before): the member stays failed", i,
                    gr_members_path (ms, i));
-        finished (rb, i, gr_members_state (ms, i) == GR_MEMBER_ACTIVE
-                  ? "done" : "failed");
+        if (gr_members_state (ms, i) == GR_MEMBER_ACTIVE && readd[i])
+          gr_event (GR_EV_RE_ADDED, i, gr_members_path (ms, i), NULL,
+                    "rebuilt_stripes=%" PRIu64 " kept_stripes=%" PRIu64
+                    " seconds=%.1f", rb->decoded[i], rb->kept[i],
+                    gr_job_seconds (rb->job));
+        else
+          finished (rb, i, gr_members_state (ms, i) == GR_MEMBER_ACTIVE
+                    ? "done" : "failed");
       }
   }
   else if (st == GR_JOB_STOPPED && checkpoint (rb)) {
@@ -330,8 +429,9 @@ gr_rebuild_start (struct gr_exec *x, struct gr_bitmap *b, const bool *which,
     if (which[i])
       gr_event (GR_EV_REBUILD_STARTED, i,
                 gr_members_path (gr_exec_members (x), i), NULL,
-                "from_stripe=%" PRIu64 " stripes=%" PRIu64, from,
-                g->stripes);
+                "from_stripe=%" PRIu64 " stripes=%" PRIu64 " readd=%d", from,
+                g->stripes, gr_members_rebuild_readd (gr_exec_members (x),
+                                                      i));
   /* The job's hooks read rb->job: it is set before they run. */
   pthread_mutex_lock (&rb->lock);
   rb->job = gr_job_start (x, &def, rate, from, from * width);
@@ -377,6 +477,23 @@ gr_rebuild_members (struct gr_rebuild *rb, bool *which)
   }
   pthread_mutex_unlock (&rb->lock);
   return count;
+}
+
+void
+gr_rebuild_counts (struct gr_rebuild *rb, uint64_t *rebuilt,
+                   uint64_t *skipped)
+{
+  const struct gr_geom *g = gr_exec_geom (rb->x);
+
+  *rebuilt = *skipped = 0;
+  pthread_mutex_lock (&rb->lock);
+  for (int i = 0; i < g->k + g->m; i++) {
+    if (rb->decoded[i] > *rebuilt)
+      *rebuilt = rb->decoded[i];
+    if (rb->zeroed[i] + rb->kept[i] > *skipped)
+      *skipped = rb->zeroed[i] + rb->kept[i];
+  }
+  pthread_mutex_unlock (&rb->lock);
 }
 
 void

@@ -3,7 +3,11 @@
  * in one pass.
  *
  * The replacements (members.h: gr_members_rebuild_begin) are filled
- * stripe by stripe from the first k survivors of each stripe, as a job
+ * stripe by stripe from the first k survivors of each stripe, where the
+ * written map (bitmap.h) says a region was ever written (elsewhere a
+ * replacement's chunks are zeroed, in one fallocate where it can be); a
+ * member re-added (the member itself, back) only where the degraded map
+ * says a region was written since it left, the rest kept.  As a job
  * (job.h) whose batches are rebuild plans (plan.h: gr_plan_rebuild; one
  * coding operation per erasure pattern of a batch, in a lane's
  * page-locked buffer where a GPU codes; a tenth of a second's worth
@@ -52,6 +56,11 @@ void gr_rebuild_progress (struct gr_rebuild *rb,
 /* Its members (those still in it, or at its end) into which[i]; how
  * many. */
 int gr_rebuild_members (struct gr_rebuild *rb, bool *which);
+/* The stripes its batches rebuilt (decoded), and skipped (a region
+ * never written, zeroed on a replacement; a re-add's region not written
+ * since the member left, kept), the most for one member of the pass. */
+void gr_rebuild_counts (struct gr_rebuild *rb, uint64_t *rebuilt,
+                        uint64_t *skipped);
 void gr_rebuild_set_rate (struct gr_rebuild *rb, uint64_t rate);
 /* Stop it and wait (a finished one is just freed). */
 void gr_rebuild_stop (struct gr_rebuild *rb);

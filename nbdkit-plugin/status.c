@@ -55,10 +55,12 @@ array_state (struct gr_array *a, struct gr_members *ms, int m)
   const int nf = gr_members_nfailed (ms);
   struct gr_progress p;
   bool which[GR_MAX_MEMBERS];
+  uint64_t rb, sk;
 
   if (nf > m)
     return "failed";
-  if (gr_heal_rebuild_progress (gr_array_heal (a), &p, which) >= 0 &&
+  if (gr_heal_rebuild_progress (gr_array_heal (a), &p, which, &rb,
+                                &sk) >= 0 &&
       p.state == GR_JOB_RUNNING)
     return "rebuilding";
   return nf == 0 ? "healthy" : "degraded";
@@ -291,7 +293,9 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     {
       struct gr_progress q;
       bool which[GR_MAX_MEMBERS];
-      const int nm = gr_heal_rebuild_progress (gr_array_heal (a), &q, which);
+      uint64_t rb, sk;
+      const int nm = gr_heal_rebuild_progress (gr_array_heal (a), &q, which,
+                                               &rb, &sk);
 
       if (nm >= 0) {
         fputs ("{\"members\": [", f);
@@ -300,10 +304,12 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
             fprintf (f, "%s%d", c++ ? ", " : "", j);
         fprintf (f, "], \"state\": \"%s\", \"done_bytes\": %" PRIu64
                  ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
-                 "%.0f, \"rate_limit\": %" PRIu64 ", \"rate_auto\": %s}",
-                 state_name (q.state), q.done_bytes, q.total_bytes,
-                 rate_of (&q), limit_of (q.rate_limit),
-                 auto_of (q.rate_limit));
+                 "%.0f, \"rate_limit\": %" PRIu64 ", \"rate_auto\": %s, "
+                 "\"rebuilt_bytes\": %" PRIu64 ", \"skipped_bytes\": %"
+                 PRIu64 "}", state_name (q.state), q.done_bytes,
+                 q.total_bytes, rate_of (&q), limit_of (q.rate_limit),
+                 auto_of (q.rate_limit), rb * gr_map_stripe_width (g),
+                 sk * gr_map_stripe_width (g));
       }
       else
         fputs ("null", f);
@@ -365,7 +371,9 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
   {
     struct gr_progress q;
     bool which[GR_MAX_MEMBERS];
-    const int nm = gr_heal_rebuild_progress (gr_array_heal (a), &q, which);
+    uint64_t rb, sk;
+    const int nm = gr_heal_rebuild_progress (gr_array_heal (a), &q, which,
+                                             &rb, &sk);
 
     if (nm >= 0) {
       fprintf (f, "rebuild    member%s", nm == 1 ? "" : "s");
@@ -373,10 +381,12 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
         if (which[j])
           fprintf (f, "%s%d", c++ ? "," : " ", j);
       fprintf (f, " %s: %.1f%% (%" PRIu64 " of %" PRIu64
-               " MiB), %.1f MiB/s\n", state_name (q.state),
+               " MiB), %.1f MiB/s; %" PRIu64 " MiB rebuilt, %" PRIu64
+               " MiB skipped (not written)\n", state_name (q.state),
                q.total_bytes ? 100.0 * q.done_bytes / q.total_bytes : 100.0,
                q.done_bytes >> 20, q.total_bytes >> 20,
-               rate_of (&q) / 1048576);
+               rate_of (&q) / 1048576, rb * gr_map_stripe_width (g) >> 20,
+               sk * gr_map_stripe_width (g) >> 20);
     }
   }
   scrub_status (a, f, false, sb.scrub_at, gr_map_stripe_width (g));

@@ -734,11 +734,14 @@ check_resync_check (struct sim *s, const char *what)
 }
 
 /* Rebuild: the failed members in want (each with a random front, below
- * which its replacement holds what it holds) rebuilt in random batches:
- * afterwards each holds the reference chunk at every stripe from its
- * front on and nothing below it changed; no plan touches a live member
- * but to read, k of them for each stripe that needs it, or a failed
- * member not wanted. */
+ * which its replacement holds what it holds) rebuilt in random batches,
+ * each batch with a random action for each of them (decoded, zeroed with
+ * or without fallocate, kept): afterwards each holds, at every stripe
+ * from its front on, the reference chunk where its batch decoded, zeros
+ * where it zeroed and what it held where it kept, and nothing below its
+ * front changed; no plan touches a live member but to read, k of them
+ * for each stripe that a member decodes, or a failed member not
+ * wanted. */
 static void
 check_rebuild (struct sim *s, const bool *want, const char *what)
 {
@@ -748,6 +751,8 @@ check_rebuild (struct sim *s, const bool *want, const char *what)
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .gpu = sim_gpu, .rb_front = front };
   uint8_t *before[GR_MAX_MEMBERS] = { NULL }, *chunk = malloc (C);
+  enum gr_rb_action *done = calloc (s->g.stripes * (size_t) n,
+                                    sizeof *done);
   int i;
 
   for (i = 0; i < n; i++) {
@@ -763,11 +768,17 @@ check_rebuild (struct sim *s, const bool *want, const char *what)
     struct gr_plan *p = s->batch;
     uint64_t reads = 0;
     bool adv[GR_MAX_MEMBERS] = { false };
+    enum gr_rb_action act[GR_MAX_MEMBERS] = { GR_RB_NONE };
 
+    /* Mostly decoded, as most regions are written. */
+    for (i = 0; i < n; i++)
+      if (want[i])
+        act[i] = test_rand () % 2 ? GR_RB_DECODE
+          : test_rand () % 2 ? GR_RB_ZERO : GR_RB_KEEP;
+    c.falloc = (unsigned) (test_rand () % 4);
     for (uint64_t st = s0; st < s0 + ns; st++)
       for (i = 0; i < n; i++)
-        if (want[i] && front[i] <= st) {
-          adv[i] = true;
+        if (want[i] && front[i] <= st && act[i] == GR_RB_DECODE) {
           reads += k;
           break;
         }
@@ -775,9 +786,12 @@ check_rebuild (struct sim *s, const bool *want, const char *what)
       if (want[i] && front[i] < s0 + ns)
         adv[i] = true;
     memset (s->written, 0, sizeof s->written);
-    gr_plan_rebuild (&c, want, s0, ns, p);
+    gr_plan_rebuild (&c, act, s0, ns, p);
     s->nplans[p->kind]++;
-    if (reads == 0) {
+    for (i = 0; i < n; i++)
+      if (adv[i])
+        break;
+    if (i == n) {
       CHECK (p->kind == GR_PLAN_SKIP, "%s: batch %" PRIu64 "+%" PRIu64
              " below every front is %s", what, s0, ns, kind_names[p->kind]);
       continue;
@@ -794,10 +808,22 @@ check_rebuild (struct sim *s, const bool *want, const char *what)
     for (i = 0; i < n; i++)
       CHECK (p->rb_adv[i] == adv[i], "%s: member %d's front %s", what, i,
              adv[i] ? "not moved" : "moved");
+    for (size_t w = 0; w < p->nwrite; w++)
+      CHECK (act[p->write[w].member] != GR_RB_KEEP &&
+             ((p->write[w].kind == GR_IO_PUNCH) ==
+              (act[p->write[w].member] == GR_RB_ZERO &&
+               (c.falloc & GR_FALLOC_PUNCH) != 0)),
+             "%s: member %d (action %d, fallocate %u) written by a %d",
+             what, p->write[w].member, act[p->write[w].member], c.falloc,
+             p->write[w].kind);
     sim_batch (s, p, NULL);
     for (i = 0; i < n; i++)
       CHECK (!s->written[i] || want[i], "%s: rebuild wrote member %d",
              what, i);
+    for (uint64_t st = s0; st < s0 + ns; st++)
+      for (i = 0; i < n; i++)
+        if (want[i] && front[i] <= st)
+          done[st * n + i] = act[i];
   }
   for (i = 0; i < n && test_failures == 0; i++) {
     if (!want[i])
@@ -805,10 +831,15 @@ check_rebuild (struct sim *s, const bool *want, const char *what)
     for (uint64_t st = 0; st < s->g.stripes; st++) {
       const uint64_t off = gr_map_member_offset (&s->g, st, 0);
 
-      if (st < front[i])
+      if (st < front[i] || done[st * n + i] == GR_RB_KEEP)
         CHECK (memcmp (s->mem[i] + off, before[i] + off, C) == 0,
-               "%s: member %d written below its front at stripe %" PRIu64,
-               what, i, st);
+               "%s: member %d written below its front or where kept at "
+               "stripe %" PRIu64, what, i, st);
+      else if (done[st * n + i] == GR_RB_ZERO) {
+        memset (chunk, 0, C);
+        CHECK (memcmp (s->mem[i] + off, chunk, C) == 0, "%s: member %d's "
+               "chunk of stripe %" PRIu64 " not zeroed", what, i, st);
+      }
       else {
         ref_chunk (s, st, i, chunk);
         CHECK (memcmp (s->mem[i] + off, chunk, C) == 0, "%s: member %d's "
@@ -820,6 +851,7 @@ check_rebuild (struct sim *s, const bool *want, const char *what)
     s->live_failed[i] = false;
     free (before[i]);
   }
+  free (done);
   free (chunk);
 }
 
@@ -1080,12 +1112,12 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum)
               k, m, code == GR_CODE_RS ? "rs" : "crs", cksum ? " cksum" : "",
               chunk, set);
     if (nf > m) {
-      bool want[GR_MAX_MEMBERS];
+      enum gr_rb_action act[GR_MAX_MEMBERS];
 
       for (i = 0; i < s.n; i++)
-        want[i] = s.failed[i];
+        act[i] = s.failed[i] ? GR_RB_DECODE : GR_RB_NONE;
       gr_plan_rebuild (&(struct gr_plan_ctx) { .g = &s.g, .lm = s.lm,
-                         .failed = s.failed, .gpu = sim_gpu }, want, 0,
+                         .failed = s.failed, .gpu = sim_gpu }, act, 0,
                        1, s.batch);
       CHECK (s.batch->kind == GR_PLAN_REFUSE, "%s: rebuild not refused",
              what);

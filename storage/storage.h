@@ -101,4 +101,11 @@ int gr_disk_sync (struct gr_disk *d);
  * written zeros. */
 int gr_disk_zero (struct gr_disk *d, uint64_t off, uint64_t len);
 
+/* The storage the shell patterns globs[0 .. n) name (glob(3); scan=,
+ * gpuraidctl scan): regular files and block devices, each once (another
+ * name of one is left out), in the patterns' order.  *paths: the paths
+ * (free with gr_disk_scan_free); their count, or -errno. */
+int gr_disk_scan (const char *const *globs, int n, char ***paths);
+void gr_disk_scan_free (char **paths, int count);
+
 #endif /* GPURAID_STORAGE_H */

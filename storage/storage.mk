@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # storage/ - member storage: local files and block devices, NBD exports
 # (remote.c), batched reads through io_uring (uring.c), whole transfers
-# (fullio.c), behind storage/storage.h.  No nbdkit: the plugin and
+# (fullio.c), what shell patterns name (scan.c), behind storage/storage.h.  No nbdkit: the plugin and
 # gpuraidctl link it.
 #   LIBSTORAGE       the static library
 #   STORAGE_LDLIBS   what a program linking LIBSTORAGE must also link
 LIBSTORAGE = storage/libgrstorage.a
 STORAGE_OBJS = storage/disk.o storage/remote.o storage/uring.o \
-               storage/fullio.o
+               storage/fullio.o storage/scan.o
 
 # liburing (optional): local reads in batches.  NOURING=1 leaves it out.
 ifneq ($(NOURING),1)

@@ -76,7 +76,8 @@ EOF
 }
 # bits FILE: the first 16 bytes of FILE's bitmap, in hex.
 bits () { od -An -v -tx1 -j 4096 -N 16 "$1" | tr -d ' \n'; }
-flags () { od -An -v -tu4 -j 52 -N 4 "$1" | tr -d ' '; }
+# flags FILE: the superblock's state flags, the written map's (16) left out.
+flags () { echo $(( $(od -An -v -tu4 -j 52 -N 4 "$1" | tr -d ' ') & ~16 )); }
 mismatches ()   # the count of stripes gpuraid-check finds inconsistent
 {
   "$CHECK" -k $k -m $m -c $chunk -t rs -o "$doff" "${members[@]}" |

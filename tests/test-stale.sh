@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # A stale member must not be trusted.  Member 1 of a 2+1 and of a 4+2
 # array is removed, the array is written degraded (covering every chunk,
-# so member 1's old contents are wrong everywhere), then member 1 is put
-# back: the data must still read back correctly (after restarts and more
-# writes), and the offline decode without member 1 must match.  For 2+1,
-# putting the stale member back while removing another one leaves only one
-# trusted member: the server must refuse to start.
+# so member 1's old contents are wrong everywhere).  For 2+1, putting the
+# stale member back while removing another one leaves only one trusted
+# member: the server must refuse to start, nothing written.  Then member 1
+# is put back: it is re-added (its chunks written since it left rebuilt
+# from the others, never read as they are): the data must read back
+# correctly, during the re-add and after restarts and more writes, the
+# offline decode without member 1 must match, and once re-added its
+# chunks are right (parity checked with it).
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -54,17 +57,6 @@ while True:
   # Negative control: the member really is stale (before the array sees it).
   expect_check_fails "member 1 is not stale: the test proves nothing" \
     -k $k -m $m -c $chunk -t $code -q "${members[@]}"
-  start_array || { echo "$0: FAIL: start with the stale member back"; exit 1; }
-  expect_verify "$uri" "$ref" "stale member 1 back"
-  seed=$(( seed + 1 ))
-  randio write "$uri" "$ref" --seed $seed --ops 40 --chunk $chunk --k $k ||
-    { echo "$0: FAIL: random I/O with the stale member present"; exit 1; }
-  stop_nbdkit "$pid"
-  start_array || { echo "$0: FAIL: restart with the stale member"; exit 1; }
-  expect_verify "$uri" "$ref" "restart with stale member 1 present"
-  stop_nbdkit "$pid"
-  check_decode $k $m $chunk $code "$ref" "without the stale member" 1
-
   if [ "$m" = 1 ]; then
     # Stale member 1 + member 0 gone: only member 2 can be trusted.
     echo "=== $k+$m: stale member 1 present, member 0 removed: must refuse"
@@ -77,5 +69,25 @@ while True:
       { echo "$0: FAIL: members changed by the refused start"; exit 1; }
     mv "$tmpdir/gone.img" "${members[0]}"
   fi
+  : >"$nbdkit_log"
+  start_array || { echo "$0: FAIL: start with the stale member back"; exit 1; }
+  expect_verify "$uri" "$ref" "stale member 1 back"
+  grep -q "member 1 (.*) is back: re-adding it" "$nbdkit_log" ||
+    { echo "$0: FAIL: member 1 not re-added: $(cat "$nbdkit_log")"; exit 1; }
+  seed=$(( seed + 1 ))
+  randio write "$uri" "$ref" --seed $seed --ops 40 --chunk $chunk --k $k ||
+    { echo "$0: FAIL: random I/O with the stale member present"; exit 1; }
+  for (( i = 0; i < 100; i++ )); do
+    grep -q "re-add of member 1 .* done" "$nbdkit_log" && break
+    sleep 0.1
+  done
+  grep -q "re-add of member 1 .* done" "$nbdkit_log" ||
+    { echo "$0: FAIL: the re-add did not end: $(cat "$nbdkit_log")"; exit 1; }
+  stop_nbdkit "$pid"
+  start_array || { echo "$0: FAIL: restart with the stale member"; exit 1; }
+  expect_verify "$uri" "$ref" "restart with stale member 1 present"
+  stop_nbdkit "$pid"
+  check_decode $k $m $chunk $code "$ref" "without the stale member" 1
+  check_decode $k $m $chunk $code "$ref" "with member 1 re-added"
 done
 echo "$0: PASS"
