@@ -14,6 +14,9 @@
  *   gpuraidctl -c PATH fail INDEX         fail a member now
  *   gpuraidctl -c PATH replace INDEX NEWPATH  rebuild a failed member
  *                                         onto NEWPATH, online
+ *   gpuraidctl -c PATH replace --live INDEX NEWPATH  copy an active
+ *                                         member onto NEWPATH while it
+ *                                         stays in service, then swap
  *   gpuraidctl -c PATH re-add INDEX [PATH]  a member back: only what
  *                                         was written since it left is
  *                                         rebuilt (else all of it)
@@ -63,7 +66,7 @@ usage (FILE *f)
     "map OFFSET MEMBER...",
     "-c CONTROL_SOCKET status [--json]",
     "-c CONTROL_SOCKET fail INDEX",
-    "-c CONTROL_SOCKET replace INDEX NEWPATH",
+    "-c CONTROL_SOCKET replace [--live] INDEX NEWPATH",
     "-c CONTROL_SOCKET re-add INDEX [PATH]",
     "-c CONTROL_SOCKET spare add PATH",
     "-c CONTROL_SOCKET scrub [--repair | --stop]",
@@ -308,14 +311,21 @@ main (int argc, char **argv)
     free (body);
     return 0;
   }
-  if (strcmp (argv[i], "replace") == 0 && argc - i == 3) {
-    char cmd[PATH_MAX + 64], *body, *abs = ctl_member_path (argv[i + 2]);
+  if (strcmp (argv[i], "replace") == 0 &&
+      (argc - i == 3 || (argc - i == 4 && strcmp (argv[i + 1], "--live")
+                         == 0))) {
+    const bool live = argc - i == 4;
+    char cmd[PATH_MAX + 64], *body, *abs;
 
+    if (live)
+      i++;
+    abs = ctl_member_path (argv[i + 2]);
     if (abs == NULL)
       ctl_die ("replace %s %s: %s", argv[i + 1], argv[i + 2], strerror (errno));
     if (strchr (abs, '\n') || strchr (argv[i + 1], ' '))
       ctl_die ("replace: a newline or space where it cannot be");
-    snprintf (cmd, sizeof cmd, "replace %s %s", argv[i + 1], abs);
+    snprintf (cmd, sizeof cmd, "%s %s %s", live ? "replace-live" : "replace",
+              argv[i + 1], abs);
     free (abs);
     body = request (sock, cmd);
     fputs (body, stdout);

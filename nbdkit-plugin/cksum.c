@@ -301,10 +301,11 @@ page_locked (struct shard *cs, int member, uint64_t pgno)
 
 /* --- the operations ------------------------------------------------------ */
 
-enum op { OP_VERIFY, OP_SET };
+enum op { OP_VERIFY, OP_SET, OP_TOUCH };
 
 /* Compare (OP_VERIFY) or set (OP_SET) the values of blocks [b0, b0 + nb)
- * of member i against or to val[]. */
+ * of member i against or to val[], or mark their pages changed
+ * (OP_TOUCH: written again as they are). */
 static struct shard *
 shard_of (struct gr_cksum *c, int member, uint64_t pgno)
 {
@@ -334,7 +335,9 @@ apply (struct gr_cksum *c, enum op op, int member, uint64_t b0,
     p = &cs->pg[i];
     if (in > nb - j)
       in = nb - j;
-    for (t = 0; t < in; t++) {
+    if (op == OP_TOUCH)
+      p->dirty = true;
+    for (t = 0; t < in && op != OP_TOUCH; t++) {
       uint32_t *at = &p->v[(b + t) % PER_PAGE];
 
       if (op == OP_SET) {
@@ -404,6 +407,15 @@ gr_cksum_zeroed (struct gr_cksum *cs, int i, uint64_t off, uint64_t len)
   uint64_t bad;
 
   return each (cs, OP_SET, i, off, NULL, len, &bad, 0) == GR_CKSUM_MATCH
+    ? 0 : -1;
+}
+
+int
+gr_cksum_touch (struct gr_cksum *cs, int i, uint64_t off, uint64_t len)
+{
+  uint64_t bad;
+
+  return each (cs, OP_TOUCH, i, off, NULL, len, &bad, 0) == GR_CKSUM_MATCH
     ? 0 : -1;
 }
 

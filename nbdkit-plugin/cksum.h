@@ -56,6 +56,9 @@ int gr_cksum_update (struct gr_cksum *cs, int i, uint64_t off,
                      const uint8_t *buf, uint64_t len);
 /* They are zeros (punched or zeroed by fallocate). */
 int gr_cksum_zeroed (struct gr_cksum *cs, int i, uint64_t off, uint64_t len);
+/* Their pages are written again as they are (a member's live
+ * replacement, which takes the pages written from now on, gets them). */
+int gr_cksum_touch (struct gr_cksum *cs, int i, uint64_t off, uint64_t len);
 /* A block's checksum made wrong on purpose: its contents could not be
  * verified (rebuilt from a chunk that failed its checksum, with no
  * redundancy left to repair it), so that reading it answers EIO instead

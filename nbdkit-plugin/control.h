@@ -31,6 +31,9 @@
  *                  spare it: array.h, gr_array_fail)
  *   replace INDEX PATH  rebuild failed member INDEX onto PATH (absolute),
  *                  online (heal.h, gr_heal_replace)
+ *   replace-live INDEX PATH  active member INDEX copied onto PATH while
+ *                  it stays in service, PATH taking its place at the end
+ *                  (heal.h, gr_heal_replace_live)
  *   re-add INDEX [PATH]  member INDEX back from PATH (default: the path
  *                  it had): the regions written since it left rebuilt, or
  *                  all of it where the degraded map does not cover it

@@ -160,7 +160,9 @@ gr_exec_cksum_written (struct gr_exec *x, const struct gr_mio *v)
                   v->member, v->off, v->len);
     return;
   }
-  if (v->kind == GR_MIO_PUNCH || v->kind == GR_MIO_ZERO)
+  if (v->kind == GR_MIO_WRITE_SHADOW)
+    (void) gr_cksum_touch (x->cksum, v->member, v->off, v->len);
+  else if (v->kind == GR_MIO_PUNCH || v->kind == GR_MIO_ZERO)
     (void) gr_cksum_zeroed (x->cksum, v->member, v->off, v->len);
   else
     (void) gr_cksum_update (x->cksum, v->member, v->off, v->buf, v->len);

@@ -258,6 +258,7 @@ mio_kind (enum gr_io_kind k)
   case GR_IO_READ: return GR_MIO_READ;
   case GR_IO_PUNCH: return GR_MIO_PUNCH;
   case GR_IO_ZERO_RANGE: return GR_MIO_ZERO;
+  case GR_IO_WRITE_SHADOW: return GR_MIO_WRITE_SHADOW;
   default: return GR_MIO_WRITE;
   }
 }

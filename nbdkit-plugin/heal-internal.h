@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 
+#include "copy.h"
 #include "members.h"
 #include "storage/storage.h"
 
@@ -29,6 +30,7 @@ struct gr_heal {
   bool started, stopping;
   struct gr_rebuild *rebuild;   /* the last one started, running or ended */
   struct gr_scrub *scrub;       /* the same */
+  struct gr_copy *copy;         /* the live replacement started last */
   enum gr_heal_job last_job;
   struct spare spares[MAX_SPARES];
   int nspares;
@@ -50,5 +52,13 @@ bool gr_heal_rebuild_locked (struct gr_heal *h, int i);
  * re-added, rebuilds resumed, a spare put in for a member that needs
  * one, if nothing stops it (heal-replace.c). */
 void gr_heal_use_spare_locked (struct gr_heal *h);
+
+/* Under h->lock: does a live replacement's copy run? */
+bool gr_heal_copying_locked (struct gr_heal *h);
+/* Under h->lock: can path take a member's place (not member i: -1 for
+ * any)?  STARTED with *d open (read-write) if so; nothing is written. */
+enum gr_heal_outcome gr_heal_check_path_locked (struct gr_heal *h, int i,
+                                                const char *path,
+                                                struct gr_disk **d, int *err);
 
 #endif /* GPURAID_HEAL_INTERNAL_H */

@@ -43,9 +43,9 @@ write_spare_sb (struct gr_heal *h, struct gr_disk *d)
 
 /* Can path take a member's place (not member i: -1 for any)?  STARTED
  * with *d open (read-write) if so; nothing is written. */
-static enum gr_heal_outcome
-check_path (struct gr_heal *h, int i, const char *path, struct gr_disk **d,
-            int *err)
+enum gr_heal_outcome
+gr_heal_check_path_locked (struct gr_heal *h, int i, const char *path,
+                           struct gr_disk **d, int *err)
 {
   struct gr_sb sb, old;
   uint8_t buf[GR_SB_SIZE];
@@ -129,7 +129,7 @@ replace_locked (struct gr_heal *h, int i, const char *path, const char *was,
     return GR_HEAL_ACTIVE;
   if (gr_members_state (h->ms, i) == GR_MEMBER_REBUILDING)
     return GR_HEAL_REBUILDING;
-  o = check_path (h, i, path, &d, err);
+  o = gr_heal_check_path_locked (h, i, path, &d, err);
   if (o != GR_HEAL_STARTED)
     return o;
   /* Its old superblock, bitmap and journal go: until the rebuild ends it
@@ -363,6 +363,50 @@ gr_heal_replace (struct gr_heal *h, int i, const char *path, int *err)
 }
 
 enum gr_heal_outcome
+gr_heal_replace_live (struct gr_heal *h, int i, const char *path, int *err)
+{
+  enum gr_heal_outcome o = GR_HEAL_STARTED;
+  struct gr_sb sb;
+  struct gr_disk *d;
+  int r;
+
+  *err = 0;
+  pthread_mutex_lock (&h->lock);
+  gr_members_sb (h->ms, &sb);
+  if (i < 0 || i >= gr_members_n (h->ms))
+    o = GR_HEAL_NO_SUCH_MEMBER;
+  else if (gr_members_read_only_p (h->ms))
+    o = GR_HEAL_READ_ONLY;
+  else if (gr_members_state (h->ms, i) != GR_MEMBER_ACTIVE)
+    o = GR_HEAL_NOT_ACTIVE;
+  else if (gr_heal_copying_locked (h) || gr_heal_blocks_rebuild_locked (h))
+    o = GR_HEAL_BUSY;
+  else if ((o = gr_heal_check_path_locked (h, -1, path, &d, err))
+           == GR_HEAL_STARTED) {
+    /* Nothing of it is trusted until it takes the slot. */
+    r = zero_metadata (d, sb.data_offset);
+    if (r < 0) {
+      *err = -r;
+      gr_disk_close (d);
+      o = GR_HEAL_IO_ERROR;
+    }
+    else if (gr_members_live_begin (h->ms, i, path, d) != GR_MEMBERS_OK) {
+      *err = errno;
+      o = GR_HEAL_IO_ERROR;
+    }
+    else {
+      gr_copy_stop (h->copy);
+      h->copy = gr_copy_start (h->x, i, h->rate);
+      h->last_job = GR_HEAL_JOB_REPLACE;
+      if (h->copy == NULL)
+        o = GR_HEAL_IO_ERROR;
+    }
+  }
+  pthread_mutex_unlock (&h->lock);
+  return o;
+}
+
+enum gr_heal_outcome
 gr_heal_readd (struct gr_heal *h, int i, const char *path, bool *full,
                int *err)
 {
@@ -447,7 +491,7 @@ gr_heal_spare_add (struct gr_heal *h, const char *path, int member,
     o = GR_HEAL_IO_ERROR;
     *err = ENOSPC;
   }
-  else if ((o = check_path (h, member, path, &d, err)) == GR_HEAL_STARTED) {
+  else if ((o = gr_heal_check_path_locked (h, member, path, &d, err)) == GR_HEAL_STARTED) {
     /* A spare says so on itself: a scan finds it again. */
     const int r = write_spare_sb (h, d);
 

@@ -38,6 +38,18 @@ gr_heal_blocks_rebuild_locked (struct gr_heal *h)
 }
 
 /* Under h->lock. */
+bool
+gr_heal_copying_locked (struct gr_heal *h)
+{
+  struct gr_progress p;
+
+  if (h->copy == NULL)
+    return false;
+  gr_copy_progress (h->copy, &p);
+  return p.state == GR_JOB_RUNNING;
+}
+
+/* Under h->lock. */
 static bool
 running_locked (struct gr_heal *h)
 {
@@ -48,7 +60,7 @@ running_locked (struct gr_heal *h)
     if (p.state == GR_JOB_RUNNING)
       return true;
   }
-  return gr_heal_blocks_rebuild_locked (h);
+  return gr_heal_copying_locked (h) || gr_heal_blocks_rebuild_locked (h);
 }
 
 /* Under h->lock: rebuild the members being rebuilt in one pass: member
@@ -176,6 +188,7 @@ gr_heal_free (struct gr_heal *h)
     pthread_mutex_unlock (&h->lock);
     pthread_join (h->thread, NULL);
   }
+  gr_copy_stop (h->copy);       /* abandoned: the member stays */
   gr_rebuild_stop (h->rebuild);
   gr_scrub_free (h->scrub);     /* records where the next one goes on */
   for (int s = 0; s < h->nspares; s++)
@@ -198,6 +211,8 @@ gr_heal_set_rate (struct gr_heal *h, uint64_t rate)
     gr_rebuild_set_rate (h->rebuild, rate);
   if (h->scrub)
     gr_scrub_set_rate (h->scrub, rate);
+  if (h->copy)
+    gr_copy_set_rate (h->copy, rate);
   pthread_mutex_unlock (&h->lock);
 }
 
@@ -215,8 +230,8 @@ gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
               "rebuild it onto another file)");
     return;
   case GR_HEAL_BUSY:
-    snprintf (buf, len, "a resync, rebuild or scrub is running "
-              "(gpuraidctl wait)");
+    snprintf (buf, len, "a resync, rebuild, scrub or live replacement is "
+              "running (gpuraidctl wait)");
     return;
   case GR_HEAL_READ_ONLY:
     snprintf (buf, len, "the array is read-only (salvage=true)");
@@ -263,6 +278,10 @@ gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
   case GR_HEAL_NO_PATH:
     snprintf (buf, len, "the member was missing since the start: give its "
               "path");
+    return;
+  case GR_HEAL_NOT_ACTIVE:
+    snprintf (buf, len, "the member is not in service (gpuraidctl replace "
+              "rebuilds it)");
     return;
   }
   snprintf (buf, len, "?");
@@ -337,10 +356,18 @@ gr_heal_scrub_last (struct gr_heal *h)
 enum gr_heal_job
 gr_heal_operation (struct gr_heal *h, struct gr_progress *p)
 {
-  struct gr_progress rb, sc, rs;
+  struct gr_progress rb, sc, rs, cp;
   enum gr_heal_job job = GR_HEAL_JOB_NONE;
 
   pthread_mutex_lock (&h->lock);
+  if (h->copy)
+    gr_copy_progress (h->copy, &cp);
+  if (h->copy && (cp.state == GR_JOB_RUNNING ||
+                  h->last_job == GR_HEAL_JOB_REPLACE)) {
+    pthread_mutex_unlock (&h->lock);
+    *p = cp;
+    return GR_HEAL_JOB_REPLACE;
+  }
   if (h->rebuild)
     gr_rebuild_progress (h->rebuild, &rb);
   if (h->scrub)
@@ -363,6 +390,7 @@ gr_heal_operation (struct gr_heal *h, struct gr_progress *p)
   case GR_HEAL_JOB_REBUILD: *p = rb; break;
   case GR_HEAL_JOB_SCRUB: *p = sc; break;
   case GR_HEAL_JOB_RESYNC: *p = rs; break;
+  case GR_HEAL_JOB_REPLACE: /* returned above */
   case GR_HEAL_JOB_NONE: break;
   }
   return job;
@@ -377,4 +405,21 @@ gr_heal_busy (struct gr_heal *h)
   r = running_locked (h);
   pthread_mutex_unlock (&h->lock);
   return r;
+}
+
+int
+gr_heal_replace_progress (struct gr_heal *h, struct gr_progress *p,
+                          char *path, size_t len)
+{
+  int i = -1;
+
+  pthread_mutex_lock (&h->lock);
+  if (h->copy) {
+    gr_copy_progress (h->copy, p);
+    i = gr_copy_member (h->copy);
+    if (!gr_members_live (h->ms, i, NULL, path, len))
+      snprintf (path, len, "-");
+  }
+  pthread_mutex_unlock (&h->lock);
+  return i;
 }

@@ -78,6 +78,8 @@ enum gr_heal_outcome {
   GR_HEAL_IO_ERROR,
   GR_HEAL_NO_REDUNDANCY,        /* scrub: m members lost */
   GR_HEAL_NOT_THIS_MEMBER,      /* re-add: no superblock of that member */
+  GR_HEAL_NOT_ACTIVE,           /* replace --live: the member is not in
+                                 * service (replace rebuilds it) */
   GR_HEAL_NO_PATH,              /* re-add: no path known, none given */
 };
 /* gpuraidctl replace: rebuild failed member i onto path.  *err: errno
@@ -85,6 +87,17 @@ enum gr_heal_outcome {
  * CURRENT_MEMBER. */
 enum gr_heal_outcome gr_heal_replace (struct gr_heal *h, int i,
                                       const char *path, int *err);
+/* gpuraidctl replace --live: active member i copied onto path while it
+ * stays in service, which then takes its place (copy.h); checked as any
+ * replacement.  *err: errno for CANNOT_OPEN and IO_ERROR, the member for
+ * IS_MEMBER and CURRENT_MEMBER. */
+enum gr_heal_outcome gr_heal_replace_live (struct gr_heal *h, int i,
+                                           const char *path, int *err);
+/* The live replacement started last (running or ended): its progress,
+ * the replacement's path into path[len] ("-" once it has ended); the
+ * member, or -1 if none was started. */
+int gr_heal_replace_progress (struct gr_heal *h, struct gr_progress *p,
+                              char *path, size_t len);
 /* gpuraidctl re-add: member i (failed or missing) back from path (NULL:
  * the path it had), which must hold this member's superblock: where it
  * left while the degraded map was kept (format.h: gr_readd_covered),
@@ -132,7 +145,8 @@ struct gr_scrub *gr_heal_scrub_last (struct gr_heal *h);
 /* The jobs (job.h) the healing owns, the resync given at start
  * included. */
 enum gr_heal_job { GR_HEAL_JOB_NONE, GR_HEAL_JOB_REBUILD,
-                   GR_HEAL_JOB_SCRUB, GR_HEAL_JOB_RESYNC };
+                   GR_HEAL_JOB_SCRUB, GR_HEAL_JOB_RESYNC,
+                   GR_HEAL_JOB_REPLACE };
 /* The one answer to "what is running" (status, gpuraidctl wait): a
  * running rebuild, scrub or resync, else the rebuild or scrub started
  * last, else the resync; its progress into p.  NONE if there is none. */

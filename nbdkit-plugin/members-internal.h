@@ -31,6 +31,15 @@ struct member {
   uint64_t front, wfront;
   bool readd;                   /* the rebuild is a re-add: the member
                                  * itself, back (GR_SB_FLAG_READD) */
+  /* A live replacement (members.h: gr_members_live_begin): shadow takes
+   * the member's writes below sfront (member bytes) and in its metadata
+   * area past the superblock.  shadow is used under ms->shadow_lock read
+   * and changed under it written. */
+  struct gr_disk *shadow;
+  char *shadow_path;
+  int live;                     /* atomic */
+  int shadow_failed;            /* atomic: a write or sync of it failed */
+  uint64_t sfront;              /* atomic */
 };
 
 struct gr_members {
@@ -53,6 +62,8 @@ struct gr_members {
   unsigned max_read_errors;     /* set before I/O (max-read-errors=) */
   bool maps_kept;               /* the degraded map is kept while a member
                                  * is failed (sb.degraded_since) */
+  pthread_rwlock_t shadow_lock; /* the members' shadows (above) */
+  int nlive;                    /* atomic: live replacements */
 };
 
 /* Under ms->lock: write the superblock, event + 1, to every live

@@ -13,11 +13,33 @@
 #include "members.h"
 #include "members-internal.h"
 
+/* A write or sync of member i's live replacement failed: it ends there
+ * (the copy's job sees it), said once. */
+static void
+shadow_failed (struct gr_members *ms, int i, const char *what, int r)
+{
+  if (__atomic_exchange_n (&ms->mem[i].shadow_failed, 1, __ATOMIC_ACQ_REL))
+    return;
+  nbdkit_error ("live replacement of member %d (%s) failed: %s: %s; member "
+                "%d stays on %s", i, ms->mem[i].shadow_path, what,
+                strerror (-r), i, ms->mem[i].path);
+}
+
 int
 gr_members_sync (struct gr_members *ms, int i)
 {
   if (gr_members_failed (ms, i))
     return 0;
+  if (__atomic_load_n (&ms->nlive, __ATOMIC_ACQUIRE)) {
+    pthread_rwlock_rdlock (&ms->shadow_lock);
+    if (ms->mem[i].live && !ms->mem[i].shadow_failed) {
+      const int s = gr_disk_sync (ms->mem[i].shadow);
+
+      if (s < 0)
+        shadow_failed (ms, i, "fdatasync", s);
+    }
+    pthread_rwlock_unlock (&ms->shadow_lock);
+  }
   const int e = gr_disk_sync (ms->mem[i].disk);
 
   if (e < 0) {
@@ -123,7 +145,26 @@ static const enum gr_dio_kind dio_kind[] = {
   [GR_MIO_READ] = GR_DIO_READ, [GR_MIO_WRITE] = GR_DIO_WRITE,
   [GR_MIO_PUNCH] = GR_DIO_PUNCH, [GR_MIO_ZERO] = GR_DIO_ZERO,
   [GR_MIO_WRITE_DSYNC] = GR_DIO_WRITE_DSYNC,
+  [GR_MIO_WRITE_SHADOW] = GR_DIO_WRITE,
 };
+
+/* The part of v that member v->member's live replacement takes as well:
+ * below its front in the data area, all of the metadata area past the
+ * superblock (shadow_lock held).  Its length, 0 for none. */
+static uint64_t
+mirrored (const struct gr_members *ms, const struct gr_mio *v)
+{
+  const struct member *mb = &ms->mem[v->member];
+  const uint64_t front = __atomic_load_n (&mb->sfront, __ATOMIC_ACQUIRE);
+
+  if (!mb->live || mb->shadow_failed || v->kind == GR_MIO_READ ||
+      v->kind == GR_MIO_WRITE_SHADOW || v->off < GR_SB_SIZE)
+    return 0;
+  if (v->off < ms->sb.data_offset)
+    return v->len;
+  return v->off >= front ? 0 : front - v->off < v->len ? front - v->off
+    : v->len;
+}
 
 /* v's outcome, d's result. */
 static void
@@ -157,28 +198,52 @@ mio_done (struct gr_members *ms, struct gr_mio *v, const struct gr_dio *d,
   }
 }
 
+/* Which access of the batch a storage access does, and how: to the
+ * member, its mirror on the live replacement, or the copy to it. */
+enum dio_role { TO_MEMBER, TO_MIRROR, TO_SHADOW };
+
 void
 gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
                enum gr_mio_policy policy)
 {
+  const bool live = __atomic_load_n (&ms->nlive, __ATOMIC_ACQUIRE) > 0;
   struct gr_dio stackd[32], *d;
   size_t *which, stackw[32];
+  enum dio_role stackr[32], *role;
   size_t i, nd = 0;
 
-  d = n <= 32 ? stackd : malloc (n * sizeof *d);
-  which = n <= 32 ? stackw : malloc (n * sizeof *which);
-  if (d == NULL || which == NULL) {
+  d = 2 * n <= 32 ? stackd : malloc (2 * n * sizeof *d);
+  which = 2 * n <= 32 ? stackw : malloc (2 * n * sizeof *which);
+  role = 2 * n <= 32 ? stackr : malloc (2 * n * sizeof *role);
+  if (d == NULL || which == NULL || role == NULL) {
     /* One at a time, then. */
     if (d != stackd)
       free (d);
     if (which != stackw)
       free (which);
+    if (role != stackr)
+      free (role);
     for (i = 0; i < n; i++)
       gr_members_io (ms, &v[i], 1, policy);
     return;
   }
+  if (live)
+    pthread_rwlock_rdlock (&ms->shadow_lock);
   for (i = 0; i < n; i++) {
+    struct member *mb = &ms->mem[v[i].member];
+    uint64_t len;
+
     v[i].result = GR_MIO_SKIPPED;
+    if (v[i].kind == GR_MIO_WRITE_SHADOW) {
+      if (live && mb->live && !mb->shadow_failed) {
+        d[nd] = (struct gr_dio) { .disk = mb->shadow, .kind = GR_DIO_WRITE,
+                                  .buf = v[i].buf, .off = v[i].off,
+                                  .len = v[i].len };
+        role[nd] = TO_SHADOW;
+        which[nd++] = i;
+      }
+      continue;
+    }
     if (!gr_members_usable (ms, &v[i]))
       continue;
     if ((v[i].kind == GR_MIO_PUNCH || v[i].kind == GR_MIO_ZERO) &&
@@ -186,18 +251,44 @@ gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
       v[i].result = GR_MIO_UNSUPPORTED;
       continue;
     }
-    d[nd] = (struct gr_dio) { .disk = ms->mem[v[i].member].disk,
-                              .kind = dio_kind[v[i].kind], .buf = v[i].buf,
-                              .off = v[i].off, .len = v[i].len };
+    d[nd] = (struct gr_dio) { .disk = mb->disk, .kind = dio_kind[v[i].kind],
+                              .buf = v[i].buf, .off = v[i].off,
+                              .len = v[i].len };
+    role[nd] = TO_MEMBER;
     which[nd++] = i;
+    if (live && (len = mirrored (ms, &v[i])) > 0) {
+      d[nd] = d[nd - 1];
+      d[nd].disk = mb->shadow;
+      d[nd].len = len;
+      role[nd] = TO_MIRROR;
+      which[nd++] = i;
+    }
   }
   gr_disk_io (d, nd);
-  for (i = 0; i < nd; i++)
-    mio_done (ms, &v[which[i]], &d[i], policy);
+  for (i = 0; i < nd; i++) {
+    struct gr_mio *w = &v[which[i]];
+
+    switch (role[i]) {
+    case TO_MEMBER:
+      mio_done (ms, w, &d[i], policy);
+      break;
+    case TO_MIRROR:
+    case TO_SHADOW:
+      if (d[i].res < 0)
+        shadow_failed (ms, w->member, "write", d[i].res);
+      else if (role[i] == TO_SHADOW)
+        w->result = GR_MIO_DONE;
+      break;
+    }
+  }
+  if (live)
+    pthread_rwlock_unlock (&ms->shadow_lock);
   if (d != stackd)
     free (d);
   if (which != stackw)
     free (which);
+  if (role != stackr)
+    free (role);
 }
 
 void

@@ -215,6 +215,11 @@ gr_members_rebuild_advance (struct gr_members *ms, int i, uint64_t front,
 {
   struct member *mb = &ms->mem[i];
 
+  if (__atomic_load_n (&mb->live, __ATOMIC_ACQUIRE)) {
+    if (written)
+      __atomic_store_n (&mb->sfront, front, __ATOMIC_RELEASE);
+    return !__atomic_load_n (&mb->shadow_failed, __ATOMIC_ACQUIRE);
+  }
   if (!rebuilding (ms, i))
     return false;
   if (!written) {
@@ -325,4 +330,142 @@ gr_members_rebuild_drop_locked (struct gr_members *ms, int i)
     memset (ms->sb.rebuild_set, 0, sizeof ms->sb.rebuild_set);
   }
   return true;
+}
+
+/* --- a live replacement -------------------------------------------------- */
+
+enum gr_members_outcome
+gr_members_live_begin (struct gr_members *ms, int i, const char *path,
+                       struct gr_disk *d)
+{
+  struct member *mb = &ms->mem[i];
+  uint8_t buf[GR_SB_SIZE];
+  struct gr_sb own;
+  char *p = strdup (path);
+  int e;
+
+  pthread_mutex_lock (&ms->lock);
+  /* REBUILDING of a rebuild no superblock of the array records: no
+   * start takes it (format.md, "Rebuilding a member onto a
+   * replacement"). */
+  own = ms->sb;
+  own.index = (uint32_t) i;
+  own.flags = GR_SB_FLAG_REBUILDING;
+  own.rebuild_id = ms->sb.event + 1;
+  own.rebuild_at = 0;
+  memset (own.rebuild_set, 0, sizeof own.rebuild_set);
+  gr_sb_rebuild_put (&own, i, true);
+  gr_sb_encode (&own, buf);
+  e = p == NULL ? -ENOMEM : gr_disk_pwrite (d, buf, GR_SB_SIZE, 0);
+  if (e == 0)
+    e = gr_disk_sync (d);
+  if (e < 0) {
+    pthread_mutex_unlock (&ms->lock);
+    nbdkit_error ("live replacement of member %d (%s): superblock write: %s",
+                  i, path, strerror (-e));
+    gr_disk_close (d);
+    free (p);
+    errno = -e;
+    return GR_MEMBERS_IO_ERROR;
+  }
+  pthread_rwlock_wrlock (&ms->shadow_lock);
+  mb->shadow = d;
+  free (mb->shadow_path);
+  mb->shadow_path = p;
+  __atomic_store_n (&mb->sfront, ms->sb.data_offset, __ATOMIC_RELEASE);
+  __atomic_store_n (&mb->shadow_failed, 0, __ATOMIC_RELEASE);
+  __atomic_store_n (&mb->live, 1, __ATOMIC_RELEASE);
+  __atomic_add_fetch (&ms->nlive, 1, __ATOMIC_ACQ_REL);
+  pthread_rwlock_unlock (&ms->shadow_lock);
+  pthread_mutex_unlock (&ms->lock);
+  return GR_MEMBERS_OK;
+}
+
+bool
+gr_members_live (const struct gr_members *ms, int i, uint64_t *front,
+                 char *path, size_t len)
+{
+  const struct member *mb = &ms->mem[i];
+  bool r;
+
+  pthread_rwlock_rdlock ((pthread_rwlock_t *) &ms->shadow_lock);
+  r = __atomic_load_n (&mb->live, __ATOMIC_ACQUIRE) &&
+    !__atomic_load_n (&mb->shadow_failed, __ATOMIC_ACQUIRE);
+  if (r && front)
+    *front = __atomic_load_n (&mb->sfront, __ATOMIC_ACQUIRE);
+  if (r && path)
+    snprintf (path, len, "%s", mb->shadow_path);
+  pthread_rwlock_unlock ((pthread_rwlock_t *) &ms->shadow_lock);
+  return r;
+}
+
+/* Under shadow_lock written: member i's shadow gone. */
+static void
+live_drop_locked (struct gr_members *ms, int i)
+{
+  struct member *mb = &ms->mem[i];
+
+  if (!mb->live)
+    return;
+  __atomic_store_n (&mb->live, 0, __ATOMIC_RELEASE);
+  __atomic_sub_fetch (&ms->nlive, 1, __ATOMIC_ACQ_REL);
+  gr_disk_close (mb->shadow);
+  mb->shadow = NULL;
+}
+
+void
+gr_members_live_end (struct gr_members *ms, int i)
+{
+  pthread_rwlock_wrlock (&ms->shadow_lock);
+  live_drop_locked (ms, i);
+  pthread_rwlock_unlock (&ms->shadow_lock);
+}
+
+bool
+gr_members_live_swap (struct gr_members *ms, int i)
+{
+  struct member *mb = &ms->mem[i];
+  struct gr_disk *old;
+  char *oldpath;
+  bool ok = true;
+  int e;
+
+  pthread_mutex_lock (&ms->lock);
+  if (!gr_members_live (ms, i, NULL, NULL, 0) || mb->failed) {
+    pthread_mutex_unlock (&ms->lock);
+    return false;
+  }
+  /* Everything it holds is durable before it is the member. */
+  if ((e = gr_disk_sync (mb->shadow)) < 0) {
+    nbdkit_error ("live replacement of member %d (%s) failed: fdatasync: "
+                  "%s; member %d stays on %s", i, mb->shadow_path,
+                  strerror (-e), i, mb->path);
+    pthread_rwlock_wrlock (&ms->shadow_lock);
+    live_drop_locked (ms, i);
+    pthread_rwlock_unlock (&ms->shadow_lock);
+    pthread_mutex_unlock (&ms->lock);
+    return false;
+  }
+  /* The slot's storage is the new one now (the same bytes: the block
+   * checksums cached stay right); the old one takes the writes as the
+   * shadow did, everywhere, until it is stale. */
+  pthread_rwlock_wrlock (&ms->shadow_lock);
+  old = mb->disk;
+  oldpath = mb->path;
+  mb->disk = mb->shadow;
+  mb->path = mb->shadow_path;
+  mb->shadow = old;
+  mb->shadow_path = oldpath;
+  __atomic_store_n (&mb->sfront, UINT64_MAX, __ATOMIC_RELEASE);
+  pthread_rwlock_unlock (&ms->shadow_lock);
+  /* Two updates the old storage does not get: two events behind, it is
+   * stale (format.md, "Why an interrupted update is safe"). */
+  if (gr_members_write_sbs_locked (ms) != GR_MEMBERS_OK ||
+      gr_members_write_sbs_locked (ms) != GR_MEMBERS_OK)
+    ok = false;
+  pthread_rwlock_wrlock (&ms->shadow_lock);
+  live_drop_locked (ms, i);
+  pthread_rwlock_unlock (&ms->shadow_lock);
+  pthread_mutex_unlock (&ms->lock);
+  return ok && !mb->failed;
 }

@@ -39,6 +39,7 @@ gr_members_new (const struct gr_sb *sb)
     return NULL;
   }
   pthread_mutex_init (&ms->lock, NULL);
+  pthread_rwlock_init (&ms->shadow_lock, NULL);
   return ms;
 }
 
@@ -477,8 +478,11 @@ gr_members_close (struct gr_members *ms)
   pthread_mutex_unlock (&ms->lock);
   for (i = 0; i < ms->n; i++) {
     gr_disk_close (ms->mem[i].disk);
+    gr_disk_close (ms->mem[i].shadow);
     free (ms->mem[i].path);
+    free (ms->mem[i].shadow_path);
   }
+  pthread_rwlock_destroy (&ms->shadow_lock);
   pthread_mutex_destroy (&ms->lock);
   free (ms->mem);
   free (ms);

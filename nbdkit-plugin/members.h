@@ -159,6 +159,9 @@ enum gr_mio_kind {
   GR_MIO_WRITE_DSYNC,           /* a write durable when done (RWF_DSYNC:
                                  * that range and the device cache, not
                                  * the rest of the file as fdatasync) */
+  GR_MIO_WRITE_SHADOW,          /* a write to the member's live
+                                 * replacement only (the copy): SKIPPED
+                                 * if there is none (any more) */
 };
 enum gr_mio_result {
   GR_MIO_DONE,
@@ -222,6 +225,37 @@ void gr_members_count_cksum (struct gr_members *ms, int i);
  * was cached of the old one is not its). */
 uint32_t gr_members_device (const struct gr_members *ms, int i);
 
+/* --- a live replacement (members-rebuild.c) --------------------------
+ *
+ * gpuraidctl replace --live: member i stays in service (read, written,
+ * active) while its chunks are copied onto d (GR_MIO_WRITE_SHADOW);
+ * every write to it goes to d as well where d holds the copy already
+ * (below its front) and in the metadata area past the superblock (the
+ * bitmap, the journal, the checksums); reads never do.  d's own
+ * superblock says REBUILDING, of a rebuild the array never records, so
+ * that no start takes it before the swap (a shutdown or a crash
+ * abandons it).  A write or sync of d that fails ends it: member i stays
+ * as it was.
+ *
+ * Begin: write d's superblock (its metadata area zeroed), front 0.  d is
+ * owned from now on (closed on IO_ERROR, errno set). */
+enum gr_members_outcome gr_members_live_begin (struct gr_members *ms, int i,
+                                               const char *path,
+                                               struct gr_disk *d);
+/* Is member i being replaced live, d not failed?  Its front (member
+ * bytes) and d's path into path[len] (may be NULL). */
+bool gr_members_live (const struct gr_members *ms, int i, uint64_t *front,
+                      char *path, size_t len);
+/* The copy is done: d takes member i's slot (its data and checksum
+ * areas synced first) in a superblock update that the old storage does
+ * not get, then one more (so that it is two events behind, stale, before
+ * a write misses it; until then it takes the writes too), and the old
+ * storage is closed.  false if d failed (member i as it was) or the
+ * updates did (see the error). */
+bool gr_members_live_swap (struct gr_members *ms, int i);
+/* Abandon it: d closed, member i as it was. */
+void gr_members_live_end (struct gr_members *ms, int i);
+
 /* Clean shutdown: sync the members, clear the dirty flag (unless kept),
  * close them, free ms. */
 void gr_members_close (struct gr_members *ms);
@@ -273,7 +307,8 @@ void gr_members_rebuild_forget (struct gr_members *ms, int i);
 /* !written: the rebuild may now write below front (member bytes);
  * written: those bytes are rebuilt, and from now on plans read and write
  * them (lock-free healthy reads included: so only once they are there).
- * false if member i's rebuild has ended (the replacement failed). */
+ * false if member i's rebuild has ended (the replacement failed).  For a
+ * live replacement (below): its front, writes mirrored below it. */
 bool gr_members_rebuild_advance (struct gr_members *ms, int i,
                                  uint64_t front, bool written);
 /* Sync every replacement being rebuilt, then record the least of their

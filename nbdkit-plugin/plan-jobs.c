@@ -198,6 +198,26 @@ gr_plan_rebuild (const struct gr_plan_ctx *c, const enum gr_rb_action *act,
   return p->kind;
 }
 
+/* --- a live replacement's copy ------------------------------------------ */
+
+enum gr_plan_kind
+gr_plan_copy (const struct gr_plan_ctx *c, int i, uint64_t s0, uint64_t ns,
+              struct gr_plan *p)
+{
+  const size_t len = ns * (size_t) c->g->chunk;
+
+  batch_start (c, p, GR_PLAN_REBUILD, GR_LOCK_EXCL, s0, ns);
+  if (!gr_plan_fits (p, c->g, ns) || c->failed[i])
+    return p->kind = GR_PLAN_REFUSE;
+  p->rb_end = gr_map_member_offset (c->g, s0 + ns, 0);
+  p->rb_adv[i] = true;
+  p->scratch_len = len;
+  add_read (p, i, moff (c, s0, 0), len, loc (GR_SPACE_SCRATCH, 0));
+  add_io (p->write, &p->nwrite, GR_IO_WRITE_SHADOW, i, moff (c, s0, 0), len,
+          loc (GR_SPACE_SCRATCH, 0));
+  return p->kind;
+}
+
 /* --- check (scrub) --------------------------------------------------------- */
 
 /* Scratch of a check plan of nb stripes: what was read, member-major

@@ -60,6 +60,8 @@ enum gr_io_kind {
                                  * only if the check found stripe slot
                                  * `slot` inconsistent and located no
                                  * chunk, and it differs from cmp */
+  GR_IO_WRITE_SHADOW,           /* written to the member's live
+                                 * replacement only (gr_plan_copy) */
 };
 
 /* One member access. */
@@ -281,6 +283,14 @@ enum gr_rb_action {
 enum gr_plan_kind gr_plan_rebuild (const struct gr_plan_ctx *c,
                                    const enum gr_rb_action *act, uint64_t s0,
                                    uint64_t ns, struct gr_plan *p);
+
+/* A live replacement's batch (members.h: gr_members_live_begin), member
+ * i's chunks of stripes [s0, s0 + ns) read (in one access, verified as
+ * any read) and written to its replacement (GR_IO_WRITE_SHADOW); its
+ * kind is GR_PLAN_REBUILD (rb_adv[i], rb_end: the replacement's front
+ * moves once written). */
+enum gr_plan_kind gr_plan_copy (const struct gr_plan_ctx *c, int i,
+                                uint64_t s0, uint64_t ns, struct gr_plan *p);
 
 /* A scrub's batch, stripes [s0, s0 + ns): every live chunk read, the
  * chunks that redundancy determines computed again (on a healthy array

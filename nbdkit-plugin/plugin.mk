@@ -18,8 +18,8 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o array-probe.o \
               resync.o journal.o bitmap.o bitmap-maps.o cksum.o exec-repair.o exec-cksum.o io.o extents.o plan.o \
               plan-jobs.o exec.o exec-lanes.o job.o replay.o \
-              members.o members-io.o members-rebuild.o control.o \
-              status.o pace.o rebuild.o scrub.o heal.o heal-replace.o \
+              members.o members-io.o members-rebuild.o control.o control-answer.o \
+              status.o pace.o rebuild.o copy.o scrub.o heal.o heal-replace.o \
               coding.o reqpin.o scratch.o pool.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o events.o)
 

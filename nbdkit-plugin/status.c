@@ -2,6 +2,7 @@
 /* gpuraid - the array's status.  See status.h. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "members.h"
@@ -75,6 +76,7 @@ operation (struct gr_array *a, struct gr_progress *p)
   case GR_HEAL_JOB_REBUILD: return "rebuild";
   case GR_HEAL_JOB_SCRUB: return "scrub";
   case GR_HEAL_JOB_RESYNC: return "resync";
+  case GR_HEAL_JOB_REPLACE: return "replace";
   case GR_HEAL_JOB_NONE: break;
   }
   return NULL;
@@ -314,6 +316,24 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
       else
         fputs ("null", f);
     }
+    fputs (",\n \"replace\": ", f);
+    {
+      struct gr_progress q;
+      char path[1024];
+      const int mi = gr_heal_replace_progress (gr_array_heal (a), &q, path,
+                                               sizeof path);
+
+      if (mi >= 0) {
+        fprintf (f, "{\"member\": %d, \"path\": ", mi);
+        gr_json_str (f, strcmp (path, "-") ? path : NULL);
+        fprintf (f, ", \"state\": \"%s\", \"done_bytes\": %" PRIu64
+                 ", \"total_bytes\": %" PRIu64 ", \"rate_bytes_per_s\": "
+                 "%.0f}", state_name (q.state), q.done_bytes, q.total_bytes,
+                 rate_of (&q));
+      }
+      else
+        fputs ("null", f);
+    }
     fputs (",\n \"scrub\": ", f);
     scrub_status (a, f, true, sb.scrub_at, gr_map_stripe_width (g));
     fputs (",\n \"last_scrub\": ", f);
@@ -388,6 +408,19 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
                rate_of (&q) / 1048576, rb * gr_map_stripe_width (g) >> 20,
                sk * gr_map_stripe_width (g) >> 20);
     }
+  }
+  {
+    struct gr_progress q;
+    char path[1024];
+    const int mi = gr_heal_replace_progress (gr_array_heal (a), &q, path,
+                                             sizeof path);
+
+    if (mi >= 0)
+      fprintf (f, "replace    member %d onto %s (live) %s: %.1f%% (%" PRIu64
+               " of %" PRIu64 " MiB), %.1f MiB/s\n", mi, path,
+               state_name (q.state), q.total_bytes ? 100.0 * q.done_bytes
+               / q.total_bytes : 100.0, q.done_bytes >> 20,
+               q.total_bytes >> 20, rate_of (&q) / 1048576);
   }
   scrub_status (a, f, false, sb.scrub_at, gr_map_stripe_width (g));
   last_scrub (f, false, &sb.last_scrub);

@@ -62,6 +62,7 @@ struct sim {
   bool live_failed[GR_MAX_MEMBERS];     /* failed, but may be accessed
                                          * (a replacement) */
   bool written[GR_MAX_MEMBERS];
+  uint8_t *shadow;                /* a live replacement's image (one) */
 };
 
 static const char *const kind_names[] = {
@@ -267,6 +268,9 @@ sim_io (struct sim *s, const struct gr_plan *p, const struct gr_io *io,
   case GR_IO_PUNCH:
   case GR_IO_ZERO_RANGE:
     memset (mp, 0, io->len);
+    break;
+  case GR_IO_WRITE_SHADOW:
+    memcpy (s->shadow + io->off, gr_steps_at (b, io->buf), io->len);
     break;
   }
 }
@@ -855,6 +859,50 @@ check_rebuild (struct sim *s, const bool *want, const char *what)
   free (chunk);
 }
 
+/* A live replacement's copy: member i copied in random batches, each one
+ * read of member i and one write to its replacement of the same range;
+ * afterwards the replacement holds the member's data area exactly, no
+ * member was written, and a copy of a failed member is refused. */
+static void
+check_copy (struct sim *s, const char *what)
+{
+  const int i = (int) (test_rand () % (uint64_t) s->n);
+  struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
+                           .gpu = sim_gpu };
+  const uint64_t d0 = s->g.data_offset,
+    dlen = s->g.stripes * (uint64_t) s->g.chunk;
+
+  if (s->failed[i]) {
+    gr_plan_copy (&c, i, 0, 1, s->batch);
+    CHECK (s->batch->kind == GR_PLAN_REFUSE, "%s: copy of failed member %d "
+           "planned", what, i);
+    return;
+  }
+  s->shadow = malloc (s->mem_size);
+  test_fill (s->shadow, s->mem_size);
+  EACH_BATCH (s, s0, ns) {
+    struct gr_plan *p = s->batch;
+
+    memset (s->written, 0, sizeof s->written);
+    gr_plan_copy (&c, i, s0, ns, p);
+    CHECK (p->kind == GR_PLAN_REBUILD && p->nread == 1 && p->nwrite == 1 &&
+           p->read[0].member == i && p->write[0].member == i &&
+           p->write[0].kind == GR_IO_WRITE_SHADOW &&
+           p->read[0].off == p->write[0].off &&
+           p->read[0].len == ns * s->g.chunk && p->rb_adv[i] &&
+           p->rb_end == gr_map_member_offset (&s->g, s0 + ns, 0),
+           "%s: copy plan of member %d, %" PRIu64 "+%" PRIu64, what, i, s0,
+           ns);
+    sim_batch (s, p, NULL);
+    for (int j = 0; j < s->n; j++)
+      CHECK (!s->written[j], "%s: the copy wrote member %d", what, j);
+  }
+  CHECK (memcmp (s->shadow + d0, s->mem[i] + d0, dlen) == 0,
+         "%s: the copy of member %d differs", what, i);
+  free (s->shadow);
+  s->shadow = NULL;
+}
+
 /* Check (scrub): in random batches, with 0, 1 or 2 chunks of a random
  * stripe corrupted on live members: every other stripe consistent, the
  * corrupted one located (one chunk, two live chunks of redundancy or
@@ -1129,6 +1177,7 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum)
     CHECK (sim_request (&s, GR_REQ_RESYNC, 0, s.size, NULL, 0) == -EIO,
            "%s: degraded resync not refused", what);
     check_rebuild_front (&s, what);
+    check_copy (&s, what);
     check_check (&s, what);
     check_replay (&s, what);
     for (i = 0; i < 4 && cksum; i++)

@@ -62,3 +62,8 @@ bench-remote: all scripts/nbdbench
 
 .PHONY: bench-alternate bench-corruption bench-integrity bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
         bench-remote
+
+# Rebuild of an array 10 % written against fully written, re-add after 1 %
+# written against a full rebuild (docs/performance.md).
+bench-written: all
+	scripts/bench-written

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The degraded-mode drill (scripts/gpuraid-drill) in a short form: 4+2 on
 # 16M files, a second of verifying workload a step: m members failed one
-# after another, replaced and rebuilt, a scrub; it must pass (exit 0,
-# every step PASS).  Negative control: with a stand-in GPU coder whose
+# after another, replaced and rebuilt, a spare's takeover and the array
+# assembled again by scan=, a member re-added, one replaced live, a
+# scrub, the events a monitor saw; it must pass (exit 0, every step
+# PASS).  Negative control: with a stand-in GPU coder whose
 # rebuilt blocks are wrong (-D gpuraid.fake_gpu=3, every operation on
 # it), the drill must fail (exit 1) at the first degraded read-back.
 
@@ -22,7 +24,7 @@ rc=$?
 cat "$out"
 [ $rc = 0 ] || fail "the drill failed (exit $rc)"
 grep -q '^drill: PASS' "$out" || fail "no PASS line"
-[ "$(grep -c '^  PASS ' "$out")" = 12 ] || fail "not 12 steps passed"
+[ "$(grep -c '^  PASS ' "$out")" = 19 ] || fail "not 19 steps passed"
 grep -q '^  FAIL' "$out" && fail "a step failed"
 
 echo "=== negative control: a coder that rebuilds wrong bytes"

@@ -212,10 +212,10 @@ echo "stop and go on: OK"
 echo "=== 7. refusals"
 "$CTL" -c "$ctl" rate 1000000 >/dev/null
 scrub_started >/dev/null
-ctl_refused "scrub while one runs" 'scrub: a resync, rebuild or scrub is running' "$CTL" -c "$ctl" scrub
+ctl_refused "scrub while one runs" 'scrub: a resync, rebuild, scrub or live replacement is running' "$CTL" -c "$ctl" scrub
 "$CTL" -c "$ctl" fail 5 >/dev/null || fail "fail 5 during a scrub"
 truncate -s 8M "$tmpdir/new5.img"
-ctl_refused "replace during a scrub" 'replace 5: .*a resync, rebuild or scrub is running' "$CTL" -c "$ctl" replace 5 "$tmpdir/new5.img"
+ctl_refused "replace during a scrub" 'replace 5: .*a resync, rebuild, scrub or live replacement is running' "$CTL" -c "$ctl" replace 5 "$tmpdir/new5.img"
 "$CTL" -c "$ctl" scrub --stop >/dev/null || fail "stop"
 ctl_refused "stop with none running" 'scrub stop: no scrub is running' "$CTL" -c "$ctl" scrub --stop
 "$CTL" -c "$ctl" fail 4 >/dev/null || fail "fail 4"
