@@ -293,11 +293,12 @@ bool gr_bitmap_layout_fits (size_t bytes, uint64_t data_offset);
 
 /* The written map and the degraded map, after the write-intent bitmap's
  * bytes in the same area (docs/format.md, "The written and degraded
- * maps"): each a bit per map region of `region` stripes (the bitmap's
- * region times the smallest power of two that fits it in its share of
- * what the bitmap leaves, whole 4096-byte blocks), the written map
- * first.  kept is false where no share is left: the array keeps
- * neither. */
+ * maps"): each a bit per map region of `region` stripes (the smallest
+ * power of two of stripes that holds GR_MAPS_MIN_BYTES of each member
+ * and fits the map in its share of what the bitmap leaves, whole
+ * 4096-byte blocks), the written map first.  kept is false where no
+ * share is left: the array keeps neither. */
+#define GR_MAPS_MIN_BYTES (UINT64_C (1) << 20)
 struct gr_maps_layout {
   bool kept;
   uint64_t region;              /* stripes a map region */
@@ -306,7 +307,8 @@ struct gr_maps_layout {
   uint64_t written_off, degraded_off;   /* member byte offsets */
 };
 void gr_maps_layout (uint64_t stripes, uint64_t bitmap_region,
-                     uint64_t data_offset, struct gr_maps_layout *out);
+                     uint32_t chunk, uint64_t data_offset,
+                     struct gr_maps_layout *out);
 
 #define GR_CKSUM_BLOCK 4096
 /* The bytes of the checksum area for data_size bytes of data: whole

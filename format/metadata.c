@@ -26,7 +26,7 @@ gr_bitmap_layout_fits (size_t bytes, uint64_t data_offset)
 }
 
 void
-gr_maps_layout (uint64_t stripes, uint64_t bitmap_region,
+gr_maps_layout (uint64_t stripes, uint64_t bitmap_region, uint32_t chunk,
                 uint64_t data_offset, struct gr_maps_layout *out)
 {
   const size_t room = GR_JOURNAL_OFFSET - GR_BITMAP_OFFSET;
@@ -42,8 +42,9 @@ gr_maps_layout (uint64_t stripes, uint64_t bitmap_region,
   share = (room - bits) / 2 / 4096 * 4096;
   if (share == 0)
     return;
-  out->region = bitmap_region;
-  while (gr_bitmap_layout_regions (stripes, out->region) > share * 8)
+  out->region = 1;
+  while (out->region * chunk < GR_MAPS_MIN_BYTES ||
+         gr_bitmap_layout_regions (stripes, out->region) > share * 8)
     out->region *= 2;
   out->regions = gr_bitmap_layout_regions (stripes, out->region);
   out->bytes = gr_bitmap_layout_bytes (out->regions);

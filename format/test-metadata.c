@@ -33,34 +33,41 @@ test_bitmap (void)
 }
 
 /* The written and degraded maps after the bitmap's bytes: a share each
- * of what it leaves, in whole blocks, their region a power of two times
- * the bitmap's; none where nothing is left. */
+ * of what it leaves, in whole blocks, their region the smallest power of
+ * two of stripes of at least 1 MiB of each member that fits; none where
+ * nothing is left. */
 static void
 test_maps (void)
 {
   struct gr_maps_layout l;
 
-  /* 160 regions of 1024 stripes: a block of bitmap, 7 blocks a map. */
-  gr_maps_layout (160 * 1024, 1024, MiB, &l);
-  CHECK (l.kept && l.region == 1024 && l.regions == 160 && l.bytes == 4096);
+  CHECK (GR_MAPS_MIN_BYTES == MiB);
+  /* 160 bitmap regions: a block of bitmap; 64 KiB chunks: 16 stripes a
+   * map region, 10240 of them, a block a map. */
+  gr_maps_layout (160 * 1024, 1024, 64 * KiB, MiB, &l);
+  CHECK (l.kept && l.region == 16 && l.regions == 10240 && l.bytes == 4096);
   CHECK (l.written_off == 8192 && l.degraded_off == 12288);
-  /* 300000 regions: 37500 bytes of bitmap (10 blocks), 20480 left: two
-   * blocks a map, regions 8 times as large. */
-  gr_maps_layout (300000, 1, MiB, &l);
-  CHECK (l.kept && l.region == 8 && l.regions == 37500);
-  CHECK (l.bytes == 8192 && l.written_off == 4096 + 40960);
+  /* 300000 bitmap regions (4 KiB chunks): 37500 bytes of bitmap (10
+   * blocks), 20480 left, two blocks a map; 256 stripes a map region. */
+  gr_maps_layout (300000, 1, 4096, MiB, &l);
+  CHECK (l.kept && l.region == 256 && l.regions == 1172);
+  CHECK (l.bytes == 4096 && l.written_off == 4096 + 40960);
   CHECK (l.degraded_off + l.bytes <= 65536);
+  /* The share too small for 1 MiB regions: coarser until it fits. */
+  gr_maps_layout ((uint64_t) 13 * 4096 * 8 * 256, 256, 4096, MiB, &l);
+  CHECK (l.kept && l.region == 4096 && l.regions == 26624 &&
+         l.bytes == 4096);
+  /* Chunks of more than 1 MiB: a stripe a region. */
+  gr_maps_layout (1000, 64, 4 * MiB, 4 * MiB, &l);
+  CHECK (l.kept && l.region == 1 && l.regions == 1000);
   /* A full bitmap leaves nothing; neither does a bitmap that does not
    * fit (a metadata area too small) or none. */
-  gr_maps_layout (GR_SB_BITMAP_BITS, 1, MiB, &l);
+  gr_maps_layout (GR_SB_BITMAP_BITS, 1, 4096, MiB, &l);
   CHECK (!l.kept);
-  gr_maps_layout (100, 1, 32768, &l);
+  gr_maps_layout (100, 1, 4096, 32768, &l);
   CHECK (!l.kept);
-  gr_maps_layout (100, 0, MiB, &l);
+  gr_maps_layout (100, 0, 4096, MiB, &l);
   CHECK (!l.kept);
-  /* The largest bitmap that leaves two blocks. */
-  gr_maps_layout (13 * 4096 * 8, 1, MiB, &l);
-  CHECK (l.kept && l.bytes == 4096 && l.region == 16);
 }
 
 static void

@@ -70,8 +70,8 @@ create (struct probes *ps, struct gr_assembly *a)
   }
   a->sb.ctime = (uint64_t) time (NULL);
   /* Zeroed: nothing is written yet, as the written map says. */
-  gr_maps_layout (a->geom.stripes, a->sb.bitmap_region, a->sb.data_offset,
-                  &maps);
+  gr_maps_layout (a->geom.stripes, a->sb.bitmap_region, a->geom.chunk,
+                  a->sb.data_offset, &maps);
   if (maps.kept)
     a->sb.flags |= GR_SB_FLAG_WRITTEN;
   for (i = 0; i < a->n; i++) {
@@ -408,7 +408,7 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   arr->bitmap = gr_bitmap_new (&a->geom, arr->ms, a->sb.bitmap_region,
                                arr->cksum);
   if (arr->journal == NULL || arr->bitmap == NULL ||
-      gr_bitmap_load_maps (arr->bitmap) == -1)
+      gr_bitmap_load_maps (arr->bitmap, a->resync != GR_RESYNC_NONE) == -1)
     goto err;
   if (gr_bitmap_maps_kept (arr->bitmap))
     gr_members_keep_maps (arr->ms);
@@ -520,6 +520,7 @@ gr_array_close (struct gr_array *a)
   if ((a->resync && !gr_resync_stop (a->resync)) ||
       (a->resync_wanted && a->resync == NULL))
     gr_members_keep_dirty (a->ms);
+  gr_bitmap_close (a->bitmap);
   gr_bitmap_free (a->bitmap);
   gr_exec_free (a->x);
   gr_scratch_free (a->scratch);

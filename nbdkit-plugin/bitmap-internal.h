@@ -74,6 +74,9 @@ gr_bit_clear (uint8_t *v, uint64_t r)
 
 /* bitmap-maps.c, under b->lock (the callers move b->gen when the area
  * changed): */
+/* Does map mark a region of stripes [s0, s0 + ns)? */
+bool gr_bitmap_maps_any_locked (const struct gr_bitmap *b, const uint8_t *map,
+                                uint64_t s0, uint64_t ns);
 /* A member has failed and the degraded map is not kept yet: it is from
  * now on, every region whose write-intent bit is set marked in it (a
  * write in flight at the failure may have missed the member); no member

@@ -26,6 +26,19 @@ mark (struct gr_bitmap *b, uint8_t *map, uint64_t s0, uint64_t ns)
 }
 
 bool
+gr_bitmap_maps_any_locked (const struct gr_bitmap *b, const uint8_t *map,
+                           uint64_t s0, uint64_t ns)
+{
+  const uint64_t r1 = (s0 + ns - 1) / b->maps.region;
+
+  for (uint64_t r = s0 / b->maps.region; r <= r1 && r < b->maps.regions;
+       r++)
+    if (gr_bit_test (map, r))
+      return true;
+  return false;
+}
+
+bool
 gr_bitmap_maps_follow_locked (struct gr_bitmap *b)
 {
   const int nf = gr_members_nfailed (b->ms);
@@ -114,7 +127,7 @@ gr_bitmap_trimmed (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
 }
 
 int
-gr_bitmap_load_maps (struct gr_bitmap *b)
+gr_bitmap_load_maps (struct gr_bitmap *b, bool crashed)
 {
   uint8_t *buf;
   bool lost = false;
@@ -143,8 +156,9 @@ gr_bitmap_load_maps (struct gr_bitmap *b)
       b->degraded[j] |= buf[b->nbytes + b->maps.bytes + j];
     }
     /* A write in flight when a member failed set its bit here before
-     * the degraded map was written: it counts as degraded too. */
-    if (b->degraded_on)
+     * the degraded map was written: it counts as degraded too (a clean
+     * shutdown wrote the map: gr_bitmap_close). */
+    if (b->degraded_on && crashed)
       for (uint64_t r = 0; r < b->nregions; r++)
         if (gr_bit_test (buf, r))
           mark (b, b->degraded, r * b->region, b->region);

@@ -34,7 +34,7 @@ gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
   b->nregions = gr_bitmap_layout_regions (g->stripes, b->region);
   b->nbytes = gr_bitmap_layout_bytes (b->nregions);
   b->room = gr_bitmap_layout_fits (b->nbytes, g->data_offset);
-  gr_maps_layout (g->stripes, region, g->data_offset, &b->maps);
+  gr_maps_layout (g->stripes, region, g->chunk, g->data_offset, &b->maps);
   b->total = b->nbytes + (b->maps.kept ? 2 * b->maps.bytes : 0);
   b->written_kept = b->maps.kept && (sb.flags & GR_SB_FLAG_WRITTEN);
   b->degraded_on = b->maps.kept && sb.degraded_since != 0;
@@ -140,7 +140,8 @@ load (struct gr_bitmap *b, bool all, uint8_t *into)
     /* Every region: every region written (a region never written since
      * the array was made holds zeros, consistent). */
     if (all && (!b->written_kept ||
-                gr_bit_test (b->written, r * b->region / b->maps.region)))
+                gr_bitmap_maps_any_locked (b, b->written, r * b->region,
+                                           b->region)))
       gr_bit_set (b->bits, r);
     if (gr_bit_test (b->bits, r)) {
       gr_bit_set (into, r);
@@ -520,4 +521,15 @@ gr_bitmap_start (struct gr_bitmap *b)
   }
   b->started = true;
   return 0;
+}
+
+void
+gr_bitmap_close (struct gr_bitmap *b)
+{
+  if (!b->room || gr_members_read_only_p (b->ms))
+    return;
+  pthread_mutex_lock (&b->lock);
+  if (gr_bitmap_maps_follow_locked (b))
+    (void) flush_locked (b, ++b->gen);
+  pthread_mutex_unlock (&b->lock);
 }

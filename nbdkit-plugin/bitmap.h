@@ -110,9 +110,14 @@ void gr_bitmap_checkpoint (struct gr_bitmap *b);
 
 /* At assembly, before anything is written: the maps as the live members
  * hold them (written: with GR_SB_FLAG_WRITTEN; degraded: while
- * sb.degraded_since, the bits on disk counted in).  0, or -1 after
- * nbdkit_error. */
-int gr_bitmap_load_maps (struct gr_bitmap *b);
+ * sb.degraded_since, and after a crash (crashed) the write-intent bits
+ * on disk counted in: a write in flight when a member failed, before
+ * the degraded map was written).  0, or -1 after nbdkit_error. */
+int gr_bitmap_load_maps (struct gr_bitmap *b, bool crashed);
+/* At a clean shutdown, before the members are closed: a member that
+ * failed since the last write has the degraded map it needs on disk
+ * (the next start trusts it as it is). */
+void gr_bitmap_close (struct gr_bitmap *b);
 /* Does the metadata area hold the maps? */
 bool gr_bitmap_maps_kept (const struct gr_bitmap *b);
 /* Is the degraded map kept now (a member has failed)? */

@@ -106,6 +106,39 @@ gr_heal_check_path_locked (struct gr_heal *h, int i, const char *path,
   return o;
 }
 
+/* Under h->lock: member i's rebuild begun onto d (path), the first zero
+ * bytes of it zeroed (its metadata: what is not trusted of it); readd: d
+ * is the member itself, back.  STARTED (the pass not started yet), or
+ * IO_ERROR with *err; d is owned from now on. */
+static enum gr_heal_outcome
+begin_locked (struct gr_heal *h, int i, const char *path, struct gr_disk *d,
+              uint64_t zero, bool readd, int *err)
+{
+  const int r = zero_metadata (d, zero);
+
+  if (r < 0) {
+    *err = -r;
+    gr_disk_close (d);
+    return GR_HEAL_IO_ERROR;
+  }
+  switch (gr_members_rebuild_begin (h->ms, i, path, d, readd)) {
+  case GR_MEMBERS_OK:
+    break;
+  case GR_MEMBERS_IO_ERROR:
+    *err = errno;
+    return GR_HEAL_IO_ERROR;
+  case GR_MEMBERS_ARRAY_FAILED: {
+    bool one[GR_MAX_MEMBERS] = { false };
+
+    one[i] = true;
+    gr_members_rebuild_end (h->ms, one, GR_REBUILD_ABANDONED);
+    return GR_HEAL_IO_ERROR;
+  }
+  }
+  h->auto_m[i] = false;
+  return GR_HEAL_STARTED;
+}
+
 /* Under h->lock.  was: for a spare put in, the member's state before
  * ("failed", "missing"; said in the event), NULL for a replace. */
 static enum gr_heal_outcome
@@ -134,30 +167,11 @@ replace_locked (struct gr_heal *h, int i, const char *path, const char *was,
     return o;
   /* Its old superblock, bitmap and journal go: until the rebuild ends it
    * is no member (a restart finds no superblock there). */
-  r = zero_metadata (d, sb.data_offset);
-  if (r < 0) {
-    *err = -r;
-    gr_disk_close (d);
-    return GR_HEAL_IO_ERROR;
-  }
-  switch (gr_members_rebuild_begin (h->ms, i, path, d, false)) {
-  case GR_MEMBERS_OK:
-    break;
-  case GR_MEMBERS_IO_ERROR:
-    *err = errno;
-    return GR_HEAL_IO_ERROR;
-  case GR_MEMBERS_ARRAY_FAILED: {
-    bool one[GR_MAX_MEMBERS] = { false };
-
-    one[i] = true;
-    gr_members_rebuild_end (h->ms, one, GR_REBUILD_ABANDONED);
-    return GR_HEAL_IO_ERROR;
-  }
-  }
-  h->auto_m[i] = false;
-  if (was)
+  r = begin_locked (h, i, path, d, sb.data_offset, false, err);
+  if (r == GR_HEAL_STARTED && was)
     gr_event (GR_EV_SPARE_ACTIVATED, i, path, NULL, "was=%s", was);
-  return gr_heal_rebuild_locked (h, i) ? GR_HEAL_STARTED : GR_HEAL_IO_ERROR;
+  return r == GR_HEAL_STARTED && !gr_heal_rebuild_locked (h, i)
+    ? GR_HEAL_IO_ERROR : (enum gr_heal_outcome) r;
 }
 
 /* Under h->lock: re-add member i from d (open, path: its own file,
@@ -202,28 +216,10 @@ readd_locked (struct gr_heal *h, int i, const char *path, struct gr_disk *d,
   *full = !gr_readd_covered (&sb, &own) || !gr_bitmap_degraded_kept (h->b);
   /* Its superblock, bitmap and journal go (stale); the checksum area and
    * the data stay, kept where the degraded map does not mark them. */
-  r = zero_metadata (d, *full ? sb.data_offset : gr_sb_journal_end (&sb));
-  if (r < 0) {
-    *err = -r;
-    gr_disk_close (d);
-    return GR_HEAL_IO_ERROR;
-  }
-  switch (gr_members_rebuild_begin (h->ms, i, path, d, !*full)) {
-  case GR_MEMBERS_OK:
-    break;
-  case GR_MEMBERS_IO_ERROR:
-    *err = errno;
-    return GR_HEAL_IO_ERROR;
-  case GR_MEMBERS_ARRAY_FAILED: {
-    bool one[GR_MAX_MEMBERS] = { false };
-
-    one[i] = true;
-    gr_members_rebuild_end (h->ms, one, GR_REBUILD_ABANDONED);
-    return GR_HEAL_IO_ERROR;
-  }
-  }
-  h->auto_m[i] = false;
-  return gr_heal_rebuild_locked (h, i) ? GR_HEAL_STARTED : GR_HEAL_IO_ERROR;
+  r = begin_locked (h, i, path, d, *full ? sb.data_offset
+                    : gr_sb_journal_end (&sb), !*full, err);
+  return r == GR_HEAL_STARTED && !gr_heal_rebuild_locked (h, i)
+    ? GR_HEAL_IO_ERROR : (enum gr_heal_outcome) r;
 }
 
 /* The bytes a re-add rebuilds, for the log. */

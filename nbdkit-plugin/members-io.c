@@ -210,22 +210,15 @@ gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
   struct gr_dio stackd[32], *d;
   size_t *which, stackw[32];
   enum dio_role stackr[32], *role;
-  size_t i, nd = 0;
+  size_t i, nd = 0, n1 = 0;       /* n1: then one at a time (no memory) */
 
   d = 2 * n <= 32 ? stackd : malloc (2 * n * sizeof *d);
   which = 2 * n <= 32 ? stackw : malloc (2 * n * sizeof *which);
   role = 2 * n <= 32 ? stackr : malloc (2 * n * sizeof *role);
   if (d == NULL || which == NULL || role == NULL) {
     /* One at a time, then. */
-    if (d != stackd)
-      free (d);
-    if (which != stackw)
-      free (which);
-    if (role != stackr)
-      free (role);
-    for (i = 0; i < n; i++)
-      gr_members_io (ms, &v[i], 1, policy);
-    return;
+    n1 = n;
+    goto out;
   }
   if (live)
     pthread_rwlock_rdlock (&ms->shadow_lock);
@@ -283,12 +276,15 @@ gr_members_io (struct gr_members *ms, struct gr_mio *v, size_t n,
   }
   if (live)
     pthread_rwlock_unlock (&ms->shadow_lock);
+ out:
   if (d != stackd)
     free (d);
   if (which != stackw)
     free (which);
   if (role != stackr)
     free (role);
+  for (i = 0; i < n1; i++)
+    gr_members_io (ms, &v[i], 1, policy);
 }
 
 void

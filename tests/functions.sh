@@ -227,6 +227,39 @@ wait_front ()
   fail "the rebuild's front did not pass stripe $1 (at $(rebuild_front))"
 }
 
+# wait_healthy: until the array on $ctl is healthy, every member active
+# (30 s), else fail.
+wait_healthy ()
+{
+  local i
+  for (( i = 0; i < 300; i++ )); do
+    [ "$(ctl_json 's["state"], all(mb["state"] == "active" for mb in s["members"] if mb["index"] is not None)' 2>/dev/null)" = "healthy True" ] &&
+      return 0
+    sleep 0.1
+  done
+  fail "not healthy: $("$CTL" -c "$ctl" status)"
+}
+
+# write_ref OFF LEN: LEN random bytes at array byte OFF through NBD on
+# $sock (in 64 KiB requests), flushed, and into $tmpdir/expect.
+write_ref ()
+{
+  head -c "$2" /dev/urandom >"$tmpdir/write_ref"
+  python3 - "$sock" "$1" "$tmpdir/write_ref" "$tmpdir/expect" <<'EOF' || fail "write at $1"
+import sys, nbd
+h = nbd.NBD(); h.connect_unix(sys.argv[1])
+off = int(sys.argv[2]); data = open(sys.argv[3], "rb").read()
+for o in range(0, len(data), 65536):
+    h.pwrite(data[o:o + 65536], off + o)
+h.flush(); h.shutdown()
+with open(sys.argv[4], "r+b") as f:
+    f.seek(off); f.write(data)
+EOF
+}
+
+# array_uuid FILE: the array UUID in FILE's superblock (gpuraidctl examine).
+array_uuid () { "$CTL" examine "$1" | sed -n 's/^  array uuid *//p'; }
+
 # ctl_refused WHY REGEX CMD...: CMD must exit non-zero with one line on
 # stderr matching REGEX.
 ctl_refused ()

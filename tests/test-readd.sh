@@ -36,32 +36,6 @@ width=$(( k * chunk ))
 # io_total: the members' bytes read and written since the start (JSON).
 io_total () { ctl_json 's["io"]["read_bytes"] + s["io"]["written_bytes"]'; }
 
-# healthy: wait until the array is healthy (30 s).
-healthy ()
-{
-  local i
-  for (( i = 0; i < 300; i++ )); do
-    [ "$(ctl_json 's["state"]')" = healthy ] && return 0
-    sleep 0.1
-  done
-  fail "not healthy: $("$CTL" -c "$ctl" status)"
-}
-
-# write_at OFF LEN: LEN random bytes at array byte OFF, into the
-# reference too.
-write_at ()
-{
-  head -c "$2" /dev/urandom >"$tmpdir/w"
-  python3 - "$sock" "$1" "$tmpdir/w" "$tmpdir/expect" <<'EOF' || fail "write at $1"
-import sys, nbd
-h = nbd.NBD(); h.connect_unix(sys.argv[1])
-off = int(sys.argv[2]); data = open(sys.argv[3], "rb").read()
-h.pwrite(data, off); h.flush(); h.shutdown()
-with open(sys.argv[4], "r+b") as f:
-    f.seek(off); f.write(data)
-EOF
-}
-
 # sb_since FILE: the superblock's degraded-since event (offset 144).
 sb_since () { od -An -v -tu8 -j 144 -N 8 "$1" | tr -d ' '; }
 
@@ -79,7 +53,7 @@ saved=${members[3]}
 members[3]=$tmpdir/nowhere.img
 set_args
 ctl_serve
-write_at $(( size / 3 / width * width )) "$one"
+write_ref $(( size / 3 / width * width )) "$one"
 [ "$(sb_since "${members[0]}")" != 0 ] || fail "no degraded map recorded"
 stop_nbdkit "$pid"
 members[3]=$saved
@@ -90,7 +64,7 @@ nbdkit_opts= ctl_serve
 "$CTL" -c "$ctl" monitor --json >"$tmpdir/events" 2>&1 &
 mon=$!
 cleanup_fn _kill_pid "$mon"
-healthy
+wait_healthy
 readd_io=$(io_total)
 grep -q "member 3 .* is back: re-adding it" "$nbdkit_log" || fail "no re-add said: $(cat "$nbdkit_log")"
 grep -q "re-add of member 3 .* done" "$nbdkit_log" || fail "re-add not done"
@@ -127,7 +101,7 @@ echo "OK"
 echo "=== 2. failed by the operator: not re-added at a start; gpuraidctl re-add"
 ctl_serve
 "$CTL" -c "$ctl" fail 2 >/dev/null || fail "fail 2"
-write_at $(( size / 2 / width * width )) "$one"
+write_ref $(( size / 2 / width * width )) "$one"
 stop_nbdkit "$pid"
 ctl_serve
 grep -q "member 2 (.*) is failed by the operator at event [0-9]* (the array's is [0-9]*); gpuraidctl re-add brings it back" \
@@ -139,7 +113,7 @@ sleep 0.5
 grep -q "re-adding member 2 (${members[2]}): [0-9]* MiB written since it left rebuilt" "$tmpdir/out" ||
   fail "re-add 2 said: $(cat "$tmpdir/out")"
 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
-healthy
+wait_healthy
 verify "after gpuraidctl re-add"
 stop_nbdkit "$pid"
 check_parity $k $m $chunk rs "${members[@]}"
@@ -156,14 +130,14 @@ if run_nbdkit "$PLUGIN" --dump-plugin | grep -q '^gpuraid_nbd_members=yes$'; the
   set_args
   ctl_serve remote-timeout=2 remote-retries=0
   kill -9 "$(cat "$tmpdir/m5.pid")"
-  write_at $(( size / 5 / width * width )) "$one"
+  write_ref $(( size / 5 / width * width )) "$one"
   [ "$(ctl_json 's["members"][5]["state"]')" = failed ] ||
     fail "member 5 is $(ctl_json 's["members"][5]["state"]')"
   serve5
   "$CTL" -c "$ctl" re-add 5 >"$tmpdir/out" || fail "re-add 5"
   grep -q "re-adding member 5" "$tmpdir/out" || fail "re-add 5 said: $(cat "$tmpdir/out")"
   "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
-  healthy
+  wait_healthy
   verify "after the remote member's re-add"
   stop_nbdkit "$pid"
   _kill_pid "$(cat "$tmpdir/m5.pid")"
@@ -182,7 +156,7 @@ set_args
 ctl_serve
 # Most of the array written while it is away: a re-add long enough to
 # be killed in.
-write_at 0 $(( size / 2 / width * width ))
+write_ref 0 $(( size / 2 / width * width ))
 stop_nbdkit "$pid"
 members[1]=$saved
 set_args
@@ -199,7 +173,7 @@ od -An -tu4 -j 52 -N 4 "${members[1]}" | grep -q . || fail "no superblock on mem
 ctl_serve
 grep -q "resuming the rebuild of member 1" "$nbdkit_log" || fail "not resumed: $(grep warning "$nbdkit_log")"
 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
-healthy
+wait_healthy
 grep -q "re-add of member 1 .* done" "$nbdkit_log" || fail "the resumed rebuild was no re-add"
 verify "after the resumed re-add"
 stop_nbdkit "$pid"
@@ -209,17 +183,17 @@ echo "OK"
 echo "=== 5. an old copy: a full rebuild, said"
 cp --sparse=always "${members[4]}" "$tmpdir/old4.img"
 ctl_serve
-write_at 0 "$one"                        # the copy misses updates
+write_ref 0 "$one"                        # the copy misses updates
 stop_nbdkit "$pid"
 ctl_serve
-write_at "$width" "$one"
+write_ref "$width" "$one"
 "$CTL" -c "$ctl" fail 4 >/dev/null || fail "fail 4"
-write_at $(( 2 * width )) "$one"
+write_ref $(( 2 * width )) "$one"
 "$CTL" -c "$ctl" re-add 4 "$tmpdir/old4.img" >"$tmpdir/out" || fail "re-add 4"
 grep -q "member 4 (.*old4.img): its superblock is older than the degraded map .*: a full rebuild onto it" \
   "$tmpdir/out" || fail "re-add 4 said: $(cat "$tmpdir/out")"
 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
-healthy
+wait_healthy
 verify "after the full rebuild onto the old copy"
 stop_nbdkit "$pid"
 members[4]=$tmpdir/old4.img

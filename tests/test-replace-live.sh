@@ -34,32 +34,6 @@ requires_cmd nbdcopy nbdinfo python3 cmp
 k=4 m=2 n=6 chunk=16384
 width=$(( k * chunk ))
 
-healthy ()
-{
-  local i
-  for (( i = 0; i < 300; i++ )); do
-    [ "$(ctl_json 's["state"]')" = healthy ] &&
-      [ "$(ctl_json '[mb["state"] for mb in s["members"] if mb["index"] is not None].count("active")')" = $n ] &&
-      return 0
-    sleep 0.1
-  done
-  fail "not healthy: $("$CTL" -c "$ctl" status)"
-}
-# write_random OFF LEN: random bytes through NBD and into the reference.
-write_random ()
-{
-  head -c "$2" /dev/urandom >"$tmpdir/w.$1"
-  python3 - "$sock" "$1" "$tmpdir/w.$1" "$tmpdir/expect" <<'EOF' || fail "write at $1"
-import sys, nbd
-h = nbd.NBD(); h.connect_unix(sys.argv[1])
-off = int(sys.argv[2]); data = open(sys.argv[3], "rb").read()
-for o in range(0, len(data), 65536):
-    h.pwrite(data[o:o + 65536], off + o)
-h.flush(); h.shutdown()
-with open(sys.argv[4], "r+b") as f:
-    f.seek(off); f.write(data)
-EOF
-}
 # poll_states: until $tmpdir/stop-poll exists, the array's and members'
 # states, one line each time, into $tmpdir/states.
 poll_states ()
@@ -92,8 +66,8 @@ poller=$!
   fail "replace --live: $(cat "$tmpdir/out")"
 grep -q "copying member 2 onto $tmpdir/new2.img while it stays in service" "$tmpdir/out" ||
   fail "said: $(cat "$tmpdir/out")"
-write_random $(( 5 * width )) $(( 64 * width ))
-write_random $(( size - 80 * width )) $(( 40 * width ))
+write_ref $(( 5 * width )) $(( 64 * width ))
+write_ref $(( size - 80 * width )) $(( 40 * width ))
 nbdcopy "$uri" "$tmpdir/back1" || fail "read during the copy"
 "$CTL" -c "$ctl" status | grep -q "^replace    member 2 onto $tmpdir/new2.img (live)" ||
   fail "status: $("$CTL" -c "$ctl" status)"
@@ -129,10 +103,10 @@ stop_nbdkit "$pid"
 mkdir -p "$tmpdir/pool"
 members[2]=$tmpdir/new2.img
 for f in "${members[@]}" "$old2"; do ln -s "$f" "$tmpdir/pool/"; done
-uuid=$("$CTL" examine "${members[0]}" | sed -n 's/^  array uuid *//p')
+uuid=$(array_uuid "${members[0]}")
 args=()
 ctl_serve scan="$tmpdir/pool/*" uuid="$uuid"
-healthy
+wait_healthy
 [ "$(ctl_json 's["members"][2]["path"]')" = "$tmpdir/pool/new2.img" ] ||
   fail "scan took $(ctl_json 's["members"][2]["path"]')"
 verify "assembled by scan after the live replacement"
@@ -151,11 +125,11 @@ grep -q "live replacement of member 4 onto $tmpdir/new4.img stopped (shutdown) a
 "$CTL" examine "$tmpdir/new4.img" | grep -q "a replacement being rebuilt" ||
   fail "new4's superblock does not keep it out"
 ctl_serve
-healthy
+wait_healthy
 [ "$(ctl_json 's["members"][4]["path"]')" = "${members[4]}" ] || fail "member 4 moved"
 "$CTL" -c "$ctl" replace --live 4 "$tmpdir/new4.img" >/dev/null || fail "replace --live 4 again"
 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
-healthy
+wait_healthy
 verify "after the second live replacement"
 members[4]=$tmpdir/new4.img
 stop_nbdkit "$pid"
@@ -166,11 +140,11 @@ echo "=== 3. kill -9 during the copy"
 ctl_serve resync-rate=8M
 truncate -s 32M "$tmpdir/new0.img"
 "$CTL" -c "$ctl" replace --live 0 "$tmpdir/new0.img" >/dev/null || fail "replace --live 0"
-write_random $(( 3 * width )) $(( 16 * width ))
+write_ref $(( 3 * width )) $(( 16 * width ))
 sleep 0.5
 kill -9 "$(cat "$pid")"; wait "$(cat "$pid")" 2>/dev/null; rm -f "$pid"
 ctl_serve
-healthy
+wait_healthy
 "$CTL" -c "$ctl" wait >/dev/null || fail "the resync after kill -9"
 verify "after kill -9 during the copy"
 stop_nbdkit "$pid"
@@ -196,7 +170,7 @@ if run_nbdkit "$PLUGIN" --dump-plugin | grep -q '^gpuraid_nbd_members=yes$' &&
     fail "the failure not said: $(grep -i error "$nbdkit_log" | tail -n 3)"
   [ "$(grep -c 'live replacement of member 1 (nbd+unix.*) failed' "$nbdkit_log")" = 1 ] ||
     fail "said more than once"
-  healthy
+  wait_healthy
   [ "$(ctl_json 's["members"][1]["path"]')" = "${members[1]}" ] || fail "member 1 moved"
   verify "after the replacement failed"
   stop_nbdkit "$pid"
@@ -217,7 +191,7 @@ grep -q "live replacement of member 3 onto $tmpdir/new3.img failed .*member 3 st
 "$CTL" -c "$ctl" rate 0 >/dev/null
 "$CTL" -c "$ctl" replace 3 "$tmpdir/new3.img" >/dev/null || fail "replace 3"
 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
-healthy
+wait_healthy
 verify "after the member failed during its live replacement"
 members[3]=$tmpdir/new3.img
 stop_nbdkit "$pid"

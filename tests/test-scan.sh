@@ -31,18 +31,7 @@ k=4 m=2 n=6 chunk=16384
 dir=$tmpdir/pool
 mkdir -p "$dir"
 
-# uuid_of FILE: the array UUID of FILE's superblock.
-uuid_of () { "$CTL" examine "$1" | sed -n 's/^  array uuid *//p'; }
-# healthy: wait until the array is healthy (30 s).
-healthy ()
-{
-  local i
-  for (( i = 0; i < 300; i++ )); do
-    [ "$(ctl_json 's["state"]')" = healthy ] && return 0
-    sleep 0.1
-  done
-  fail "not healthy: $("$CTL" -c "$ctl" status)"
-}
+# array_uuid FILE: the array UUID of FILE's superblock.
 # serve_scan [more options]: array A from the directory, by scan=.
 serve_scan ()
 {
@@ -63,11 +52,11 @@ size=$(nbdinfo --size "$uri")
 head -c "$size" /dev/urandom >"$tmpdir/expect"
 nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
 stop_nbdkit "$pid"
-A=$(uuid_of "${members[0]}")
+A=$(array_uuid "${members[0]}")
 truncate -s 8M "$dir/b0.img" "$dir/b1.img" "$dir/b2.img"
 run_nbdkit -U - "$PLUGIN" member="$dir/b0.img" member="$dir/b1.img" \
   member="$dir/b2.img" m=1 create=true --run true || fail "array B"
-B=$(uuid_of "$dir/b0.img")
+B=$(array_uuid "$dir/b0.img")
 head -c 1M /dev/urandom >"$dir/junk.img"
 mkdir -p "$dir/subdir"
 echo "A $A, B $B"
@@ -111,7 +100,7 @@ echo "=== 3. a spare carries a superblock"
 truncate -s 16M "$dir/spare.img"
 "$CTL" -c "$ctl" spare add "$dir/spare.img" >/dev/null || fail "spare add"
 "$CTL" examine "$dir/spare.img" | grep -q "hot spare of this array" || fail "no spare superblock"
-[ "$(uuid_of "$dir/spare.img")" = "$A" ] || fail "the spare's UUID"
+[ "$(array_uuid "$dir/spare.img")" = "$A" ] || fail "the spare's UUID"
 "$CTL" scan "$dir/*" --json | python3 -c "
 import json, sys
 s = json.load(sys.stdin)
@@ -123,11 +112,11 @@ echo "OK"
 echo "=== 4. a takeover, then the same scan= arguments"
 "$CTL" -c "$ctl" fail 2 >/dev/null || fail "fail 2"
 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
-healthy
+wait_healthy
 [ "$(ctl_json 's["members"][2]["path"]')" = "$dir/spare.img" ] || fail "spare not member 2"
 stop_nbdkit "$pid"
 serve_scan
-healthy
+wait_healthy
 [ "$(ctl_json 's["members"][2]["path"]')" = "$dir/spare.img" ] ||
   fail "the scan took $(ctl_json 's["members"][2]["path"]') as member 2"
 grep -q "${members[2]} holds an older copy of member 2 (event [0-9]*): not used" "$nbdkit_log" ||
@@ -146,7 +135,7 @@ truncate -s 16M "$dir/new1.img"
 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
 stop_nbdkit "$pid"
 serve_scan
-healthy
+wait_healthy
 [ "$(ctl_json 's["members"][1]["path"]')" = "$dir/new1.img" ] || fail "new1 not member 1"
 verify "after a replace, by scan"
 members[1]=$dir/new1.img
@@ -164,7 +153,7 @@ stop_nbdkit "$pid"
 mv "$tmpdir/away.img" "${members[3]}"
 serve_scan
 grep -q "member 3 (${members[3]}) is back: re-adding it" "$nbdkit_log" || fail "not re-added"
-healthy
+wait_healthy
 verify "after the re-add, by scan"
 stop_nbdkit "$pid"
 check_parity $k $m $chunk rs "${members[@]}"
@@ -175,7 +164,7 @@ mkdir -p "$tmpdir/elsewhere"
 mv "${members[5]}" "$tmpdir/elsewhere/m5.img"
 args=(member="$tmpdir/elsewhere/m5.img")
 ctl_serve scan="$dir/*" uuid="$A"
-healthy
+wait_healthy
 verify "member= and scan="
 stop_nbdkit "$pid"
 mv "$tmpdir/elsewhere/m5.img" "${members[5]}"

@@ -4,7 +4,8 @@
 # marks every region written since creation; a rebuild decodes only
 # those and zeroes the rest on its replacement; a trim of whole regions
 # unmarks them; the resync without a bitmap resyncs only them.  4+2, 16K
-# chunks, 32M members, bitmap-chunk=512K (map regions of 32 stripes):
+# chunks, 32M members, bitmap-chunk=512K (write-intent regions of 32
+# stripes; map regions of 1 MiB of each member, 64 stripes):
 #   1. 10 % of the array written (a contiguous run and a few small
 #      writes elsewhere), a member failed and replaced onto a file full
 #      of random bytes: the rebuild decodes only the written regions
@@ -27,22 +28,8 @@ requires_cmd nbdcopy nbdinfo python3 cmp
 
 k=4 m=2 n=6 chunk=16384
 width=$(( k * chunk ))
-region=$(( 32 * width ))                 # array bytes a map region covers
+region=$(( 64 * width ))                 # array bytes a map region covers
 nbdkit_opts="-D gpuraid.bitmap_ms=100"
-
-# write_at OFF LEN: LEN random bytes at array byte OFF (reference too).
-write_at ()
-{
-  head -c "$2" /dev/urandom >"$tmpdir/w"
-  python3 - "$sock" "$1" "$tmpdir/w" "$tmpdir/expect" <<'EOF' || fail "write at $1"
-import sys, nbd
-h = nbd.NBD(); h.connect_unix(sys.argv[1])
-off = int(sys.argv[2]); data = open(sys.argv[3], "rb").read()
-h.pwrite(data, off); h.flush(); h.shutdown()
-with open(sys.argv[4], "r+b") as f:
-    f.seek(off); f.write(data)
-EOF
-}
 
 # sb_flags FILE / sb_patch_flags FILE AND OR: the superblock's flags, and
 # a rewrite of them (crc32c made again), as an older or crashed writer
@@ -96,9 +83,9 @@ head -c "$size" /dev/zero >"$tmpdir/expect"
 
 echo "=== 1. 10 % written: the rebuild decodes only that"
 run=$(( size / 10 / region * region ))  # whole regions
-write_at $(( 4 * region )) "$run"
-write_at $(( size - 3 * region + 4096 )) 8192
-write_at 100 10
+write_ref $(( 4 * region )) "$run"
+write_ref $(( size - 3 * region + 4096 )) 8192
+write_ref 100 10
 [ "$(sb_flags "${members[0]}")" = 21 ] || fail "flags while writing: $(sb_flags "${members[0]}")"
 written_regions=$(( run / region + 2 ))
 "$CTL" -c "$ctl" monitor --json >"$tmpdir/events" 2>&1 &
@@ -107,7 +94,7 @@ cleanup_fn _kill_pid "$mon"
 sleep 0.3
 rebuild_onto_junk 2
 read -r rebuilt zeroed <<<"$(counts)"
-[ "$rebuilt" = $(( written_regions * 32 )) ] && [ $(( rebuilt + zeroed )) = "$stripes" ] ||
+[ "$rebuilt" = $(( written_regions * 64 )) ] && [ $(( rebuilt + zeroed )) = "$stripes" ] ||
   fail "rebuilt $rebuilt, zeroed $zeroed of $stripes stripes; $written_regions regions written"
 [ "$(ctl_json 's["rebuild"]["rebuilt_bytes"], s["rebuild"]["skipped_bytes"]')" = \
   "$(( rebuilt * width )) $(( zeroed * width ))" ] ||
@@ -138,7 +125,7 @@ head -c "$run" /dev/zero | dd of="$tmpdir/expect" bs=1M seek=$(( 4 * region )) o
 sleep 1                                  # the clearing pass after the trim
 rebuild_onto_junk 4
 read -r rebuilt zeroed <<<"$(counts)"
-[ "$rebuilt" = 64 ] || fail "after the trim rebuilt $rebuilt stripes, not the 2 regions left"
+[ "$rebuilt" = 128 ] || fail "after the trim rebuilt $rebuilt stripes, not the 2 regions left"
 verify "after the trim and a rebuild"
 stop_nbdkit "$pid"
 set_args
@@ -147,11 +134,12 @@ echo "OK"
 
 echo "=== 3. a crash without the bitmap: only written regions resynced"
 ctl_serve
-write_at $(( 8 * region )) "$region"
+write_ref $(( 8 * region )) "$region"
 kill -9 "$(cat "$pid")"; wait "$(cat "$pid")" 2>/dev/null; rm -f "$pid"
 for f in "${members[@]}"; do sb_patch_flags "$f" $(( ~4 & 0xffffffff )) 0; done
 ctl_serve
-grep -q "resyncing the parity of 3 of [0-9]* regions .*every region written" "$nbdkit_log" ||
+# 3 map regions written: 6 write-intent regions.
+grep -q "resyncing the parity of 6 of [0-9]* regions .*every region written" "$nbdkit_log" ||
   fail "resync: $(grep resync "$nbdkit_log")"
 wait_resync
 verify "after the resync"
@@ -161,7 +149,7 @@ echo "OK"
 echo "=== 4. an array from before the written map"
 for f in "${members[@]}"; do sb_patch_flags "$f" $(( ~16 & 0xffffffff )) 0; done
 ctl_serve
-write_at 0 4096
+write_ref 0 4096
 [ $(( $(sb_flags "${members[0]}") & 16 )) = 16 ] || fail "the written map not kept from now on"
 rebuild_onto_junk 0
 read -r rebuilt zeroed <<<"$(counts)"
