@@ -38,6 +38,31 @@ rebuild_set_locked (struct gr_members *ms, int i, const char *path,
   __atomic_add_fetch (&ms->gen, 1, __ATOMIC_ACQ_REL);
 }
 
+/* Under ms->lock: does the record hold a member still in progress
+ * (failed)? */
+bool
+gr_members_rebuild_in_progress_locked (const struct gr_members *ms)
+{
+  for (int j = 0; j < ms->n; j++)
+    if (gr_sb_rebuild_test (&ms->sb, j) && gr_sb_failed_test (&ms->sb, j))
+      return true;
+  return false;
+}
+
+bool
+gr_members_rebuild_drop_locked (struct gr_members *ms, int i)
+{
+  if (!gr_sb_rebuild_test (&ms->sb, i))
+    return false;
+  gr_sb_rebuild_put (&ms->sb, i, false);
+  if (!gr_members_rebuild_in_progress_locked (ms)) {
+    ms->sb.rebuild_id = 0;
+    ms->sb.rebuild_at = 0;
+    memset (ms->sb.rebuild_set, 0, sizeof ms->sb.rebuild_set);
+  }
+  return true;
+}
+
 static bool
 rebuilding (const struct gr_members *ms, int i)
 {

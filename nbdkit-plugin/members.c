@@ -464,31 +464,6 @@ gr_members_usable (const struct gr_members *ms, const struct gr_mio *v)
                                         __ATOMIC_ACQUIRE);
 }
 
-/* Under ms->lock: does the record hold a member still in progress
- * (failed)? */
-bool
-gr_members_rebuild_in_progress_locked (const struct gr_members *ms)
-{
-  for (int j = 0; j < ms->n; j++)
-    if (gr_sb_rebuild_test (&ms->sb, j) && gr_sb_failed_test (&ms->sb, j))
-      return true;
-  return false;
-}
-
-bool
-gr_members_rebuild_drop_locked (struct gr_members *ms, int i)
-{
-  if (!gr_sb_rebuild_test (&ms->sb, i))
-    return false;
-  gr_sb_rebuild_put (&ms->sb, i, false);
-  if (!gr_members_rebuild_in_progress_locked (ms)) {
-    ms->sb.rebuild_id = 0;
-    ms->sb.rebuild_at = 0;
-    memset (ms->sb.rebuild_set, 0, sizeof ms->sb.rebuild_set);
-  }
-  return true;
-}
-
 /* An error on member v->member (r = -errno): handled by policy. */
 static void
 mio_error (struct gr_members *ms, struct gr_mio *v, int r,
