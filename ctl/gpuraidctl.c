@@ -99,6 +99,7 @@ probe (const char *path, struct gr_probe *p)
   p->sb_status = -ENOENT;
   switch (gr_disk_open (path, true, &d, &err, why, sizeof why)) {
   case GR_DISK_OPENED:
+  case GR_DISK_OPENED_BUFFERED:
     break;
   case GR_DISK_NOT_STORAGE:
     p->open_errno = EINVAL;     /* not a file or a block device */
@@ -458,6 +459,10 @@ main (int argc, char **argv)
     usage (stderr);
     return 2;
   }
+  /* Block devices read below the page cache, as the plugin's default
+   * (direct=auto) writes them: no page of a superblock cached here that
+   * the server's next O_DIRECT write would leave stale. */
+  gr_disk_set_direct (GR_DIRECT_AUTO);
   if (strcmp (argv[i], "examine") == 0) {
     if (sock)
       die ("examine reads the members themselves: no -c");

@@ -57,7 +57,17 @@ probe_member (struct probes *ps, int i)
   switch (gr_disk_open (p->path, false, &ps->disk[i], &err, why,
                         sizeof why)) {
   case GR_DISK_OPENED:
+    if (gr_disk_direct (ps->disk[i]))
+      gr_debug ("member %d (%s): O_DIRECT", i, p->path);
     break;
+  case GR_DISK_OPENED_BUFFERED:
+    gr_warn ("member %d (%s): %s; buffered (direct=auto), through the page "
+             "cache", i, p->path, why);
+    break;
+  case GR_DISK_NO_DIRECT:
+    nbdkit_error ("member %d (%s): %s (direct=on; direct=auto or off takes "
+                  "it buffered)", i, p->path, why);
+    return -1;
   case GR_DISK_CANNOT_OPEN:
     gr_debug ("member %d (%s): cannot open: %s", i, p->path, why);
     p->open_errno = err ? err : EIO;

@@ -113,10 +113,12 @@ zero_metadata (struct gr_disk *d, uint64_t len)
 }
 
 /* Can path take a member's place (not member i: -1 for any)?  STARTED
- * with *d open (read-write) if so; nothing is written. */
+ * with *d open (read-write) if so; nothing is written.  taking: it is
+ * taken now (a device that refused O_DIRECT under direct=auto is said
+ * then, once, not each time a spare is checked). */
 static enum gr_heal_outcome
 check_path (struct gr_heal *h, int i, const char *path, struct gr_disk **d,
-            int *err)
+            int *err, bool taking)
 {
   struct gr_sb sb, old;
   uint8_t buf[GR_SB_SIZE];
@@ -128,6 +130,14 @@ check_path (struct gr_heal *h, int i, const char *path, struct gr_disk **d,
   gr_members_sb (h->ms, &sb);
   switch (gr_disk_open (path, false, d, err, why, sizeof why)) {
   case GR_DISK_OPENED: break;
+  case GR_DISK_OPENED_BUFFERED:
+    if (taking)
+      gr_warn ("member %d (%s): %s; buffered (direct=auto), through the "
+               "page cache", i, path, why);
+    break;
+  case GR_DISK_NO_DIRECT:
+    gr_debug ("%s: %s", path, why);
+    return GR_HEAL_NO_DIRECT;
   case GR_DISK_CANNOT_OPEN:
     gr_debug ("%s: cannot open: %s", path, why);
     if (*err == 0)
@@ -198,7 +208,7 @@ replace_locked (struct gr_heal *h, int i, const char *path, int *err)
     return GR_HEAL_ACTIVE;
   if (gr_members_state (h->ms, i) == GR_MEMBER_REBUILDING)
     return GR_HEAL_REBUILDING;
-  o = check_path (h, i, path, &d, err);
+  o = check_path (h, i, path, &d, err, true);
   if (o != GR_HEAL_STARTED)
     return o;
   /* Its old superblock, bitmap and journal go: until the rebuild ends it
@@ -465,7 +475,8 @@ gr_heal_spare_add (struct gr_heal *h, const char *path, int member,
     o = GR_HEAL_IO_ERROR;
     *err = ENOSPC;
   }
-  else if ((o = check_path (h, member, path, &d, err)) == GR_HEAL_STARTED) {
+  else if ((o = check_path (h, member, path, &d, err, false))
+           == GR_HEAL_STARTED) {
     gr_disk_close (d);
     copy = strdup (path);
     if (copy == NULL) {
@@ -525,6 +536,10 @@ gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
     return;
   case GR_HEAL_READ_ONLY_EXPORT:
     snprintf (buf, len, "the NBD export is read-only");
+    return;
+  case GR_HEAL_NO_DIRECT:
+    snprintf (buf, len, "it refuses O_DIRECT (%s), and direct=on",
+              strerror (err));
     return;
   case GR_HEAL_IS_MEMBER:
     snprintf (buf, len, "it is member %d of this array", err);
