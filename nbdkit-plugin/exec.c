@@ -179,11 +179,10 @@ gr_exec_plan_ctx (struct gr_exec *x, struct gr_exec_snap *sn,
     .gpu = gr_coding_route,
     .gpu_arg = x->coding,
   };
-  if (x->cksum) {
-    c->cksum = true;
-    if (c->lm < GR_CKSUM_BLOCK)
-      c->lm = GR_CKSUM_BLOCK;
-  }
+  c->cksum = x->cksum != NULL;
+  c->blocks = c->cksum || gr_members_direct (x->ms);
+  if (c->blocks && c->lm < GR_CKSUM_BLOCK)
+    c->lm = GR_CKSUM_BLOCK;
   /* After the snapshot: a front that moves on changes its generation. */
   if (gr_members_rebuilding (x->ms, sn->front) > 0)
     c->rb_front = sn->front;

@@ -31,6 +31,8 @@ rebuild_set_locked (struct gr_members *ms, int i, const char *path,
     mb->path = p;
   }
   mb->disk = d;
+  if (d && gr_disk_direct (d))
+    __atomic_store_n (&ms->direct, 1, __ATOMIC_RELEASE);
   snprintf (mb->why, sizeof mb->why, "being rebuilt");
   __atomic_store_n (&mb->front, front, __ATOMIC_RELEASE);
   __atomic_store_n (&mb->wfront, front, __ATOMIC_RELEASE);
