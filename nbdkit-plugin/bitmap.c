@@ -59,6 +59,18 @@ clear_bit (uint8_t *v, uint64_t r)
   v[r / 8] &= (uint8_t) ~(1u << (r % 8));
 }
 
+/* n bytes (whole 4096-byte blocks) of zeros, 4096-aligned: what is read
+ * and written goes to O_DIRECT members without a bounce (storage.h). */
+static uint8_t *
+block_alloc (size_t n)
+{
+  uint8_t *p = aligned_alloc (4096, n);
+
+  if (p)
+    memset (p, 0, n);
+  return p;
+}
+
 struct gr_bitmap *
 gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
                uint64_t region, struct gr_cksum *cksum)
@@ -74,8 +86,8 @@ gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
   b->nregions = gr_bitmap_layout_regions (g->stripes, b->region);
   b->nbytes = gr_bitmap_layout_bytes (b->nregions);
   b->room = gr_bitmap_layout_fits (b->nbytes, g->data_offset);
-  b->bits = calloc (1, b->nbytes);
-  b->out = calloc (1, b->nbytes);
+  b->bits = block_alloc (b->nbytes);
+  b->out = block_alloc (b->nbytes);
   b->pending = calloc (1, b->nbytes);
   b->suspect = calloc (1, b->nbytes);
   b->touched = calloc (1, b->nbytes);
@@ -136,7 +148,7 @@ gr_bitmap_region_size (const struct gr_bitmap *b)
 static uint64_t
 load (struct gr_bitmap *b, bool all, uint8_t *into)
 {
-  uint8_t *buf = calloc (1, b->nbytes);
+  uint8_t *buf = block_alloc (b->nbytes);
   uint64_t r, npending = 0;
   int i;
 

@@ -55,7 +55,9 @@ gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
   x->scratch = parts->scratch;
   x->bitmap = parts->bitmap;
   x->cksum = parts->cksum;
-  x->zero = calloc (1, g->chunk);
+  x->zero = aligned_alloc (4096, g->chunk);   /* O_DIRECT takes it */
+  if (x->zero)
+    memset (x->zero, 0, g->chunk);
   if (x->zero == NULL || pthread_key_create (&x->work_key, work_free) != 0) {
     nbdkit_error ("executor: %m");
     free (x->zero);

@@ -87,7 +87,7 @@ static int
 write_own_sb_locked (struct gr_members *ms, int i, struct gr_disk *d,
                      uint64_t id)
 {
-  uint8_t buf[GR_SB_SIZE];
+  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
   struct gr_sb own = ms->sb;
   int e;
 

@@ -197,7 +197,7 @@ gr_members_set_failed (struct gr_members *ms, int i, const char *path,
 enum gr_members_outcome
 gr_members_write_sbs_locked (struct gr_members *ms)
 {
-  uint8_t buf[GR_SB_SIZE];
+  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
   bool redo;
   int i, r;
 
