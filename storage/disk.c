@@ -123,8 +123,7 @@ gr_disk_open (const char *path, bool read_only, struct gr_disk **out,
       [GR_REMOTE_READ_ONLY] = GR_DISK_READ_ONLY_EXPORT,
     };
 
-    /* direct= is not for NBD exports (their server's caching is). */
-
+    /* Never O_DIRECT: how an export caches is its server's choice. */
     o = map[gr_remote_open (path, read_only, remote_timeout_ms,
                             remote_retries, &d->r, &d->size, err, why,
                             whylen)];
