@@ -265,6 +265,10 @@ main (int argc, char **argv)
     usage (stderr);
     return 2;
   }
+  /* Block devices read below the page cache, as the plugin's default
+   * (direct=auto) writes them: no page of a superblock cached here that
+   * the server's next O_DIRECT write would leave stale. */
+  gr_disk_set_direct (GR_DIRECT_AUTO);
   if (strcmp (argv[i], "examine") == 0) {
     if (sock)
       ctl_die ("examine reads the members themselves: no -c");

@@ -56,6 +56,7 @@ probe (const char *path, struct gr_probe *p)
   p->sb_status = -ENOENT;
   switch (gr_disk_open (path, true, &d, &err, why, sizeof why)) {
   case GR_DISK_OPENED:
+  case GR_DISK_OPENED_BUFFERED:
     break;
   case GR_DISK_NOT_STORAGE:
     p->open_errno = EINVAL;     /* not a file or a block device */

@@ -26,7 +26,17 @@ gr_array_probe_member (struct probes *ps, int i)
   switch (gr_disk_open (p->path, false, &ps->disk[i], &err, why,
                         sizeof why)) {
   case GR_DISK_OPENED:
+    if (gr_disk_direct (ps->disk[i]))
+      gr_debug ("member %d (%s): O_DIRECT", i, p->path);
     break;
+  case GR_DISK_OPENED_BUFFERED:
+    gr_warn ("member %d (%s): %s; buffered (direct=auto), through the page "
+             "cache", i, p->path, why);
+    break;
+  case GR_DISK_NO_DIRECT:
+    nbdkit_error ("member %d (%s): %s (direct=on; direct=auto or off takes "
+                  "it buffered)", i, p->path, why);
+    return -1;
   case GR_DISK_CANNOT_OPEN:
     gr_debug ("member %d (%s): cannot open: %s", i, p->path, why);
     p->open_errno = err ? err : EIO;
@@ -78,8 +88,13 @@ holds_array (const char *path, const uint8_t *uuid, struct gr_sb *sb)
   int err;
   bool r;
 
-  if (gr_disk_open (path, true, &d, &err, why, sizeof why) != GR_DISK_OPENED)
+  switch (gr_disk_open (path, true, &d, &err, why, sizeof why)) {
+  case GR_DISK_OPENED:
+  case GR_DISK_OPENED_BUFFERED:
+    break;
+  default:
     return false;
+  }
   r = gr_disk_size (d) >= GR_SB_SIZE &&
     gr_disk_pread (d, buf, GR_SB_SIZE, 0) == 0 &&
     gr_sb_decode (buf, sb) == 0 && memcmp (sb->uuid, uuid, 16) == 0;

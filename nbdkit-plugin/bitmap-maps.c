@@ -134,7 +134,7 @@ gr_bitmap_load_maps (struct gr_bitmap *b, bool crashed)
 
   if (!b->maps.kept || (!b->written_kept && !b->degraded_on))
     return 0;
-  buf = malloc (b->total);
+  buf = aligned_alloc (4096, b->total);  /* O_DIRECT: no bounce */
   if (buf == NULL) {
     nbdkit_error ("bitmap: %m");
     return -1;

@@ -16,6 +16,18 @@
 /* -D gpuraid.bitmap_ms=N: the clearing pass interval (tests). */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_bitmap_ms = 5000;
 
+/* n bytes (whole 4096-byte blocks) of zeros, 4096-aligned: what is read
+ * and written goes to O_DIRECT members without a bounce (storage.h). */
+static uint8_t *
+block_alloc (size_t n)
+{
+  uint8_t *p = aligned_alloc (4096, n);
+
+  if (p)
+    memset (p, 0, n);
+  return p;
+}
+
 struct gr_bitmap *
 gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
                uint64_t region, struct gr_cksum *cksum)
@@ -38,8 +50,8 @@ gr_bitmap_new (const struct gr_geom *g, struct gr_members *ms,
   b->total = b->nbytes + (b->maps.kept ? 2 * b->maps.bytes : 0);
   b->written_kept = b->maps.kept && (sb.flags & GR_SB_FLAG_WRITTEN);
   b->degraded_on = b->maps.kept && sb.degraded_since != 0;
-  b->area = calloc (1, b->total);
-  b->out = calloc (1, b->total);
+  b->area = block_alloc (b->total);
+  b->out = block_alloc (b->total);
   b->trimmed = calloc (1, b->maps.kept ? b->maps.bytes : 1);
   b->trim_front = calloc (b->maps.kept ? b->maps.regions : 1,
                           sizeof *b->trim_front);
@@ -111,7 +123,7 @@ gr_bitmap_region_size (const struct gr_bitmap *b)
 static uint64_t
 load (struct gr_bitmap *b, bool all, uint8_t *into)
 {
-  uint8_t *buf = calloc (1, b->nbytes);
+  uint8_t *buf = block_alloc (b->nbytes);
   uint64_t r, npending = 0;
   int i;
 

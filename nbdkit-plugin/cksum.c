@@ -10,6 +10,8 @@
 #include "format/format.h"
 #include "log.h"
 
+/* Pages and the flush's buffer are PAGE-aligned: they go to O_DIRECT
+ * members without a bounce (storage.h). */
 #define PAGE 4096
 #define PER_PAGE (PAGE / 4)             /* blocks a page covers */
 #define FLUSH_BATCH 64                  /* pages written at once */
@@ -205,7 +207,7 @@ slot_locked (struct shard *cs)
   if (cs->used < cs->cap) {
     struct page *p = &cs->pg[cs->used];
 
-    p->v = malloc (PAGE);
+    p->v = aligned_alloc (PAGE, PAGE);
     if (p->v == NULL)
       return -2;
     return (int) cs->used++;
@@ -228,7 +230,8 @@ slot_locked (struct shard *cs)
       return i;
     }
     if (p->dirty) {
-      static __thread uint8_t buf[PAGE];
+      static __thread uint8_t buf[PAGE];  /* an O_DIRECT member bounces
+                                           * it: a page now and then */
 
       p->dirty = false;
       p->writing = true;
@@ -468,7 +471,7 @@ flush_shard (struct shard *cs, uint8_t *buf)
 int
 gr_cksum_flush (struct gr_cksum *c)
 {
-  uint8_t *buf = malloc ((size_t) FLUSH_BATCH * PAGE);
+  uint8_t *buf = aligned_alloc (PAGE, (size_t) FLUSH_BATCH * PAGE);
   bool ok = true;
 
   if (buf == NULL) {

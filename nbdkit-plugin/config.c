@@ -23,7 +23,7 @@ enum {
   SEEN_SALVAGE = 256, SEEN_SCRATCH = 512, SEEN_RATE = 1024,
   SEEN_BITMAP = 2048, SEEN_CONTROL = 4096, SEEN_TIMEOUT = 8192,
   SEEN_RETRIES = 16384, SEEN_INTEGRITY = 32768, SEEN_READ_ERRORS = 65536,
-  SEEN_HOOK = 131072, SEEN_UUID = 262144,
+  SEEN_HOOK = 131072, SEEN_UUID = 262144, SEEN_DIRECT = 524288,
 };
 
 /* A member's path as the key gave it: an NBD URI as it is, a file made
@@ -237,6 +237,9 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
   static const char *const codes[] = { "rs", "crs" };
   static const char *const backends[] = { "ref", "isal", "gfc", "cuda" };
   static const char *const accels[] = { "auto", "cpu", "gpu" };
+  static const char *const directs[] = {
+    [GR_DIRECT_OFF] = "off", [GR_DIRECT_ON] = "on", [GR_DIRECT_AUTO] = "auto",
+  };
   int i;
 
   if (strcmp (key, "member") == 0)
@@ -321,6 +324,13 @@ gr_config_parse (struct gr_config *cfg, const char *key, const char *value)
                       "auto, cpu or gpu", &i) == -1)
       return -1;
     cfg->accel = (enum gr_accel) i;
+    return 0;
+  }
+  if (strcmp (key, "direct") == 0) {
+    if (parse_choice (cfg, key, value, SEEN_DIRECT, directs, 3,
+                      "on, off or auto", &i) == -1)
+      return -1;
+    cfg->direct = (enum gr_disk_direct) i;
     return 0;
   }
   if (strcmp (key, "scratch-max") == 0)

@@ -13,6 +13,7 @@
 
 #include "gf/gf.h"
 #include "format/format.h"
+#include "storage/storage.h"
 #include "pace.h"
 
 #define GR_VERSION "0.1"
@@ -50,6 +51,7 @@ struct gr_config {
   int remote_retries;           /* new connections to a remote member */
   int max_read_errors;          /* a member's read errors repaired before
                                  * it fails */
+  enum gr_disk_direct direct;   /* local members below the page cache */
   /* spare= (member -1) and replace=INDEX:PATH, as paths above */
   struct { char *path; int member; } spares[GR_CONFIG_MAX_SPARES];
   int nspares;
@@ -60,7 +62,7 @@ struct gr_config {
                         .scratch_max = (uint64_t) 256 << 20, \
                         .resync_rate = GR_PACE_AUTO, \
                         .remote_timeout = 30, .remote_retries = 3, \
-                        .max_read_errors = 20 }
+                        .max_read_errors = 20, .direct = GR_DIRECT_AUTO }
 
 /* One key=value.  0, or -1 after nbdkit_error. */
 int gr_config_parse (struct gr_config *cfg, const char *key,
@@ -103,6 +105,8 @@ void gr_config_free (struct gr_config *cfg);
   "remote-retries=N       New connections to an NBD member that dropped one,\n" \
   "                       within the timeout (default 3).\n" \
   "max-read-errors=N      Read errors (EIO) a member's chunks are rebuilt and\n" \
-  "                       rewritten for before it fails (default 20)."
+  "                       rewritten for before it fails (default 20).\n" \
+  "direct=on|off|auto     Local members with O_DIRECT, below the page cache\n" \
+  "                       (default auto: on for block devices)."
 
 #endif /* GPURAID_CONFIG_H */

@@ -55,7 +55,9 @@ gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
   x->scratch = parts->scratch;
   x->bitmap = parts->bitmap;
   x->cksum = parts->cksum;
-  x->zero = calloc (1, g->chunk);
+  x->zero = aligned_alloc (4096, g->chunk);   /* O_DIRECT takes it */
+  if (x->zero)
+    memset (x->zero, 0, g->chunk);
   if (x->zero == NULL || pthread_key_create (&x->work_key, work_free) != 0) {
     nbdkit_error ("executor: %m");
     free (x->zero);
@@ -179,11 +181,10 @@ gr_exec_plan_ctx (struct gr_exec *x, struct gr_exec_snap *sn,
     .gpu = gr_coding_route,
     .gpu_arg = x->coding,
   };
-  if (x->cksum) {
-    c->cksum = true;
-    if (c->lm < GR_CKSUM_BLOCK)
-      c->lm = GR_CKSUM_BLOCK;
-  }
+  c->cksum = x->cksum != NULL;
+  c->blocks = c->cksum || gr_members_direct (x->ms);
+  if (c->blocks && c->lm < GR_CKSUM_BLOCK)
+    c->lm = GR_CKSUM_BLOCK;
   /* After the snapshot: a front that moves on changes its generation. */
   if (gr_members_rebuilding (x->ms, sn->front) > 0)
     c->rb_front = sn->front;

@@ -122,6 +122,7 @@ gpuraid_config_complete (void)
   gr_disk_set_remote ((unsigned) cfg.remote_timeout * 1000,
                       (unsigned) cfg.remote_retries);
   gr_disk_set_uring (!gpuraid_debug_no_uring);
+  gr_disk_set_direct (cfg.direct);
   coding = gr_coding_new (&cfg);
   return coding ? 0 : -1;
 }

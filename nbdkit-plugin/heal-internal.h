@@ -56,9 +56,12 @@ void gr_heal_use_spare_locked (struct gr_heal *h);
 /* Under h->lock: does a live replacement's copy run? */
 bool gr_heal_copying_locked (struct gr_heal *h);
 /* Under h->lock: can path take a member's place (not member i: -1 for
- * any)?  STARTED with *d open (read-write) if so; nothing is written. */
+ * any)?  STARTED with *d open (read-write) if so; nothing is written.
+ * taking: it is taken now (a device that refused O_DIRECT under
+ * direct=auto is said then, once, not each time a spare is checked). */
 enum gr_heal_outcome gr_heal_check_path_locked (struct gr_heal *h, int i,
                                                 const char *path,
-                                                struct gr_disk **d, int *err);
+                                                struct gr_disk **d, int *err,
+                                                bool taking);
 
 #endif /* GPURAID_HEAL_INTERNAL_H */

@@ -45,7 +45,7 @@ write_spare_sb (struct gr_heal *h, struct gr_disk *d)
  * with *d open (read-write) if so; nothing is written. */
 enum gr_heal_outcome
 gr_heal_check_path_locked (struct gr_heal *h, int i, const char *path,
-                           struct gr_disk **d, int *err)
+                           struct gr_disk **d, int *err, bool taking)
 {
   struct gr_sb sb, old;
   uint8_t buf[GR_SB_SIZE];
@@ -57,6 +57,14 @@ gr_heal_check_path_locked (struct gr_heal *h, int i, const char *path,
   gr_members_sb (h->ms, &sb);
   switch (gr_disk_open (path, false, d, err, why, sizeof why)) {
   case GR_DISK_OPENED: break;
+  case GR_DISK_OPENED_BUFFERED:
+    if (taking)
+      gr_warn ("member %d (%s): %s; buffered (direct=auto), through the "
+               "page cache", i, path, why);
+    break;
+  case GR_DISK_NO_DIRECT:
+    gr_debug ("%s: %s", path, why);
+    return GR_HEAL_NO_DIRECT;
   case GR_DISK_CANNOT_OPEN:
     gr_debug ("%s: cannot open: %s", path, why);
     if (*err == 0)
@@ -162,7 +170,7 @@ replace_locked (struct gr_heal *h, int i, const char *path, const char *was,
     return GR_HEAL_ACTIVE;
   if (gr_members_state (h->ms, i) == GR_MEMBER_REBUILDING)
     return GR_HEAL_REBUILDING;
-  o = gr_heal_check_path_locked (h, i, path, &d, err);
+  o = gr_heal_check_path_locked (h, i, path, &d, err, true);
   if (o != GR_HEAL_STARTED)
     return o;
   /* Its old superblock, bitmap and journal go: until the rebuild ends it
@@ -377,7 +385,7 @@ gr_heal_replace_live (struct gr_heal *h, int i, const char *path, int *err)
     o = GR_HEAL_NOT_ACTIVE;
   else if (gr_heal_copying_locked (h) || gr_heal_blocks_rebuild_locked (h))
     o = GR_HEAL_BUSY;
-  else if ((o = gr_heal_check_path_locked (h, -1, path, &d, err))
+  else if ((o = gr_heal_check_path_locked (h, -1, path, &d, err, true))
            == GR_HEAL_STARTED) {
     /* Nothing of it is trusted until it takes the slot. */
     r = zero_metadata (d, sb.data_offset);
@@ -412,6 +420,7 @@ gr_heal_readd (struct gr_heal *h, int i, const char *path, bool *full,
 
   *err = 0;
   *full = false;
+  o = GR_HEAL_IO_ERROR;
   pthread_mutex_lock (&h->lock);
   if (i < 0 || i >= gr_members_n (h->ms))
     o = GR_HEAL_NO_SUCH_MEMBER;
@@ -427,6 +436,10 @@ gr_heal_readd (struct gr_heal *h, int i, const char *path, bool *full,
     o = GR_HEAL_NO_PATH;
   else {
     switch (gr_disk_open (path, false, &d, err, why, sizeof why)) {
+    case GR_DISK_OPENED_BUFFERED:
+      gr_warn ("member %d (%s): %s; buffered (direct=auto), through the "
+               "page cache", i, path, why);
+      /* fall through */
     case GR_DISK_OPENED:
       o = readd_locked (h, i, path, d, full, err);
       if (o == GR_HEAL_STARTED)
@@ -441,7 +454,7 @@ gr_heal_readd (struct gr_heal *h, int i, const char *path, bool *full,
     case GR_DISK_NOT_STORAGE: o = GR_HEAL_NOT_FILE; break;
     case GR_DISK_NO_NBD: o = GR_HEAL_NO_NBD; break;
     case GR_DISK_READ_ONLY_EXPORT: o = GR_HEAL_READ_ONLY_EXPORT; break;
-    default: o = GR_HEAL_IO_ERROR; break;
+    case GR_DISK_NO_DIRECT: o = GR_HEAL_NO_DIRECT; break;
     }
   }
   pthread_mutex_unlock (&h->lock);
@@ -487,7 +500,8 @@ gr_heal_spare_add (struct gr_heal *h, const char *path, int member,
     o = GR_HEAL_IO_ERROR;
     *err = ENOSPC;
   }
-  else if ((o = gr_heal_check_path_locked (h, member, path, &d, err)) == GR_HEAL_STARTED) {
+  else if ((o = gr_heal_check_path_locked (h, member, path, &d, err, false))
+           == GR_HEAL_STARTED) {
     /* A spare says so on itself: a scan finds it again. */
     const int r = write_spare_sb (h, d);
 

@@ -247,6 +247,10 @@ gr_heal_explain (enum gr_heal_outcome o, int err, char *buf, size_t len)
   case GR_HEAL_READ_ONLY_EXPORT:
     snprintf (buf, len, "the NBD export is read-only");
     return;
+  case GR_HEAL_NO_DIRECT:
+    snprintf (buf, len, "it refuses O_DIRECT (%s), and direct=on",
+              strerror (err));
+    return;
   case GR_HEAL_IS_MEMBER:
     snprintf (buf, len, "it is member %d of this array", err);
     return;

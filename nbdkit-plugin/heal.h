@@ -69,6 +69,7 @@ enum gr_heal_outcome {
   GR_HEAL_NOT_FILE,             /* not a regular file or block device */
   GR_HEAL_NO_NBD,               /* a URI, and no libnbd in this build */
   GR_HEAL_READ_ONLY_EXPORT,     /* an NBD export that cannot be written */
+  GR_HEAL_NO_DIRECT,            /* direct=on, and it refuses O_DIRECT */
   GR_HEAL_IS_MEMBER,            /* the file of a member */
   GR_HEAL_IS_SPARE,             /* a spare already */
   GR_HEAL_CURRENT_MEMBER,       /* holds a current member of this array

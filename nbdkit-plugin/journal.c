@@ -72,6 +72,18 @@ slot_off (const struct gr_journal *j, unsigned q)
   return gr_journal_slot_offset (j->slot_size, q);
 }
 
+/* len bytes of zeros, 4096-aligned: entries go to O_DIRECT members
+ * without a bounce (storage.h).  NULL if out of memory. */
+static uint8_t *
+block_alloc (size_t len)
+{
+  void *p;
+
+  if (posix_memalign (&p, 4096, len) != 0)
+    return NULL;
+  return memset (p, 0, len);
+}
+
 /* Write buffer e (len bytes) to slot q of the first `copies` live
  * members, durably (RWF_DSYNC: not the rest of their data, as fdatasync
  * would).  The number of copies made. */
@@ -112,7 +124,7 @@ gr_journal_begin (struct gr_journal *j, const struct gr_plan *p,
     if (failed[gr_map_member (g, p->s0, i)])
       lost[nlost++] = i;
   len = GR_JOURNAL_HDR + (size_t) nlost * L;
-  e = calloc (1, len);
+  e = block_alloc (len);
   if (e == NULL) {
     nbdkit_error ("journal: out of memory");
     errno = ENOMEM;
@@ -174,7 +186,7 @@ read_entry (struct gr_journal *j, unsigned q, int i,
   const struct gr_geom *g = &j->g;
   struct gr_mio v = { .kind = GR_MIO_READ, .member = i,
                       .off = slot_off (j, q), .len = j->slot_size };
-  uint8_t *e = malloc (j->slot_size);
+  uint8_t *e = block_alloc (j->slot_size);
 
   if (e == NULL)
     return NULL;
@@ -235,7 +247,7 @@ gr_journal_entry (struct gr_journal *j, unsigned q,
 int
 gr_journal_clear (struct gr_journal *j)
 {
-  static const uint8_t zero[GR_JOURNAL_HDR];
+  static const uint8_t zero[GR_JOURNAL_HDR] __attribute__ ((aligned (4096)));
   struct gr_mio v[GR_JOURNAL_MAX_SLOTS];
   unsigned q;
   int i;

@@ -59,6 +59,8 @@ struct gr_members {
   unsigned (*on_dirty) (void *arg);
   void *on_dirty_arg;
   int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
+  int direct;                   /* atomic: a member was opened with
+                                 * O_DIRECT (storage.h); never cleared */
   unsigned max_read_errors;     /* set before I/O (max-read-errors=) */
   bool maps_kept;               /* the degraded map is kept while a member
                                  * is failed (sb.degraded_since) */

@@ -31,6 +31,8 @@ rebuild_set_locked (struct gr_members *ms, int i, const char *path,
     mb->path = p;
   }
   mb->disk = d;
+  if (d && gr_disk_direct (d))
+    __atomic_store_n (&ms->direct, 1, __ATOMIC_RELEASE);
   mb->readd = readd;
   snprintf (mb->why, sizeof mb->why, readd ? "being re-added"
             : "being rebuilt");
@@ -62,7 +64,7 @@ static int
 write_own_sb_locked (struct gr_members *ms, int i, struct gr_disk *d,
                      uint64_t id)
 {
-  uint8_t buf[GR_SB_SIZE];
+  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
   struct gr_sb own = ms->sb;
   int e;
 
@@ -339,7 +341,7 @@ gr_members_live_begin (struct gr_members *ms, int i, const char *path,
                        struct gr_disk *d)
 {
   struct member *mb = &ms->mem[i];
-  uint8_t buf[GR_SB_SIZE];
+  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
   struct gr_sb own;
   char *p = strdup (path);
   int e;
@@ -368,6 +370,8 @@ gr_members_live_begin (struct gr_members *ms, int i, const char *path,
     errno = -e;
     return GR_MEMBERS_IO_ERROR;
   }
+  if (gr_disk_direct (d))
+    __atomic_store_n (&ms->direct, 1, __ATOMIC_RELEASE);
   pthread_rwlock_wrlock (&ms->shadow_lock);
   mb->shadow = d;
   free (mb->shadow_path);

@@ -50,6 +50,14 @@ gr_members_attach (struct gr_members *ms, int i, const char *path,
   free (ms->mem[i].path);
   ms->mem[i].path = strdup (path);
   ms->mem[i].disk = d;
+  if (d && gr_disk_direct (d))
+    __atomic_store_n (&ms->direct, 1, __ATOMIC_RELEASE);
+}
+
+bool
+gr_members_direct (const struct gr_members *ms)
+{
+  return __atomic_load_n (&ms->direct, __ATOMIC_ACQUIRE);
 }
 
 int
@@ -204,7 +212,7 @@ gr_members_set_failed (struct gr_members *ms, int i, const char *path,
 enum gr_members_outcome
 gr_members_write_sbs_locked (struct gr_members *ms)
 {
-  uint8_t buf[GR_SB_SIZE];
+  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
   uint64_t first;
   bool redo;
   int i, r;
@@ -477,6 +485,15 @@ gr_members_close (struct gr_members *ms)
   }
   pthread_mutex_unlock (&ms->lock);
   for (i = 0; i < ms->n; i++) {
+    struct gr_disk_bounced b;
+
+    if (ms->mem[i].disk && gr_disk_direct (ms->mem[i].disk)) {
+      gr_disk_bounced (ms->mem[i].disk, &b);
+      gr_debug ("member %d: O_DIRECT: %" PRIu64 " accesses (%" PRIu64
+                " bytes) not aligned, through the bounce buffer, %" PRIu64
+                " of them writes of parts of blocks", i, b.accesses, b.bytes,
+                b.partial_writes);
+    }
     gr_disk_close (ms->mem[i].disk);
     gr_disk_close (ms->mem[i].shadow);
     free (ms->mem[i].path);

@@ -34,6 +34,11 @@ struct gr_members *gr_members_new (const struct gr_sb *sb);
 /* Fill slot i with an open member (d is owned from now on). */
 void gr_members_attach (struct gr_members *ms, int i, const char *path,
                         struct gr_disk *d);
+/* Has a member (or a replacement) been opened with O_DIRECT (storage.h:
+ * gr_disk_direct)?  Plans then read and write whole 4 KiB blocks of the
+ * data area (plan.h), so that none goes through the bounce buffer's
+ * read-modify-write. */
+bool gr_members_direct (const struct gr_members *ms);
 /* Slot i is missing or not to be used, for the reason why (assembly; not
  * logged here).  Its failed bit is set in the in-memory superblock and
  * written with the next superblock update.  path may be NULL. */

@@ -162,7 +162,7 @@ span_healthy (const struct gr_plan_ctx *c, const struct gr_span *sp)
   return true;
 }
 
-/* Extent e, for request offset at, in whole blocks (checksums): the
+/* Extent e, for request offset at, in whole blocks (plan.h): the
  * blocks it covers straight into the request, a block it covers only
  * in part into scratch and the part copied out. */
 static void
@@ -211,7 +211,7 @@ plan_read (const struct gr_plan_ctx *c, struct gr_walk *w,
 
     while (left > 0) {
       gr_map_extent (c->g, pos, left, &e);
-      if (c->cksum)
+      if (c->blocks)
         read_blocks (p, &e, pos - p->offset);
       else
         add_read (p, e.member, e.member_off, e.len,
@@ -291,7 +291,7 @@ write_piece (const struct gr_plan_ctx *c, struct gr_plan *p,
     piece_range (pc, i, &a, &b, &off);
     if (lost (c, pc->s, i))
       continue;
-    if (c->cksum && (a % GR_CKSUM_BLOCK || b % GR_CKSUM_BLOCK)) {
+    if (c->blocks && (a % GR_CKSUM_BLOCK || b % GR_CKSUM_BLOCK)) {
       /* Whole blocks, from the chunk's block in scratch (which holds the
        * new bytes over the old over [lo, hi)). */
       const uint32_t a4 = a / GR_CKSUM_BLOCK * GR_CKSUM_BLOCK;
@@ -338,7 +338,7 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
   /* With checksums a chunk written in part of a block is written whole:
    * reconstruct-write has its whole new bytes, read-modify-write only
    * their delta. */
-  if (c->cksum)
+  if (c->blocks)
     for (i = pc.i0; i <= pc.i1; i++) {
       uint32_t a, b;
       size_t off;

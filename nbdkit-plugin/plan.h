@@ -239,11 +239,16 @@ struct gr_plan_ctx {
   const uint64_t *rb_front;
   bool rb_live;                 /* set by gr_plan_next for a plan below
                                  * a front: its writes are journaled */
-  /* The array keeps block checksums (cksum.h): every member read and
-   * write of the data area covers whole 4096-byte blocks (lm is then a
-   * multiple of 4096), so that each block read can be verified and each
-   * block written gets its checksum from its whole contents. */
+  /* The array keeps block checksums (cksum.h); blocks is set too. */
   bool cksum;
+  /* Every member read and write of the data area covers whole 4096-byte
+   * blocks (lm is then a multiple of 4096): with checksums, so that each
+   * block read can be verified and each block written gets its checksum
+   * from its whole contents; with a member opened with O_DIRECT
+   * (members.h: gr_members_direct), so that the write of part of a block
+   * has its old bytes from the plan's own reads, not from a
+   * read-modify-write below (storage.h). */
+  bool blocks;
 };
 
 /* gr_plan_new and gr_plan_free: steps.h (the plan's arrays). */

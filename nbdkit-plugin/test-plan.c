@@ -48,7 +48,9 @@ struct sim {
   int n;
   enum gr_code code;
   uint32_t lm;
-  bool cksum;                     /* plans in whole 4 KiB blocks */
+  bool cksum;                     /* the array keeps block checksums */
+  bool blocks;                    /* plans in whole 4 KiB blocks (with
+                                   * checksums, or O_DIRECT members) */
   struct gr_coder *coder;
   uint8_t *mem[GR_MAX_MEMBERS];   /* member images */
   size_t mem_size;
@@ -143,7 +145,7 @@ check_reads (struct sim *s, const struct gr_plan *p)
      * widened to whole 4 KiB blocks. */
     uint64_t want = p->len, pos, end = p->offset + p->len;
 
-    if (s->cksum)
+    if (s->blocks)
       for (want = 0, pos = p->offset; pos < end; ) {
         const uint64_t co = pos % C, piece = C - co < end - pos ? C - co
           : end - pos;
@@ -209,7 +211,7 @@ check_reads (struct sim *s, const struct gr_plan *p)
 
     /* With checksums a write of part of a block is a reconstruct-write
      * (it must write whole blocks). */
-    for (i = i0; s->cksum && i <= i1; i++) {
+    for (i = i0; s->blocks && i <= i1; i++) {
       uint64_t a = i == i0 ? so % C : 0;
       uint64_t b = i == i1 ? (so + p->len - 1) % C + 1 : C;
 
@@ -285,7 +287,8 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
                               NULL };
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .falloc = falloc, .gpu = sim_gpu,
-                           .rb_front = NULL, .cksum = s->cksum };
+                           .rb_front = NULL, .cksum = s->cksum,
+                           .blocks = s->blocks };
   uint64_t pos = offset, end = offset + len;
   int nfailed = 0, i;
 
@@ -312,8 +315,8 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
            p->nblk <= p->cap_blk && p->nstep <= p->cap_step,
            "plan over capacity");
     check_reads (s, p);
-    /* With checksums every access of the data area is whole blocks. */
-    for (j = 0; s->cksum && j < p->nread + p->nwrite; j++) {
+    /* In whole blocks every access of the data area is whole blocks. */
+    for (j = 0; s->blocks && j < p->nread + p->nwrite; j++) {
       const struct gr_io *io = j < p->nread ? &p->read[j]
         : &p->write[j - p->nread];
 
@@ -649,7 +652,7 @@ check_repair (struct sim *s, const char *what)
   const int k = s->g.k, m = s->g.m, n = s->n;
   const uint32_t C = s->g.chunk;
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
-                           .gpu = sim_gpu, .cksum = true };
+                           .gpu = sim_gpu, .cksum = true, .blocks = true };
   const uint64_t st = test_rand () % s->g.stripes;
   const uint32_t lo = (uint32_t) (test_rand () % (C / 4096)) * 4096;
   bool bad[GR_MAX_MEMBERS] = { false };
@@ -1086,9 +1089,12 @@ check_replay (struct sim *s, const char *what)
 
 /* One geometry: fill it healthy, then every failed set. */
 static void
-test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum)
+test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum,
+               bool direct)
 {
-  struct sim s = { .n = k + m, .code = code, .cksum = cksum }, base;
+  struct sim s = { .n = k + m, .code = code, .cksum = cksum,
+                   .blocks = cksum || direct }, base;
+  const char *mode = cksum ? " cksum" : direct ? " direct" : "";
   unsigned set, nsets;
   int i, ops = test_quick () ? 6 : 16;
   char what[128];
@@ -1103,7 +1109,7 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum)
                        ? gr_backend_find ("ref") : gr_backend_best ()) == 0,
          "coder");
   s.lm = (uint32_t) gr_coder_len_multiple (s.coder);
-  if (cksum && s.lm < 4096)
+  if (s.blocks && s.lm < 4096)
     s.lm = 4096;                /* as the executor makes it (exec.c) */
   s.size = gr_map_size (&s.g);
   s.mem_size = DATA_OFFSET + s.g.stripes * chunk;
@@ -1121,7 +1127,7 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum)
   /* Healthy: random writes over the zeroed array, then a resync repairs
    * parity chunks spoiled on purpose. */
   snprintf (what, sizeof what, "%d+%d %s%s healthy", k, m,
-            code == GR_CODE_RS ? "rs" : "crs", cksum ? " cksum" : "");
+            code == GR_CODE_RS ? "rs" : "crs", mode);
   random_ops (&s, 4 * ops, false, what);
   check_read_all (&s, what);
   check_consistent (&s, what);
@@ -1157,7 +1163,7 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum)
         memset (s.mem[i], 0xee, s.mem_size);  /* never to be read */
     }
     snprintf (what, sizeof what, "%d+%d %s%s chunk %u, failed set 0x%x",
-              k, m, code == GR_CODE_RS ? "rs" : "crs", cksum ? " cksum" : "",
+              k, m, code == GR_CODE_RS ? "rs" : "crs", mode,
               chunk, set);
     if (nf > m) {
       enum gr_rb_action act[GR_MAX_MEMBERS];
@@ -1315,12 +1321,15 @@ main (void)
   test_coding_runs ();
   for (k = 1; k <= 6; k++)
     for (m = 1; k + m <= 7; m++) {
-      test_geometry (k, m, GR_CODE_RS, 4096, false);
-      test_geometry (k, m, GR_CODE_CRS, 8192, false);
+      test_geometry (k, m, GR_CODE_RS, 4096, false, false);
+      test_geometry (k, m, GR_CODE_CRS, 8192, false, false);
       /* With checksums: blocks of 4 KiB in chunks of 16 KiB, so that
        * requests touch blocks in part. */
       if (k + m <= 5)
-        test_geometry (k, m, GR_CODE_RS, 16384, true);
+        test_geometry (k, m, GR_CODE_RS, 16384, true, false);
+      /* O_DIRECT members without checksums: whole blocks too. */
+      if (k + m <= 4)
+        test_geometry (k, m, GR_CODE_CRS, 16384, false, true);
     }
   for (k = 1; k < NPOOLS; k++)
     gr_pool_free (pools[k]);

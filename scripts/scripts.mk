@@ -60,7 +60,14 @@ bench-alternate: all scripts/nbdbench
 bench-remote: all scripts/nbdbench
 	scripts/bench-remote
 
-.PHONY: bench-alternate bench-corruption bench-integrity bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
+# Direct I/O members (direct=on) against buffered ones, on tmpfs files and
+# loop devices (DISK_DIR, STORAGES: on a disk too), accel=cpu and gpu: MB/s,
+# the server's and the machine's CPU-s/GB, the page cache's growth, a
+# rebuild (docs/performance.md).
+bench-direct: all scripts/nbdbench
+	scripts/bench-direct
+
+.PHONY: bench-direct bench-alternate bench-corruption bench-integrity bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
         bench-remote
 
 # Rebuild of an array 10 % written against fully written, re-add after 1 %

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - a member's storage, local or remote: the calls of
  * storage.h, and local accesses.  See storage.h. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 
 static unsigned remote_timeout_ms = 30000, remote_retries = 3;
 static bool use_uring = true;
+static enum gr_disk_direct direct_mode = GR_DIRECT_OFF;
 
 void
 gr_disk_set_remote (unsigned timeout_ms, unsigned retries)
@@ -29,6 +31,12 @@ void
 gr_disk_set_uring (bool use)
 {
   use_uring = use;
+}
+
+void
+gr_disk_set_direct (enum gr_disk_direct mode)
+{
+  direct_mode = mode;
 }
 
 bool
@@ -80,6 +88,14 @@ open_local (struct gr_disk *d, bool read_only, int *err, char *why,
     snprintf (why, whylen, "not a regular file or block device");
     return GR_DISK_NOT_STORAGE;
   }
+  if (direct_mode == GR_DIRECT_ON ||
+      (direct_mode == GR_DIRECT_AUTO && d->blk)) {
+    if (!gr_direct_on (d, why, whylen)) {
+      *err = EINVAL;
+      return direct_mode == GR_DIRECT_ON ? GR_DISK_NO_DIRECT
+        : GR_DISK_OPENED_BUFFERED;
+    }
+  }
   return GR_DISK_OPENED;
 }
 
@@ -107,13 +123,14 @@ gr_disk_open (const char *path, bool read_only, struct gr_disk **out,
       [GR_REMOTE_READ_ONLY] = GR_DISK_READ_ONLY_EXPORT,
     };
 
+    /* Never O_DIRECT: how an export caches is its server's choice. */
     o = map[gr_remote_open (path, read_only, remote_timeout_ms,
                             remote_retries, &d->r, &d->size, err, why,
                             whylen)];
   }
   else
     o = open_local (d, read_only, err, why, whylen);
-  if (o != GR_DISK_OPENED)
+  if (o != GR_DISK_OPENED && o != GR_DISK_OPENED_BUFFERED)
     gr_disk_close (d);
   else
     *out = d;
@@ -142,6 +159,21 @@ bool
 gr_disk_remote (const struct gr_disk *d)
 {
   return d->r != NULL;
+}
+
+bool
+gr_disk_direct (const struct gr_disk *d)
+{
+  return d->direct;
+}
+
+void
+gr_disk_bounced (const struct gr_disk *d, struct gr_disk_bounced *out)
+{
+  out->accesses = __atomic_load_n (&d->bounced.accesses, __ATOMIC_RELAXED);
+  out->bytes = __atomic_load_n (&d->bounced.bytes, __ATOMIC_RELAXED);
+  out->partial_writes = __atomic_load_n (&d->bounced.partial_writes,
+                                         __ATOMIC_RELAXED);
 }
 
 bool
@@ -185,6 +217,7 @@ local_one (struct gr_dio *v)
   const int fd = v->disk->fd;
   int r;
 
+  assert (gr_direct_ok (v));
   switch (v->kind) {
   case GR_DIO_HOLE:
     v->hole = local_hole (v->disk, v->off, v->len);
@@ -266,9 +299,11 @@ par_group (struct gr_dio **v, size_t n)
       local_one (v[i++]);
       continue;
     }
-    for (c = i; c < j; c++)
+    for (c = i; c < j; c++) {
+      assert (gr_direct_ok (v[c]));
       iov[c - i] = (struct iovec) { .iov_base = v[c]->buf,
                                     .iov_len = v[c]->len };
+    }
     if (gr_prwv_full (v[i]->disk->fd, iov, (int) (j - i), v[i]->off,
                       kind == GR_DIO_WRITE) == 0)
       for (c = i; c < j; c++)
@@ -324,34 +359,47 @@ par_io (struct gr_dio **v, size_t n)
   return true;
 }
 
-/* The local entries: several reads together through io_uring; what it
- * could not do, writes and the rest one by one (writes through io_uring
- * were measured slower: docs/performance.md, make bench of the
- * executor). */
+/* Does v go through the ring with the batch's others?  Reads, and the
+ * writes of members opened with O_DIRECT (which wait for the device);
+ * buffered writes one by one (through io_uring they were measured
+ * slower: docs/performance.md, make bench of the executor). */
+static bool
+ringed (const struct gr_dio *v)
+{
+  return v->kind == GR_DIO_READ ||
+    (v->disk->direct && (v->kind == GR_DIO_WRITE ||
+                         v->kind == GR_DIO_WRITE_DSYNC));
+}
+
+/* The local entries (O_DIRECT's bounced first): several reads, and
+ * direct writes, together through io_uring; what it could not do and
+ * the rest one by one. */
 static void
 local_io (struct gr_dio **v, size_t n)
 {
   struct gr_dio *stackr[32], **rv = NULL;
+  struct gr_bounce bounce;
   uint64_t bytes = 0;
   size_t i, nr = 0;
   bool batched = false;
 
+  n = gr_direct_prepare (v, n, &bounce);
   for (i = 0; i < n && bytes < PAR_BYTES; i++)
     bytes += v[i]->len;
   if (bytes >= PAR_BYTES && n >= 2 && par_io (v, n))
-    return;
+    goto out;
   for (i = 0; i < n && nr < 2; i++)
-    nr += v[i]->kind == GR_DIO_READ;
+    nr += ringed (v[i]);
   if (nr >= 2 && use_uring && gr_uring_available ())
     rv = n <= 32 ? stackr : malloc (n * sizeof *rv);
   nr = 0;
   if (rv) {
     for (i = 0; i < n; i++) {
       v[i]->res = 1;            /* not done yet */
-      if (v[i]->kind == GR_DIO_READ)
+      if (ringed (v[i]))
         rv[nr++] = v[i];
     }
-    gr_uring_read_batch (rv, nr);
+    gr_uring_batch (rv, nr);
     if (rv != stackr)
       free (rv);
     batched = true;
@@ -359,6 +407,8 @@ local_io (struct gr_dio **v, size_t n)
   for (i = 0; i < n; i++)
     if (!batched || v[i]->res != 0)
       local_one (v[i]);
+ out:
+  gr_direct_finish (&bounce);
 }
 
 void
@@ -439,7 +489,8 @@ gr_disk_sync (struct gr_disk *d)
 int
 gr_disk_zero (struct gr_disk *d, uint64_t off, uint64_t len)
 {
-  static uint8_t zeros[1024 * 1024];      /* bss, not in the file */
+  /* bss, not in the file; aligned for O_DIRECT */
+  static uint8_t zeros[1024 * 1024] __attribute__ ((aligned (4096)));
   int r;
 
   if (len == 0)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - the storage library's private header: what its files share
- * (disk.c: the calls of storage.h, local accesses; remote.c: NBD
- * exports; uring.c: batched reads; fullio.c: whole transfers).  Nothing
- * outside storage/ includes it. */
+ * (disk.c: the calls of storage.h, local accesses; disk-direct.c:
+ * O_DIRECT's rules; remote.c: NBD exports; uring.c: batched reads and
+ * direct writes; fullio.c: whole transfers).  Nothing outside storage/
+ * includes it. */
 #ifndef GPURAID_STORAGE_INTERNAL_H
 #define GPURAID_STORAGE_INTERNAL_H
 
@@ -23,7 +24,66 @@ struct gr_disk {
   dev_t dev;
   ino_t ino;
   bool blk;                     /* a block device */
+  /* Opened with O_DIRECT (disk-direct.c): every access's buffer address
+   * a multiple of mem_align, its offset and length of off_align (powers
+   * of two). */
+  bool direct;
+  uint32_t mem_align, off_align;
+  struct gr_disk_bounced bounced;       /* atomic (disk-direct.c) */
 };
+
+/* --- disk-direct.c: O_DIRECT's rules (of disk.c's module) ---------------
+ *
+ * Every read and write of a local batch passes gr_direct_prepare before
+ * any system call: those on a disk opened with O_DIRECT that are not
+ * aligned are served from an aligned bounce buffer, the calling thread's
+ * (kept up to 4 MiB) or one for the batch. */
+
+/* Turn O_DIRECT on for d (a local file or device, open): its alignment
+ * learnt (statx, else 4096) and tried on a read of its first block.
+ * false if refused (d stays buffered); why says. */
+bool gr_direct_on (struct gr_disk *d, char *why, size_t whylen);
+
+/* May v go to the system as it is: not a read or write on a disk opened
+ * with O_DIRECT, or aligned?  (Asserted before every system call, in
+ * uring.c too: inline, so that it calls nothing of disk's.) */
+static inline bool
+gr_direct_ok (const struct gr_dio *v)
+{
+  const struct gr_disk *d = v->disk;
+
+  return !d->direct ||
+    (v->kind != GR_DIO_READ && v->kind != GR_DIO_WRITE &&
+     v->kind != GR_DIO_WRITE_DSYNC) ||
+    ((uintptr_t) v->buf % d->mem_align == 0 && v->off % d->off_align == 0 &&
+     v->len % d->off_align == 0);
+}
+
+/* A batch's accesses that went through the bounce buffer. */
+struct gr_bounce_ent {
+  struct gr_dio *orig;          /* the caller's access */
+  struct gr_dio dio;            /* the aligned one done for it */
+  size_t head;                  /* orig's bytes at dio.buf + head */
+  bool partial;                 /* a write of part of a block: done by
+                                 * gr_direct_finish, after the batch */
+};
+struct gr_bounce {
+  struct gr_bounce_ent *e, stack[8];
+  size_t n;
+  uint8_t *mem;                 /* the bounce buffer */
+  bool own;                     /* mem is this batch's (else the
+                                 * thread's, kept) */
+};
+/* v[0..n) (local accesses): each that O_DIRECT cannot take as it is is
+ * replaced in v by an aligned access on the bounce buffer (a write's
+ * bytes copied there), or, a write of part of a block, taken out of v;
+ * returns the new count.  Out of memory: those accesses end with
+ * -ENOMEM, taken out. */
+size_t gr_direct_prepare (struct gr_dio **v, size_t n, struct gr_bounce *b);
+/* After the I/O of v: the bounced reads copied out, the writes of parts
+ * of blocks done one at a time (the blocks at their ends read first);
+ * every caller's access has its res. */
+void gr_direct_finish (struct gr_bounce *b);
 
 /* --- fullio.c: whole reads and writes of a file ------------------------- */
 
@@ -39,20 +99,22 @@ int gr_pwrite_flags (int fd, const void *buf, size_t len, uint64_t off,
 int gr_prwv_full (int fd, struct iovec *iov, int cnt, uint64_t off,
                   bool write);
 
-/* --- uring.c: batched local reads through io_uring ----------------------
+/* --- uring.c: batched local I/O through io_uring ------------------------
  *
  * When built with liburing, so that the chunk reads of one plan run in
- * parallel.  Without liburing (NOURING=1) the stubs say it is not
- * available. */
+ * parallel, and the writes to members opened with O_DIRECT (which wait
+ * for the device, where buffered writes return once copied).  Without
+ * liburing (NOURING=1) the stubs say it is not available. */
 
 /* Is io_uring usable in this build and process? */
 bool gr_uring_available (void);
 
-/* Read the n accesses (GR_DIO_READ, on local disks), up to the ring
- * depth at a time, in the calling thread's ring.  Each res becomes 0
- * (all bytes read) or -errno (-ENODATA: short); with no ring, none is
- * touched.  The caller redoes those that did not end with 0. */
-void gr_uring_read_batch (struct gr_dio **v, size_t n);
+/* Do the n accesses (GR_DIO_READ, GR_DIO_WRITE, GR_DIO_WRITE_DSYNC: with
+ * RWF_DSYNC; on local disks, gr_direct_ok), up to the ring depth at a
+ * time, in the calling thread's ring.  Each res becomes 0 (all bytes
+ * moved) or -errno (-ENODATA: short); with no ring, none is touched.
+ * The caller redoes those that did not end with 0. */
+void gr_uring_batch (struct gr_dio **v, size_t n);
 
 /* --- remote.c: NBD exports as members -----------------------------------
  *

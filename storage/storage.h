@@ -35,10 +35,36 @@ bool gr_disk_is_uri (const char *path);
 void gr_disk_set_remote (unsigned timeout_ms, unsigned retries);
 
 /* Local reads of a batch go through io_uring where the build and the
- * kernel allow (the default); use == false: one by one with pread (for
+ * kernel allow (the default), and the writes of members opened with
+ * O_DIRECT; use == false: one by one with pread and pwrite (for
  * comparison: the plugin's -D gpuraid.no_uring=1).  Set once, before the
  * first access. */
 void gr_disk_set_uring (bool use);
+
+/* Whether local members (files, block devices) are opened with O_DIRECT,
+ * below the page cache (the plugin's direct=); NBD exports are the
+ * server's business.  Set once, before the first open (default off).
+ *
+ * With O_DIRECT every access must have its buffer address, offset and
+ * length aligned (statx's STATX_DIOALIGN where the kernel says, else 4096
+ * for all three; EINVAL otherwise, which would fail a member).  The
+ * callers need not care: an access that is not aligned goes through an
+ * aligned bounce buffer of this library's (its part of a block read
+ * whole; a write of part of a block reads the block first, after the
+ * batch's other accesses, one such write at a time: the caller must not
+ * write other bytes of that block meanwhile, as stripe locks see to),
+ * and no O_DIRECT system call is issued unaligned (asserted).  Durability
+ * is as buffered: GR_DIO_SYNC is fdatasync (the device's cache),
+ * GR_DIO_WRITE_DSYNC a write with RWF_DSYNC (FUA). */
+enum gr_disk_direct {
+  GR_DIRECT_OFF,                /* buffered */
+  GR_DIRECT_ON,                 /* O_DIRECT, or the open fails */
+  GR_DIRECT_AUTO,               /* O_DIRECT for block devices, as md lives
+                                 * below the page cache; buffered for
+                                 * files, and for a device that refuses
+                                 * it */
+};
+void gr_disk_set_direct (enum gr_disk_direct mode);
 
 enum gr_disk_open_outcome {
   GR_DISK_OPENED,
@@ -46,6 +72,10 @@ enum gr_disk_open_outcome {
   GR_DISK_NOT_STORAGE,          /* not a regular file or block device */
   GR_DISK_NO_NBD,               /* a URI, and this build has no libnbd */
   GR_DISK_READ_ONLY_EXPORT,     /* the export is read-only, and we write */
+  GR_DISK_NO_DIRECT,            /* direct=on, and the file or device
+                                 * refuses O_DIRECT (why) */
+  GR_DISK_OPENED_BUFFERED,      /* opened, buffered: direct=auto, and the
+                                 * device refuses O_DIRECT (why) */
 };
 /* Open path (read-write unless read_only).  *err: an errno for the
  * failure (0 when none fits); why: one line for the log. */
@@ -56,6 +86,15 @@ void gr_disk_close (struct gr_disk *d);
 
 uint64_t gr_disk_size (const struct gr_disk *d);
 bool gr_disk_remote (const struct gr_disk *d);
+/* Was d opened with O_DIRECT? */
+bool gr_disk_direct (const struct gr_disk *d);
+/* What O_DIRECT's alignment cost on d so far: accesses that went through
+ * the bounce buffer, their bytes, and the writes of parts of blocks
+ * among them (each read its block first). */
+struct gr_disk_bounced {
+  uint64_t accesses, bytes, partial_writes;
+};
+void gr_disk_bounced (const struct gr_disk *d, struct gr_disk_bounced *out);
 /* Is other the same storage as d: the same file or device, or the same
  * URI?  other is a path, not opened. */
 bool gr_disk_is (const struct gr_disk *d, const char *other);

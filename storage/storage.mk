@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# storage/ - member storage: local files and block devices, NBD exports
-# (remote.c), batched reads through io_uring (uring.c), whole transfers
-# (fullio.c), what shell patterns name (scan.c), behind storage/storage.h.  No nbdkit: the plugin and
+# storage/ - member storage: local files and block devices (disk.c; their
+# O_DIRECT alignment, disk-direct.c), NBD exports (remote.c), batched I/O
+# through io_uring (uring.c), whole transfers (fullio.c), what shell
+# patterns name (scan.c), behind storage/storage.h.  No nbdkit: the plugin and
 # gpuraidctl link it.
 #   LIBSTORAGE       the static library
 #   STORAGE_LDLIBS   what a program linking LIBSTORAGE must also link
 LIBSTORAGE = storage/libgrstorage.a
-STORAGE_OBJS = storage/disk.o storage/remote.o storage/uring.o \
-               storage/fullio.o storage/scan.o
+STORAGE_OBJS = storage/disk.o storage/disk-direct.o storage/remote.o \
+               storage/uring.o storage/fullio.o storage/scan.o
 
 # liburing (optional): local reads in batches.  NOURING=1 leaves it out.
 ifneq ($(NOURING),1)

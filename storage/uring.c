@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - batched member reads through io_uring.  See
- * storage-internal.h.
+/* gpuraid - batched member I/O through io_uring: reads, and the writes
+ * of members opened with O_DIRECT.  See storage-internal.h.
  *
  * One ring per nbdkit worker thread, made on first use (after nbdkit's
  * fork) and freed when the thread exits.  On any unexpected ring error
- * the thread's ring is drained, closed and not used again; the reads
- * not done report an error and the caller redoes them with pread. */
+ * the thread's ring is drained, closed and not used again; the
+ * accesses not done report an error and the caller redoes them with
+ * pread or pwrite. */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -105,7 +107,7 @@ reap (struct ring *rg, struct gr_dio **v, size_t *inflight, int wait)
 }
 
 void
-gr_uring_read_batch (struct gr_dio **v, size_t n)
+gr_uring_batch (struct gr_dio **v, size_t n)
 {
   struct ring *rg = get_ring ();
   size_t next = 0, pending = 0, inflight = 0, i;
@@ -121,8 +123,16 @@ gr_uring_read_batch (struct gr_dio **v, size_t n)
 
       if (sqe == NULL)
         break;
-      io_uring_prep_read (sqe, v[next]->disk->fd, v[next]->buf,
-                          (unsigned) v[next]->len, v[next]->off);
+      assert (gr_direct_ok (v[next]));
+      if (v[next]->kind == GR_DIO_READ)
+        io_uring_prep_read (sqe, v[next]->disk->fd, v[next]->buf,
+                            (unsigned) v[next]->len, v[next]->off);
+      else {
+        io_uring_prep_write (sqe, v[next]->disk->fd, v[next]->buf,
+                             (unsigned) v[next]->len, v[next]->off);
+        if (v[next]->kind == GR_DIO_WRITE_DSYNC)
+          sqe->rw_flags = RWF_DSYNC;
+      }
       io_uring_sqe_set_data64 (sqe, next);
       next++;
       pending++;
@@ -146,7 +156,7 @@ gr_uring_read_batch (struct gr_dio **v, size_t n)
 
  broken:
   /* Wait for what the kernel has, then drop the ring (the SQEs never
-   * submitted die with it); the reads left report EIO. */
+   * submitted die with it); the accesses left report EIO. */
   reap (rg, v, &inflight, 1);
   io_uring_queue_exit (&rg->r);
   rg->ok = 0;
@@ -164,7 +174,7 @@ gr_uring_available (void)
 }
 
 void
-gr_uring_read_batch (struct gr_dio **v, size_t n)
+gr_uring_batch (struct gr_dio **v, size_t n)
 {
 }
 

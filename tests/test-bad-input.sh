@@ -73,6 +73,8 @@ refuse 'remote-timeout=soon' "$fresh" -- $ok m=1 create=true remote-timeout=soon
 refuse 'remote-retries=99.*at most' "$fresh" -- $ok m=1 create=true remote-retries=99
 refuse 'max-read-errors=2000000.*at most 1000000' "$fresh" -- $ok m=1 create=true max-read-errors=2000000
 refuse 'max-read-errors=-1.*negative' "$fresh" -- $ok m=1 create=true max-read-errors=-1
+refuse 'direct=bogus: must be on, off or auto' "$fresh" -- $ok m=1 create=true direct=bogus
+refuse 'direct=.*more than once' "$fresh" -- $ok m=1 create=true direct=on direct=off
 refuse 'control=: empty' "$fresh" -- $ok m=1 create=true control=
 refuse 'control=.*shorter than' "$fresh" -- $ok m=1 create=true control=/$(printf 'x%.0s' {1..120})
 refuse 'control=.*more than once' "$fresh" -- $ok m=1 create=true control=$tmpdir/c1 control=$tmpdir/c2
@@ -149,6 +151,27 @@ refuse 'superblock|not a|member|gpuraid|create' "${a[*]} $f2" -- \
 refuse 'bitmap-chunk=.*create=true' "${a[*]}" -- $(member_args "${a[@]}") \
   bitmap-chunk=1M
 }
+
+# direct=on where O_DIRECT is refused (ramfs): one line naming the member
+# (or spare), nothing written.
+if "$PY" -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT))' \
+     "${a[0]}" 2>/dev/null && [ "$(id -u)" = 0 ] && mkdir "$tmpdir/ramfs" &&
+   mount -t ramfs ramfs "$tmpdir/ramfs" 2>/dev/null; then
+  cleanup_fn umount "$tmpdir/ramfs"
+  rf=$tmpdir/ramfs
+  truncate -s 2M "$rf/r0.img" "$rf/r1.img" "$rf/r2.img"
+  # shellcheck disable=SC2086,SC2046
+  {
+  refuse "member 0 \\($rf/r0.img\\): O_DIRECT refused.*direct=on" "$rf/r0.img $rf/r1.img $rf/r2.img" -- \
+    member=$rf/r0.img member=$rf/r1.img member=$rf/r2.img m=1 create=true direct=on
+  refuse "member 2 \\($rf/r2.img\\): O_DIRECT refused" "$fresh $rf/r2.img" -- \
+    member=$f0 member=$f1 member=$rf/r2.img m=1 create=true direct=on
+  refuse "spare=$rf/r0.img: it refuses O_DIRECT .*direct=on" "${a[*]} $rf/r0.img" -- \
+    $(member_args "${a[@]}") m=1 direct=on spare=$rf/r0.img
+  }
+else
+  echo "  (no O_DIRECT here, or no ramfs to refuse it: those cases left out)"
+fi
 
 # nbdkit -r with create=true: refused, nothing written.
 ncase=$(( ncase + 1 ))

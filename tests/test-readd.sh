@@ -61,9 +61,6 @@ set_args
 "$CTL" examine "${members[@]}" | grep -q "slot 3: re-add" ||
   fail "examine does not say member 3 is re-added: $("$CTL" examine "${members[@]}")"
 nbdkit_opts= ctl_serve
-"$CTL" -c "$ctl" monitor --json >"$tmpdir/events" 2>&1 &
-mon=$!
-cleanup_fn _kill_pid "$mon"
 wait_healthy
 readd_io=$(io_total)
 grep -q "member 3 .* is back: re-adding it" "$nbdkit_log" || fail "no re-add said: $(cat "$nbdkit_log")"
@@ -74,10 +71,9 @@ verify "after the re-add"
 [ "$(ctl_json 's["scrub"]["mismatched_stripes"]')" = 0 ] || fail "the scrub found a mismatch"
 [ "$(ctl_json 'sum(mb["cksum_errors"] for mb in s["members"] if mb["index"] is not None)')" = 0 ] ||
   fail "checksum errors after the re-add"
-sleep 0.3
-kill "$mon"
-grep -q '"event": "re-added", .*"member": 3' "$tmpdir/events" ||
-  fail "no re-added event: $(cat "$tmpdir/events")"
+# The re-add may end before a monitor connects: the event as logged.
+grep -q "event [0-9]*: re-added member 3 " "$nbdkit_log" ||
+  fail "no re-added event: $(grep 'event [0-9]*:' "$nbdkit_log")"
 # A full rebuild of the same member, for the measure.
 truncate -s 32M "$tmpdir/blank.img"
 "$CTL" -c "$ctl" fail 3 >/dev/null || fail "fail 3"

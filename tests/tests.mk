@@ -56,6 +56,7 @@ TESTS_SCRIPTS = \
 	tests/test-group-commit.sh \
 	tests/test-accel-auto.sh \
 	tests/test-request-pin.sh \
+	tests/test-direct-io.sh \
 	tests/test-gpu-array.sh
 
 CHECK_PROGS += $(TESTS_PROGS)

@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Members opened with O_DIRECT (direct=), 4+2, 16K chunks, on tmpfs files
+# (direct=on; tmpfs takes O_DIRECT on kernels since 6.6, and asks no
+# alignment: gpuraid aligns as for a 4096-byte device all the same) and
+# on loop devices with direct I/O over tmpfs files (direct=auto: on for
+# block devices; 512-byte alignment, which the kernel enforces), with
+# integrity on and off:
+#   1. every member's descriptor has O_DIRECT (/proc/PID/fdinfo); writes
+#      and reads at unaligned offsets and lengths (one byte, a sector, a
+#      block's last bytes, across chunks and stripes, the last byte), then
+#      random unaligned I/O, against a reference image; no member write of
+#      part of a block had to read the block below the plan (the planner
+#      plans whole blocks for O_DIRECT members: the debug count at
+#      shutdown); parity checked offline;
+#   2. two members left out: degraded reads and writes against the
+#      reference; gpuraidctl examine (O_DIRECT on block devices) reads
+#      the survivors' superblocks, which record the two as failed;
+#   3. both replaced online (gpuraidctl replace) and rebuilt in one pass:
+#      every byte reads back, a restart with the new members is healthy,
+#      parity checked offline;
+#   4. kill -9 during writes (tests/crashloop.py: flushes and FUA), three
+#      times: no durable write lost, no block holding anything not written
+#      to it, the resync after each, parity checked offline;
+# and on loop devices the page cache: 1 GiB written through the array
+# with direct=auto grows the members' page cache (mincore over the loop
+# devices, while the server holds them) by at most 64 MiB; with
+# direct=off by more than 512 MiB (the measure works).  On tmpfs members
+# there is no page cache to grow: their pages are the storage.
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_check
+requires_py
+requires_ctl
+
+k=4 m=2 n=6 chunk=16384 msize=8M
+shm=$(mktemp -d /dev/shm/gpuraid-direct.XXXXXX) ||
+  { echo "$0: SKIP: no /dev/shm"; exit 77; }
+cleanup_fn rm -rf "$shm"
+ref=$tmpdir/ref.img
+
+# member_fds_direct PID PATH...: PID holds each PATH open with O_DIRECT.
+member_fds_direct ()
+{
+  local p=$1 f fd flags found
+  shift
+  for f in "$@"; do
+    found=0
+    for fd in /proc/"$p"/fd/*; do
+      [ "$(readlink "$fd")" = "$f" ] || continue
+      flags=$(awk '/^flags:/ { print $2 }' "/proc/$p/fdinfo/${fd##*/}")
+      (( 8#$flags & 8#40000 )) || fail "$f is open without O_DIRECT (flags $flags)"
+      found=1
+    done
+    [ $found = 1 ] || fail "$f is not open"
+  done
+}
+
+# unaligned URI REF: writes at unaligned offsets and lengths, mirrored in
+# REF, then each range read back with its neighbours.
+unaligned ()
+{
+  "$PY" - "$1" "$2" $chunk $k <<'EOF' || fail "unaligned requests"
+import os, sys, nbd
+uri, path, chunk, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+h = nbd.NBD()
+h.connect_uri(uri)
+size, width = h.get_size(), chunk * k
+cases = [(1, 1), (511, 2), (4095, 2), (512, 512), (3584, 1024),
+         (3 * 4096 + 100, 5000), (chunk - 1, 2), (width - 3, 7),
+         (width + chunk - 700, 9000), (size - 1, 1), (size - 4097, 4097)]
+with open(path, "r+b") as f:
+    for off, n in cases:
+        b = os.urandom(n)
+        h.pwrite(b, off)
+        f.seek(off)
+        f.write(b)
+    for off, n in cases:
+        a, e = max(0, off - 1000), min(size, off + n + 1000)
+        f.seek(a)
+        if h.pread(e - a, a) != f.read(e - a):
+            sys.exit("unaligned: [%d, +%d) reads back wrong" % (off, n))
+h.shutdown()
+EOF
+}
+
+# no_partial_writes: every member closed since the log began read no
+# block below the plan to write part of it.
+no_partial_writes ()
+{
+  local bad
+  grep -q 'O_DIRECT: .* writes of parts of blocks' "$nbdkit_log" ||
+    fail "no O_DIRECT member reported at shutdown"
+  bad=$(grep 'writes of parts of blocks' "$nbdkit_log" | grep -v ' 0 of them writes' || true)
+  [ -z "$bad" ] || fail "writes of parts of blocks read below the plan: $bad"
+}
+
+# serve MEMBER... -- OPTIONS...: serve the members (verbose) with options.
+serve ()
+{
+  local a=()
+  while [ "$1" != -- ]; do a+=("member=$1"); shift; done
+  shift
+  start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.bitmap_ms=100 "$PLUGIN" \
+    "${a[@]}" "$@" || fail "start"
+}
+
+# crash_loop BACKING MEMBER... -- OPTIONS...: a fresh array, then three
+# kill -9 during writes, each restart verified, resynced and checked.
+crash_loop ()
+{
+  local backing=() mem=() opts c wpid seed=$TEST_SEED
+  while [ "$1" != -- ]; do backing+=("$1"); shift; done
+  shift
+  mem=("${backing[@]:n}") backing=("${backing[@]:0:n}")
+  opts=("$@")
+  rm -f "$tmpdir/state.json"
+  serve "${mem[@]}" -- "${opts[@]}" create=true force=true m=$m chunk=$chunk
+  stop_nbdkit "$pid"
+  for (( c = 0; c < 3; c++ )); do
+    serve "${mem[@]}" -- "${opts[@]}"
+    seed=$(( seed + 1 ))
+    "$PY" "$top/tests/crashloop.py" write "$uri" "$tmpdir/state.json" $seed &
+    wpid=$!
+    sleep "$(printf '0.%03d' $(( RANDOM % 600 + 100 )))"
+    kill -9 "$(cat "$pid")"
+    wait "$wpid"
+    rm -f "$pid"
+    serve "${mem[@]}" -- "${opts[@]}"
+    "$PY" "$top/tests/crashloop.py" verify "$uri" "$tmpdir/state.json" ||
+      fail "crash $c lost or corrupted data"
+    wait_resync
+    stop_nbdkit "$pid"
+    check_parity $k $m $chunk rs "${backing[@]}" >/dev/null
+  done
+  echo "  3 crashes: no durable write lost, parity consistent after each"
+}
+
+# direct_case LABEL INTEGRITY DIRECT BACKING... -- MEMBER... [-- NEW1 NEW3
+# NEWBACKING1 NEWBACKING3]: the cases above on members MEMBER (their
+# bytes in BACKING: the same files, or the loop devices' files).
+direct_case ()
+{
+  local label=$1 integ=$2 direct=$3 backing=() mem=() new=() i deg=()
+  shift 3
+  while [ "$1" != -- ]; do backing+=("$1"); shift; done
+  shift
+  for (( i = 0; i < n; i++ )); do mem+=("$1"); shift; done
+  shift
+  new=("$@")
+  local opts=(direct="$direct")
+
+  echo "=== $label, integrity=$integ, direct=$direct"
+  : >"$nbdkit_log"
+  serve "${mem[@]}" -- "${opts[@]}" m=$m chunk=$chunk create=true force=true \
+    integrity="$integ"
+  member_fds_direct "$(cat "$pid")" "${mem[@]}"
+  randio zeroref "$uri" "$ref"
+  unaligned "$uri" "$ref"
+  randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 150 --chunk $chunk --k $k ||
+    fail "random I/O"
+  expect_verify "$uri" "$ref" "healthy"
+  stop_nbdkit "$pid"
+  no_partial_writes
+  check_parity $k $m $chunk rs "${backing[@]}" >/dev/null
+  echo "  healthy: unaligned and random I/O right, parity consistent"
+
+  # 2. Members 1 and 3 left out.
+  deg=("${mem[0]}" "${mem[2]}" "${mem[4]}" "${mem[5]}")
+  serve "${deg[@]}" -- "${opts[@]}"
+  expect_verify "$uri" "$ref" "degraded"
+  unaligned "$uri" "$ref"
+  randio write "$uri" "$ref" --seed $(( TEST_SEED + 1 )) --ops 60 --chunk $chunk --k $k ||
+    fail "degraded random I/O"
+  expect_verify "$uri" "$ref" "degraded, after writes"
+  "$CTL" examine "${mem[0]}" >"$tmpdir/examine" || fail "gpuraidctl examine"
+  grep -Eq 'failed members +1 3$' "$tmpdir/examine" ||
+    fail "examine of ${mem[0]}: $(cat "$tmpdir/examine")"
+  stop_nbdkit "$pid"
+  no_partial_writes
+  echo "  degraded: reads and writes right; examine sees members 1 and 3 failed"
+
+  # 3. Both rebuilt onto new members in one pass.
+  args=("${deg[@]/#/member=}")
+  ctl_serve "${opts[@]}"
+  "$CTL" -c "$ctl" replace 1 "${new[0]}" >/dev/null || fail "replace 1"
+  "$CTL" -c "$ctl" replace 3 "${new[1]}" >/dev/null || fail "replace 3"
+  timeout 120 "$CTL" -c "$ctl" wait >/dev/null || fail "wait for the rebuild"
+  [ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy after the rebuild"
+  expect_verify "$uri" "$ref" "rebuilt"
+  member_fds_direct "$(cat "$pid")" "${new[0]}" "${new[1]}"
+  stop_nbdkit "$pid"
+  mem[1]=${new[0]} mem[3]=${new[1]}
+  backing[1]=${new[2]} backing[3]=${new[3]}
+  i=$(wc -l <"$nbdkit_log")
+  serve "${mem[@]}" -- "${opts[@]}"
+  expect_verify "$uri" "$ref" "restarted after the rebuild"
+  stop_nbdkit "$pid"
+  if tail -n +"$(( i + 1 ))" "$nbdkit_log" | grep -q 'warning:'; then
+    fail "the restart after the rebuild warned: $(tail -n +"$(( i + 1 ))" "$nbdkit_log" | grep 'warning:')"
+  fi
+  no_partial_writes
+  check_parity $k $m $chunk rs "${backing[@]}" >/dev/null
+  echo "  rebuilt: members 1 and 3 in one pass, every byte right, parity consistent"
+
+  # 4. Crashes.
+  crash_loop "${backing[@]}" "${mem[@]}" -- "${opts[@]}" integrity="$integ"
+}
+
+# resident BLOCKDEV...: bytes of their page cache resident now (mincore
+# over a mapping of each; fincore reads a block device as empty).
+resident ()
+{
+  "$PY" - "$@" <<'EOF2'
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+total = 0
+for p in sys.argv[1:]:
+    fd = os.open(p, os.O_RDONLY)
+    size = os.lseek(fd, 0, os.SEEK_END)
+    a = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if a is None or a == ctypes.c_void_p(-1).value:
+        sys.exit("mmap %s: %s" % (p, os.strerror(ctypes.get_errno())))
+    vec = (ctypes.c_ubyte * ((size + 4095) // 4096))()
+    if libc.mincore(ctypes.c_void_p(a), size, vec) != 0:
+        sys.exit("mincore %s: %s" % (p, os.strerror(ctypes.get_errno())))
+    total += sum(b & 1 for b in vec) * 4096
+    libc.munmap(ctypes.c_void_p(a), size)
+    os.close(fd)
+print(total)
+EOF2
+}
+
+# write_gib URI GIB: GIB GiB of data written from offset 0 in 4 MiB
+# requests, then a flush.
+write_gib ()
+{
+  "$PY" - "$1" "$2" <<'EOF2' || fail "writing $2 GiB"
+import os, sys, nbd
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+buf = bytearray(os.urandom(4 << 20))
+end = min(h.get_size(), int(sys.argv[2]) << 30) // len(buf) * len(buf)
+for off in range(0, end, len(buf)):
+    buf[0:8] = off.to_bytes(8, "little")
+    h.pwrite(buf, off)
+h.flush()
+h.shutdown()
+EOF2
+}
+
+loops=()
+# loop_attach FILE: a loop device over FILE, direct I/O (appended to loops).
+loop_attach ()
+{
+  local d
+  d=$(losetup -f --show --direct-io=on "$1") || fail "losetup $1"
+  cleanup_fn losetup -d "$d"
+  loops+=("$d")
+}
+
+# --- tmpfs files, direct=on -------------------------------------------------
+
+if "$PY" -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_DIRECT))' \
+     "$shm/probe" 2>/dev/null; then
+  for integ in on off; do
+    files=()
+    for (( i = 0; i < n + 2; i++ )); do
+      truncate -s $msize "$shm/t$integ$i.img"
+      files+=("$shm/t$integ$i.img")
+    done
+    direct_case "tmpfs files" $integ on "${files[@]:0:n}" -- "${files[@]:0:n}" -- \
+      "${files[n]}" "${files[n+1]}" "${files[n]}" "${files[n+1]}"
+    rm -f "${files[@]}"
+  done
+  tmpfs_done=yes
+else
+  echo "$0: note: tmpfs here refuses O_DIRECT (a kernel before 6.6): its cases left out"
+  tmpfs_done=no
+fi
+
+# --- loop devices with direct I/O, direct=auto ---------------------------
+
+if [ "$(id -u)" != 0 ] || ! command -v losetup >/dev/null ||
+   ! losetup -f >/dev/null 2>&1; then
+  echo "$0: SKIP: loop devices need root and losetup (the tmpfs cases ran: $tmpfs_done)"
+  exit 77
+fi
+for integ in on off; do
+  files=() loops=()
+  for (( i = 0; i < n + 2; i++ )); do
+    truncate -s $msize "$shm/l$integ$i.img"
+    files+=("$shm/l$integ$i.img")
+    loop_attach "$shm/l$integ$i.img"
+  done
+  direct_case "loop devices" $integ auto "${files[@]:0:n}" -- "${loops[@]:0:n}" -- \
+    "${loops[n]}" "${loops[n+1]}" "${files[n]}" "${files[n+1]}"
+done
+
+# --- the page cache: 1 GiB through the array --------------------------------
+
+echo "=== page cache growth of the members (loop devices), 1 GiB written"
+loops=()
+for (( i = 0; i < n; i++ )); do
+  truncate -s 260M "$shm/p$i.img"
+  loop_attach "$shm/p$i.img"
+done
+for direct in auto off; do
+  serve "${loops[@]}" -- direct=$direct m=$m create=true force=true
+  before=$(resident "${loops[@]}")
+  buffers0=$(awk '/^Buffers:/ { print $2 }' /proc/meminfo)
+  write_gib "$uri" 1
+  after=$(resident "${loops[@]}")
+  buffers1=$(awk '/^Buffers:/ { print $2 }' /proc/meminfo)
+  stop_nbdkit "$pid"
+  grown=$(( (after - before) >> 20 ))
+  echo "  direct=$direct: members' page cache grew by $grown MiB (resident $(( before >> 20 )) -> $(( after >> 20 )) MiB; Buffers in /proc/meminfo $(( (buffers1 - buffers0) >> 10 )) MiB)"
+  if [ $direct = auto ]; then
+    [ $grown -le 64 ] || fail "direct=auto: the page cache grew by $grown MiB (at most 64)"
+  else
+    [ $grown -gt 512 ] ||
+      fail "direct=off: the page cache grew by only $grown MiB: the measure does not see it"
+  fi
+done
+echo "$0: PASS"
