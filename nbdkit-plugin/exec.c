@@ -188,10 +188,9 @@ gr_exec_plan_ctx (struct gr_exec *x, struct gr_exec_snap *sn,
   /* After the snapshot: a front that moves on changes its generation. */
   if (gr_members_rebuilding (x->ms, sn->front) > 0)
     c->rb_front = sn->front;
-  /* Degraded with a journal: zero by writing (each stripe journaled), not
-   * by fallocate over many stripes. */
-  if (x->journal && gr_members_nfailed (x->ms) > 0)
-    c->falloc = 0;
+  /* Degraded with a journal: requests zero by writing (each stripe
+   * journaled), not by fallocate over many stripes. */
+  c->req_zero_write = x->journal && gr_members_nfailed (x->ms) > 0;
 }
 
 /* --- stripe locks ----------------------------------------------------- */

@@ -76,9 +76,11 @@ gr_members_usable (const struct gr_members *ms, const struct gr_mio *v)
   if (ms->sb.cksum_offset && v->off >= ms->sb.cksum_offset &&
       v->off + v->len <= ms->sb.data_offset)
     return true;
+  /* Reads below front; the rebuild's writes, fallocate calls (its
+   * zeroing of what was never written) included, below wfront. */
   return v->off >= ms->sb.data_offset &&
-    v->off + v->len <= __atomic_load_n (v->kind == GR_MIO_WRITE
-                                        ? &mb->wfront : &mb->front,
+    v->off + v->len <= __atomic_load_n (v->kind == GR_MIO_READ
+                                        ? &mb->front : &mb->wfront,
                                         __ATOMIC_ACQUIRE);
 }
 

@@ -589,6 +589,9 @@ falloc_mode (const struct gr_plan_ctx *c, enum gr_req req)
 {
   bool punch = c->falloc & GR_FALLOC_PUNCH, zero = c->falloc & GR_FALLOC_ZERO;
 
+  if (c->req_zero_write)
+    punch = zero = false;
+
   switch (req) {
   case GR_REQ_TRIM:
     return punch ? GR_IO_PUNCH : GR_IO_READ;

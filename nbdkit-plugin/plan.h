@@ -223,6 +223,11 @@ struct gr_plan_ctx {
   const bool *failed;           /* failed[member] */
   uint64_t gen;                 /* the snapshot's generation */
   unsigned falloc;              /* GR_FALLOC_* modes the members support */
+  bool req_zero_write;          /* requests zero and trim by writing
+                                 * (degraded with a journal: each stripe
+                                 * journaled), not by fallocate; the
+                                 * jobs' zeroing (not journaled) still
+                                 * fallocates */
   /* Where a coding operation of that many data bytes (nerased lost)
    * runs: true for the GPU, whose blocks are then all in scratch (the
    * engine copies page-locked memory directly), or in the request where

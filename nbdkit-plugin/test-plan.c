@@ -466,9 +466,15 @@ check_rebuild_front (struct sim *s, const char *what)
     bool uses[GR_MAX_MEMBERS] = { false };
 
     pick_range (s, &off, &len);
+    c.req_zero_write = test_rand () % 2;
     gr_plan_next (&c, req, off, len, p);
     if (p->kind == GR_PLAN_REFUSE || p->kind == GR_PLAN_SKIP)
       continue;
+    for (size_t j = 0; j < p->nwrite; j++)
+      CHECK (!c.req_zero_write || (p->write[j].kind != GR_IO_PUNCH &&
+                                   p->write[j].kind != GR_IO_ZERO_RANGE),
+             "%s: a %s degraded with a journal fallocates", what,
+             req == GR_REQ_TRIM ? "trim" : "zero");
     for (size_t j = 0; j < p->nread; j++)
       uses[p->read[j].member] = true;
     for (size_t j = 0; j < p->nwrite; j++)
@@ -783,6 +789,9 @@ check_rebuild (struct sim *s, const bool *want, const char *what)
         act[i] = test_rand () % 2 ? GR_RB_DECODE
           : test_rand () % 2 ? GR_RB_ZERO : GR_RB_KEEP;
     c.falloc = (unsigned) (test_rand () % 4);
+    /* Degraded with a journal: requests zero by writing, the rebuild's
+     * zeroing (not journaled) still fallocates (checked below). */
+    c.req_zero_write = test_rand () % 2;
     for (uint64_t st = s0; st < s0 + ns; st++)
       for (i = 0; i < n; i++)
         if (want[i] && front[i] <= st && act[i] == GR_RB_DECODE) {

@@ -12,14 +12,20 @@
 #      (log, status JSON rebuilt_bytes and skipped_bytes, the
 #      rebuild-finished event's counts), zeroes the rest (the old bytes
 #      are gone), every byte reads back, parity checks offline, a scrub
-#      finds nothing (the zeroed blocks' checksums right);
+#      finds nothing (the zeroed blocks' checksums right); the stripes
+#      never written are punched on the replacement, not written;
 #   2. a trim of the contiguous run (whole regions): once durable, a
 #      rebuild skips those regions too, and they read as zeros;
 #   3. a crash whose session kept no bitmap (the flag cleared on the
 #      members): the resync covers only the written regions;
 #   4. an array from before the written map (the flag cleared, the map
 #      area zero): the next session takes every region as written and
-#      keeps the map from then on (flag set); its rebuild skips nothing.
+#      keeps the map from then on (flag set); its rebuild skips nothing;
+#   5. an array without a journal (512K chunks: no slot fits before the
+#      data) and without checksums: a replacement's never-written
+#      stripes read as zeros after its rebuild (they were left as the
+#      junk they held when the rebuild's fallocate was not let through
+#      below the write front).
 source "$(dirname "$0")/functions.sh"
 requires_plugin
 requires_check
@@ -106,6 +112,11 @@ kill "$mon"
 grep -q "\"event\": \"rebuild-finished\", .*\"member\": 2, .*\"result\": \"done\", .*\"rebuilt_stripes\": $rebuilt, \"zeroed_stripes\": $zeroed" \
   "$tmpdir/events" || fail "event: $(grep rebuild-finished "$tmpdir/events")"
 verify "after the rebuild of 10 %"
+# The never-written stripes were punched on the replacement (a journaled
+# array degraded still fallocates them: the rebuild's writes are not
+# journaled), not written with zeros: most of the junk file is a hole.
+alloc=$(( $(stat -c '%b * %B' "${members[2]}") ))
+(( alloc < 16 << 20 )) || fail "replacement has $alloc bytes allocated: its never-written stripes were written, not punched"
 "$CTL" -c "$ctl" scrub >/dev/null && "$CTL" -c "$ctl" wait >/dev/null || fail "scrub"
 [ "$(ctl_json 's["scrub"]["mismatched_stripes"], s["scrub"]["cksum_repaired"]')" = "0 0" ] ||
   fail "scrub: $(ctl_json 's["scrub"]')"
@@ -156,4 +167,20 @@ read -r rebuilt zeroed <<<"$(counts)"
 [ "$rebuilt $zeroed" = "$stripes 0" ] || fail "rebuilt $rebuilt, zeroed $zeroed"
 verify "after the upgrade and a rebuild"
 stop_nbdkit "$pid"
+echo "OK"
+
+echo "=== 5. no journal, no checksums: the never-written stripes zeroed"
+make_members $n 32M nj
+set_args
+ctl_serve m=$m chunk=512K create=true integrity=off
+size=$(nbdinfo --size "$uri")
+head -c "$size" /dev/zero >"$tmpdir/expect"
+write_ref 0 $(( 2 * k * 512 * 1024 ))
+rebuild_onto_junk 1
+read -r rebuilt zeroed <<<"$(counts)"
+(( zeroed > 0 && rebuilt > 0 )) || fail "rebuilt $rebuilt, zeroed $zeroed"
+verify "after a rebuild without a journal"
+stop_nbdkit "$pid"
+set_args
+check_parity $k $m $(( 512 * 1024 )) rs "${members[@]}"
 echo "OK"
