@@ -88,6 +88,16 @@ gr_assemble_create (const struct gr_probe *p, int np,
   uint64_t size;
   char uuid[37];
 
+  /* Room for GR_JOURNAL_MIN_SLOTS journal slots before the data (before
+   * the checksums where they are kept). */
+  if (m > 0 && m < n) {
+    const uint64_t jend = GR_JOURNAL_OFFSET + GR_JOURNAL_MIN_SLOTS *
+      (uint64_t) gr_journal_slot_size ((uint32_t) (n - m), (uint32_t) m,
+                                       chunk);
+
+    if (data_offset < jend)
+      data_offset = (jend + chunk - 1) / chunk * chunk;
+  }
   init (a);
   if (n > GR_MAX_MEMBERS) {
     refuse (a, "k+m = %d: at most %d members", n, GR_MAX_MEMBERS);

@@ -281,6 +281,7 @@ gr_sb_rebuild_put (struct gr_sb *sb, int i, bool in)
 #define GR_JOURNAL_HDR 4096             /* an entry's header */
 #define GR_JOURNAL_MAGIC "GRJOURNL"     /* 8 bytes */
 #define GR_JOURNAL_MAX_SLOTS 64
+#define GR_JOURNAL_MIN_SLOTS 4          /* room made for at creation */
 
 /* The regions of the bitmap of an array of stripes stripes, region
  * stripes a region (the superblock's bitmap_region). */

@@ -108,15 +108,22 @@ test_create (void)
          "integrity: cksum %" PRIu64 " data %" PRIu64, a->sb.cksum_offset,
          a->sb.data_offset);
   CHECK (gr_sb_validate (&a->sb) == 0, "created superblock invalid");
+  /* 4 MiB chunks: room for 4 journal slots of 4 KiB + 2 chunks first
+   * (36 MiB), the checksums there, the data at the next chunk. */
   args.chunk = 4 * MiB;
+  for (i = 0; i < 6; i++)
+    p[i].size = 64 * MiB;
   gr_assemble_create (p, 6, &args, a);
-  CHECK (a->outcome == GR_ASSEMBLY_OK && a->sb.cksum_offset == 4 * MiB &&
-         a->sb.data_offset == 8 * MiB && a->sb.data_size == 8 * MiB,
-         "integrity, chunk 4M: data %" PRIu64, a->sb.data_offset);
-  args.chunk = 8 * MiB;
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->sb.cksum_offset == 36 * MiB &&
+         a->sb.data_offset == 40 * MiB && a->sb.data_size == 24 * MiB,
+         "integrity, chunk 4M: cksum %" PRIu64 " data %" PRIu64,
+         a->sb.cksum_offset, a->sb.data_offset);
+  for (i = 0; i < 6; i++)
+    p[i].size = 42 * MiB;
   gr_assemble_create (p, 6, &args, a);
   CHECK (a->outcome == GR_ASSEMBLY_REFUSED &&
          strstr (a->error, "with checksums (integrity=on)"), "%s", a->error);
+  fresh (p, 6);
   args.chunk = 0;
   args.integrity = GR_INTEGRITY_OFF;
   gr_assemble_create (p, 6, &args, a);
@@ -131,14 +138,17 @@ test_create (void)
     CHECK (a->slot[i] == i && a->state[i] == GR_SLOT_ACTIVE, "slot %d", i);
 
   args.chunk = 4 * MiB;
+  for (i = 0; i < 6; i++)
+    p[i].size = 64 * MiB;
   gr_assemble_create (p, 6, &args, a);
-  CHECK (a->outcome == GR_ASSEMBLY_OK && a->sb.data_offset == 4 * MiB &&
-         a->sb.data_size == 12 * MiB, "chunk 4M: offset %" PRIu64,
+  CHECK (a->outcome == GR_ASSEMBLY_OK && a->sb.data_offset == 36 * MiB &&
+         a->sb.data_size == 28 * MiB, "chunk 4M: offset %" PRIu64,
          a->sb.data_offset);
-  args.chunk = 16 * MiB;
+  fresh (p, 6);
   gr_assemble_create (p, 6, &args, a);
   CHECK (a->outcome == GR_ASSEMBLY_REFUSED &&
-         strstr (a->error, "members are too small"), "%s", a->error);
+         strstr (a->error, "members are too small") &&
+         strstr (a->error, "at least 41943040 bytes"), "%s", a->error);
   args.chunk = 0;
 
   p[3].size = SIZE + 4096;
@@ -164,6 +174,58 @@ test_create (void)
   args.force = true;
   gr_assemble_create (p, 6, &args, a);
   CHECK (a->outcome == GR_ASSEMBLY_OK, "force: %s", a->error);
+  free (a);
+}
+
+/* Every array is created with room for GR_JOURNAL_MIN_SLOTS journal
+ * slots (its degraded writes journaled), with or without checksums; the
+ * default 4+2 with 64 KiB chunks (7 slots in 1 MiB) is laid out as
+ * before.  Before, 8+8 had one slot and 16+16, or 4+2 with 512 KiB
+ * chunks, none. */
+static void
+test_journal_room (void)
+{
+  static const struct { int k, m; uint32_t chunk; } geo[] = {
+    { 4, 2, 65536 }, { 2, 1, 4096 }, { 8, 8, 65536 }, { 16, 16, 65536 },
+    { 4, 2, 512 * 1024 }, { 10, 4, 1024 * 1024 }, { 1, 1, 4 * 1024 * 1024 },
+    { 3, 5, 65536 },
+  };
+  struct gr_probe p[32];
+  struct gr_assembly *a = malloc (sizeof *a);
+
+  for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++)
+    for (int integ = 0; integ < 2; integ++) {
+      const int n = geo[g].k + geo[g].m;
+      struct gr_assemble_args args = {
+        .m = geo[g].m, .chunk = geo[g].chunk,
+        .integrity = integ ? GR_INTEGRITY_DEFAULT : GR_INTEGRITY_OFF,
+      };
+      const size_t slot = gr_journal_slot_size ((uint32_t) geo[g].k,
+                                                (uint32_t) geo[g].m,
+                                                geo[g].chunk);
+      unsigned slots;
+
+      memset (p, 0, sizeof p);
+      for (int i = 0; i < n; i++) {
+        p[i].path = "/m";
+        p[i].size = 1024 * MiB;
+        p[i].sb_status = -ENOENT;
+      }
+      gr_assemble_create (p, n, &args, a);
+      CHECK (a->outcome == GR_ASSEMBLY_OK, "%d+%d: %s", geo[g].k, geo[g].m,
+             a->error);
+      slots = gr_journal_slot_count (gr_sb_journal_end (&a->sb), slot);
+      CHECK (slots >= GR_JOURNAL_MIN_SLOTS, "%d+%d chunk %" PRIu32
+             " integrity %d: %u journal slots", geo[g].k, geo[g].m,
+             geo[g].chunk, integ, slots);
+      CHECK (a->sb.data_offset % geo[g].chunk == 0 &&
+             a->sb.data_offset % 4096 == 0, "data offset %" PRIu64,
+             a->sb.data_offset);
+      if (g == 0)
+        CHECK (gr_sb_journal_end (&a->sb) == MiB && slots == 7,
+               "4+2 64K: journal to %" PRIu64 ", %u slots",
+               gr_sb_journal_end (&a->sb), slots);
+    }
   free (a);
 }
 
@@ -678,6 +740,7 @@ main (void)
 {
   test_seed ("test-assemble");
   test_create ();
+  test_journal_room ();
   test_integrity_arg ();
   test_assemble ();
   test_refusals ();

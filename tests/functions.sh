@@ -476,7 +476,7 @@ start_array ()
 # data offset in the superblock of the first of FILE... (else of
 # ${members[@]}) that has one (an array with integrity has its checksum
 # area before the data), else the rule for an array without (1 MiB, or
-# the chunk if larger).
+# the chunk if larger) where 4 journal slots fit in it (docs/format.md).
 data_offset ()
 {
   local chunk=$1 f

@@ -4,7 +4,8 @@
 # write of a degraded partial-stripe write must not corrupt the chunk of
 # the missing member, which was never written.
 #
-# 2+1 (and 4+2 with two members gone): the member holding data chunk 0 of
+# 2+1 (and 4+2 with two members gone, with chunks of 4 KiB and of 512
+# KiB): the member holding data chunk 0 of
 # stripe 0 is missing, and a few bytes of data chunk 1 of that stripe are
 # written.  That write reconstructs chunk 0, writes chunk 1, then the
 # parity.  A first run under strace counts the writing thread's pwrite
@@ -20,7 +21,6 @@ requires_plugin
 requires_py
 requires_cmd strace
 
-chunk=4096
 ref=$tmpdir/ref.img
 
 # write_one: the partial write of chunk 1 of stripe 0 (no flush).
@@ -90,11 +90,15 @@ PYEOF
   fi
 }
 
-for g in 2:1:0 4:2:0,5; do
-  IFS=: read -r k m gone <<<"$g"
+# k:m:members gone:chunk:member size.  The last has chunks of 512 KiB:
+# before arrays were created with room for GR_JOURNAL_MIN_SLOTS journal
+# slots, its 1 MiB metadata area held none, and its degraded writes were
+# not journaled.
+for g in 2:1:0:4096:2M 4:2:0,5:4096:2M 4:2:0,5:524288:12M; do
+  IFS=: read -r k m gone chunk msize <<<"$g"
   n=$(( k + m ))
-  echo "=== $k+$m, members $gone gone"
-  make_members $n 2M
+  echo "=== $k+$m, members $gone gone, chunk $chunk"
+  make_members $n "$msize"
   start_array chunk=$chunk create=true || exit 1
   randio zeroref "$uri" "$ref"
   randio write "$uri" "$ref" --seed "$TEST_SEED" --ops 40 --chunk $chunk --k $k ||
