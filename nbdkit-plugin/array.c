@@ -210,12 +210,11 @@ plan_resync (struct gr_array *arr, const struct gr_assembly *a)
 
 /* A dirty degraded array with block checksums, after the journal's
  * replay: where writes were made at the crash a block and its checksum
- * may disagree (the write landed, the checksum not: taken as written
- * where the row is one codeword as read, unless the stripe's other
- * chunks decide it), and no resync can run: those regions are read and
- * verified now.  Where it cannot be done (no chunk of redundancy left),
- * or a row is past repair (its reads answer EIO), the array stays
- * dirty.  0, or -1. */
+ * may disagree (the write landed, the checksum not: decided by the row
+ * as docs/format.md's "Checksums" says), and no resync can run: those
+ * regions are read and verified now.  Where it cannot be done (no chunk
+ * of redundancy left), or a row is past repair (unreadable: its reads
+ * answer EIO), the array stays dirty.  0, or -1. */
 static int
 verify_suspect (struct gr_array *arr, const struct gr_assembly *a)
 {
@@ -254,8 +253,8 @@ verify_suspect (struct gr_array *arr, const struct gr_assembly *a)
   }
   if (lost)
     gr_warn ("%" PRIu64 " regions written at the crash hold blocks that "
-             "fail their checksums with too few good chunks to rebuild them "
-             "(corruption, not a torn write): reads of them answer EIO",
+             "cannot be read or rebuilt (too few good chunks left): reads of "
+             "them answer EIO",
              lost);
   gr_warn ("the array was not shut down cleanly while degraded: the block "
            "checksums of the %" PRIu64 " regions written at the crash were "

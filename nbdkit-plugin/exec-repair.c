@@ -7,12 +7,14 @@
  * blocks that fail (bad) are rebuilt from the first k that pass, and the
  * other good ones computed from them too: where they all agree with what
  * was read the good blocks are one codeword and the bad ones are
- * rewritten with what it says.  Where they do not, the good blocks
- * disagree with each other: outside a region that a crash left to
- * resync that cannot be (EIO, never a guess); inside one it is a write
- * torn by the crash (a block landed, its checksum or its parity not),
- * and the blocks are taken as written: their checksums are set from
- * them, and the resync recomputes the parity (bitmap.h). */
+ * rewritten with what it says.  Where they do not, or fewer than k
+ * pass: outside a region that a crash left to resync that is corruption
+ * past redundancy (EIO, never a guess); inside one it is a write torn by
+ * the crash (a block landed, its checksum or its parity not): the
+ * largest set of more than k blocks that is one codeword is taken as
+ * written (their checksums set from them) and the other blocks are
+ * rewritten from it; with no such set every block is taken as written,
+ * and the resync recomputes the parity (bitmap.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -30,12 +32,12 @@ enum row_state { ROW_SAME, ROW_CHANGED, ROW_MEMBER_FAILED };
 
 /* Verify the row's reads (mio[0..p->nread), chunk code index of each in
  * idx[]): bad[] updated (a read error is bad; without checksums the rest
- * is taken as good: read_error, the repair of one), and whether it
- * changed. */
+ * is taken as good: read_error, the repair of one; those of forced[]
+ * stay bad), and whether it changed. */
 static enum row_state
 verify_row (struct gr_exec *x, const struct gr_plan *p,
             const struct gr_mio *mio, const int *idx, bool read_error,
-            bool *bad)
+            const bool *forced, bool *bad)
 {
   enum row_state st = ROW_SAME;
   uint64_t off;
@@ -62,7 +64,7 @@ verify_row (struct gr_exec *x, const struct gr_plan *p,
     switch (gr_cksum_verify (x->cksum, mio[i].member, mio[i].off,
                              mio[i].buf, mio[i].len, &off)) {
     case GR_CKSUM_MATCH:
-      if (bad[idx[i]]) {
+      if (bad[idx[i]] && !forced[idx[i]]) {
         bad[idx[i]] = false;    /* written meanwhile: it passes now */
         st = ROW_CHANGED;
       }
@@ -95,44 +97,103 @@ good_agree (const struct gr_plan *p, int n, const bool *lostbad,
   return true;
 }
 
-/* Is the row as read (scratch: block i of the row at (n + i) * L, those
- * of avail[]) one codeword, the blocks that failed their checksums taken
- * as they are?  Only then can they be a write torn by a crash (its data
- * and parity landed, their checksums not); corruption makes it none.
- * With no block beyond k to check against, it cannot be told: true (the
- * journal covers a degraded array's writes). */
-static bool
-row_one_codeword (struct gr_exec *x, const bool *avail,
-                  const uint8_t *scratch, size_t L)
+/* Decodes tried in the search for a torn row's codeword, at most. */
+#define TORN_TRIES 4096
+
+/* What the search for a torn row's codeword found. */
+enum row_search { ROW_CODEWORD, ROW_UNDECIDED, ROW_SEARCH_ERROR };
+
+/* The largest set of the row's blocks as read (those of avail[]; block i
+ * at scratch + (n + i) * L), more than k of them, that is one codeword,
+ * into cw[].  Only such a set can be a write torn by the crash: each
+ * block holds the old data or the new, and of each its checksum landed
+ * or not, so the blocks that agree with the old codeword or with the new
+ * one are one (the whole row where all or none of the write landed);
+ * corruption makes none.  The codeword of every k of the blocks is tried
+ * (those that pass their checksums first; TORN_TRIES decodes at most:
+ * past them only a set so large that no other can be as large is
+ * taken), and two different ones as large decide nothing
+ * (ROW_UNDECIDED).  With no block beyond k to check against, it cannot be
+ * told: all of them (the journal covers a degraded array's writes). */
+static enum row_search
+row_codeword (struct gr_exec *x, const bool *avail, const bool *bad,
+              const uint8_t *scratch, size_t L, bool *cw)
 {
   const int k = x->g.k, n = k + x->g.m;
   uint8_t *blk[GR_MAX_MEMBERS], *tmp;
-  int er[GR_MAX_MEMBERS], ner = 0, nk = 0, extra = 0, i;
-  bool same = true;
+  int ord[GR_MAX_MEMBERS], c[GR_MAX_MEMBERS], er[GR_MAX_MEMBERS];
+  int na = 0, best = 0, tries = 0, ner, agree, i, j;
+  bool in[GR_MAX_MEMBERS], tie = false, all = true, same;
 
-  if ((tmp = malloc ((size_t) x->g.m * L)) == NULL)
-    return false;
-  for (i = 0; i < n; i++)
-    if (avail[i] && nk < k) {
-      blk[i] = (uint8_t *) scratch + (size_t) (n + i) * L;
-      nk++;
-    }
-    else {
-      extra += avail[i];
-      blk[i] = tmp + (size_t) ner * L;
-      er[ner++] = i;
-    }
-  if (nk == k && extra > 0 &&
-      gr_coding_reconstruct_n (x->coding, false, er, ner, blk, 1, L) == 0) {
-    for (i = 0; i < ner; i++)
-      if (avail[er[i]] &&
-          memcmp (blk[er[i]], scratch + (size_t) (n + er[i]) * L, L) != 0)
-        same = false;
+  for (j = 0; j < 2; j++)                 /* good blocks first */
+    for (i = 0; i < n; i++)
+      if (avail[i] && bad[i] == (j == 1))
+        ord[na++] = i;
+  if (na <= k) {
+    memcpy (cw, avail, (size_t) n * sizeof *cw);
+    return ROW_CODEWORD;
   }
-  else if (nk == k && extra > 0)
-    same = false;               /* could not decode: not taken */
+  if ((tmp = malloc ((size_t) x->g.m * L)) == NULL) {
+    nbdkit_error ("checksum repair: out of memory");
+    return ROW_SEARCH_ERROR;
+  }
+  for (i = 0; i < k; i++)
+    c[i] = i;
+  for (;;) {
+    /* The codeword of blocks ord[c[0..k)], unless they are all in the
+     * best set so far (its codeword). */
+    same = best > 0;
+    for (i = 0; i < k && same; i++)
+      same = cw[ord[c[i]]];
+    if (!same) {
+      if (tries++ == TORN_TRIES) {
+        all = false;
+        break;
+      }
+      memset (in, 0, sizeof in);
+      for (i = 0; i < k; i++)
+        in[ord[c[i]]] = true;
+      for (i = 0, ner = 0; i < n; i++)
+        if (in[i])
+          blk[i] = (uint8_t *) scratch + (size_t) (n + i) * L;
+        else {
+          blk[i] = tmp + (size_t) ner * L;
+          er[ner++] = i;
+        }
+      if (gr_coding_reconstruct_n (x->coding, false, er, ner, blk, 1, L)
+          == 0) {
+        for (i = 0, agree = k; i < ner; i++)
+          if (avail[er[i]] &&
+              memcmp (blk[er[i]], scratch + (size_t) (n + er[i]) * L, L)
+              == 0) {
+            in[er[i]] = true;
+            agree++;
+          }
+        if (agree > k && agree > best) {
+          best = agree;
+          tie = false;
+          memcpy (cw, in, (size_t) n * sizeof *cw);
+        }
+        else if (agree > k && agree == best &&
+                 memcmp (cw, in, (size_t) n * sizeof *cw) != 0)
+          tie = true;           /* another codeword as large */
+        if (best == na)
+          break;                /* the whole row */
+      }
+    }
+    /* The next k of the na. */
+    for (i = k - 1; i >= 0 && c[i] == na - k + i; i--)
+      ;
+    if (i < 0)
+      break;
+    c[i]++;
+    for (j = i + 1; j < k; j++)
+      c[j] = c[j - 1] + 1;
+  }
   free (tmp);
-  return same;
+  /* Any other codeword agrees with fewer than na + k - best blocks. */
+  return best > k && !tie && (all || 2 * best >= na + k) ? ROW_CODEWORD
+    : ROW_UNDECIDED;
 }
 
 /* Repair the block of member at member byte off (its row), bad for its
@@ -146,6 +207,7 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
   struct gr_mio *mio = NULL;
   uint8_t *scratch = NULL;
   bool bad[GR_MAX_MEMBERS] = { false }, lostbad[GR_MAX_MEMBERS];
+  bool forced[GR_MAX_MEMBERS] = { false }, locked = false, rewrite = false;
   int idx[GR_MAX_MEMBERS], ci, tries, i;
   uint64_t s, logical;
   uint32_t co;
@@ -187,8 +249,10 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
       r = GR_EXEC_DONE;         /* nothing fails now */
       goto out;
     }
-    if (!held)
+    if (!held && !locked) {
       gr_exec_lock_plan (x, p);
+      locked = true;
+    }
     /* A write torn by the crash may explain checksums that disagree; a
      * read error it does not. */
     pending = !read_error &&
@@ -210,7 +274,7 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
     /* A read error met again here is the one being repaired. */
     gr_members_io (x->ms, mio, p->nread,
                    read_error ? GR_MIO_REPAIR : GR_MIO_FAIL_MEMBER);
-    switch (verify_row (x, p, mio, idx, read_error, bad)) {
+    switch (verify_row (x, p, mio, idx, read_error, forced, bad)) {
     case ROW_MEMBER_FAILED:
     case ROW_CHANGED:
       goto again;               /* planned again with what it found */
@@ -224,28 +288,58 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
     if (kind == GR_PLAN_REFUSE ||
         gr_exec_code_stage (x, p, &b, NULL) != GR_EXEC_DONE ||
         !good_agree (p, n, lostbad, scratch)) {
-      bool avail[GR_MAX_MEMBERS] = { false };
+      bool avail[GR_MAX_MEMBERS] = { false }, cw[GR_MAX_MEMBERS];
+      enum row_search search = ROW_UNDECIDED;
 
       for (i = 0; i < (int) p->nread; i++)
         avail[idx[i]] = true;             /* read: all of them done */
-      /* The whole row as read, or, past k of them, the blocks that fail
-       * alone (a full-stripe write of which a parity did not land). */
       if (pending &&
-          (row_one_codeword (x, avail, scratch, p->hi - p->lo) ||
-           (nbad > x->g.k &&
-            row_one_codeword (x, bad, scratch, p->hi - p->lo)))) {
-        /* A write torn by the crash: taken as written. */
+          (search = row_codeword (x, avail, bad, scratch, p->hi - p->lo, cw))
+          != ROW_SEARCH_ERROR) {
+        /* A write torn by the crash: the codeword's blocks taken as
+         * written, the others (parity that did not land, or data whose
+         * parity did not) rewritten from them, still holding the row.
+         * Where no k + 1 blocks are one codeword (a write of more chunks
+         * than the redundancy, torn: old and new each too few), every
+         * block is taken as the crash left it, as md's resync does: here
+         * corruption past redundancy cannot be told from such a write. */
+        int nout = 0;
+
+        if (search == ROW_UNDECIDED)
+          memcpy (cw, avail, sizeof cw);
         for (i = 0; i < (int) p->nread; i++)
-          if (bad[idx[i]])
+          if (bad[idx[i]] && cw[idx[i]])
             (void) gr_cksum_update (x->cksum, mio[i].member, mio[i].off,
                                     mio[i].buf, mio[i].len);
-        gr_verbose ("stripe %" PRIu64 ", bytes %" PRIu32 "+4096 of its "
-                    "chunks (a region the crash left to resync): %d blocks "
-                    "disagree with their checksums, the others do not "
-                    "decide and the row is one codeword as read: taken as "
-                    "a torn write, their checksums set", s, lo, nbad);
+        for (i = 0; i < n; i++) {
+          forced[i] = avail[i] && !cw[i];
+          bad[i] = forced[i];
+          nout += forced[i];
+        }
+        if (search == ROW_UNDECIDED)
+          gr_verbose ("stripe %" PRIu64 ", bytes %" PRIu32 "+4096 of its "
+                      "chunks (a region the crash left to resync): %d "
+                      "blocks disagree with their checksums and no %d of "
+                      "the row's blocks are one codeword: taken as the "
+                      "crash left them (a torn write, or corruption that "
+                      "cannot be told from one), their checksums set",
+                      s, lo, nbad, x->g.k + 1);
+        else
+          gr_verbose ("stripe %" PRIu64 ", bytes %" PRIu32 "+4096 of its "
+                      "chunks (a region the crash left to resync): %d "
+                      "blocks disagree with their checksums, the others do "
+                      "not decide and %d of the row's blocks as read are "
+                      "one codeword: taken as a torn write, their checksums "
+                      "set%s", s, lo, nbad, n - nout,
+                      nout ? ", the others rewritten from them" : "");
+        if (nout > 0) {
+          rewrite = true;
+          continue;             /* planned again: forced[] rewritten */
+        }
         r = GR_EXEC_DONE;
       }
+      else if (pending)
+        errno = ENOMEM;
       else {
         for (i = 0; i < n; i++)
           if (bad[i] && !read_error)
@@ -261,14 +355,13 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
                       : "the good ones disagree");
         errno = EIO;
       }
-      if (!held)
-        gr_exec_unlock_plan (x, p);
       goto out;
     }
     r = gr_exec_write_stage (x, p, &b, mio, GR_MIO_FAIL_MEMBER, NULL, res);
-    if (!held)
+    if (locked)
       gr_exec_unlock_plan (x, p);
-    if (r != GR_EXEC_DONE || read_error)
+    locked = false;
+    if (r != GR_EXEC_DONE || read_error || rewrite)
       goto out;                 /* a read error: said by the caller */
     for (i = 0; i < n; i++)
       if (bad[i]) {
@@ -287,14 +380,17 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
       }
     goto out;
   again:
-    if (!held)
+    if (locked)
       gr_exec_unlock_plan (x, p);
+    locked = false;
   }
   nbdkit_error ("stripe %" PRIu64 ": %s repair did not settle: EIO", s,
                 read_error ? "read error" : "checksum");
   errno = EIO;
   r = GR_EXEC_ERROR;
  out:
+  if (locked)
+    gr_exec_unlock_plan (x, p);
   free (scratch);
   free (mio);
   gr_plan_free (p);

@@ -23,8 +23,11 @@
 #   resync-off integrity=off: corrupt stripes in the crash's bitmap
 #             region (64 MiB, the default) that no write touched: the
 #             resync (m=2) locates each and rewrites it
-#   beyond    past redundancy (see beyond_case): EIO, never wrong bytes
-#   torn      a torn full-stripe write (see torn_case): taken as written
+#   beyond    past redundancy outside the crash's regions (see
+#             beyond_case): EIO, never wrong bytes
+#   torn      torn writes (see torn_case and torn_row): a full stripe of
+#             which a parity did not land, one block, half a stripe:
+#             taken as written
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -241,14 +244,16 @@ resync_case () # on | off
 }
 
 # beyond: one row of a stripe corrupt in three chunks (past m = 2; or in
-# two, a member holding a third failed) in the region a crash left
-# dirty: no torn write explains it (the row is not one codeword even with
-# those blocks taken as written), so the array starts and the row's reads
-# answer EIO, never the corrupt bytes.
+# two, a member holding a third failed), outside the regions a crash left
+# dirty (regions of one stripe): the array starts (its resync, or its
+# degraded start's verification of the dirty regions, goes on) and the
+# row's reads answer EIO, never the corrupt bytes.  (Inside such a region
+# a row like it cannot be told from a write torn by the crash: see
+# torn_row.)
 beyond_case ()  # healthy | degraded
 {
   local s=100 c r mb
-  fresh on on
+  fresh on-bm on bitmap-chunk=16K
   restart
   for c in 0 1; do
     "$fault" corrupt $(( s * width + c * chunk + 4096 )) 4K "${members[@]}" >/dev/null || fail "corrupt"
@@ -256,7 +261,7 @@ beyond_case ()  # healthy | degraded
   if [ "$1" = degraded ]; then
     # The third chunk lost instead: the member of data chunk 2 fails, and
     # the start after the crash verifies the regions written (no resync
-    # can run degraded): it must start, and answer EIO there.
+    # can run degraded): it must start, and answer EIO in the row.
     mb=$("$CTL" map $(( s * width + 2 * chunk )) "${members[@]}" | sed -n 's/^  data *member \([0-9]*\) .*/\1/p')
     "$CTL" -c "$ctl" fail "$mb" >/dev/null || fail "fail $mb"
   else
@@ -335,6 +340,73 @@ PY
   echo "  a torn full-stripe write taken as written: no EIO"
 }
 
+# torn_row LABEL S WOFF WLEN LANDED CKSUM NEW: a write of WLEN bytes at
+# byte WOFF of stripe S (random data), torn by the crash in the row 4 KiB
+# into the chunks as the checksum pages (written by member, at a bitmap
+# clear elsewhere) can leave it: the blocks of LANDED (d0..d3, p0, p1)
+# hold the new data with their checksums not written, those of CKSUM the
+# old data with the new checksum; the rest of the write did not land.  A
+# restart must answer no EIO, the data chunks of NEW read back new, the
+# others old, and the array ends consistent (finish).
+torn_row ()
+{
+  local label=$1 s=$2 woff=$3 wlen=$4 landed=$5 ck=$6 new=$7
+  local f mb at d0 c0 ch j lo=$(( s * width + 4096 ))
+  local -A place=()
+  fresh on on
+  restart
+  head -c "$wlen" /dev/urandom >"$tmpdir/new-data"
+  python3 - "$sock" $(( s * width + woff )) "$tmpdir/new-data" <<'PY' || fail "$label: the write"
+import sys, nbd
+h = nbd.NBD(); h.connect_unix(sys.argv[1])
+h.pwrite(open(sys.argv[3], "rb").read(), int(sys.argv[2])); h.flush(); h.shutdown()
+PY
+  stop_nbdkit "$pid"
+  mkdir -p "$tmpdir/C"; for f in "${members[@]}"; do cp --sparse=always "$f" "$tmpdir/C/"; done
+  # Where the row's blocks are: data chunk j's from the map of its
+  # offset, the parity's from any of them.
+  for (( j = 0; j < k; j++ )); do
+    "$CTL" map $(( lo + j * chunk )) "${members[@]}" >"$tmpdir/map" || fail "map"
+    place[d$j]=$(sed -n 's/^  data *member [0-9]* (\(.*\)) at byte \([0-9]*\).*/\1 \2/p' "$tmpdir/map")
+  done
+  for (( j = 0; j < m; j++ )); do
+    place[p$j]=$(sed -n 's/^  parity *member [0-9]* (\(.*\)) at byte \([0-9]*\).*/\1 \2/p' "$tmpdir/map" |
+                 sed -n "$(( j + 1 ))p")
+  done
+  "$CTL" examine "${members[0]}" >"$tmpdir/examine" || fail "examine"
+  d0=$(sed -n 's/^  data .* from offset \([0-9]*\)$/\1/p' "$tmpdir/examine")
+  c0=$(sed -n 's/^  integrity .* from offset \([0-9]*\)$/\1/p' "$tmpdir/examine")
+  [ -n "$d0" ] && [ -n "$c0" ] && [ -n "${place[p$(( m - 1 ))]}" ] ||
+    fail "$label: map or examine: $(cat "$tmpdir/map" "$tmpdir/examine")"
+  # The old array, crashed after a write elsewhere in the region; then
+  # the torn row put in place.
+  fresh on on
+  restart
+  small_writes 0 4
+  kill9
+  for ch in $landed; do
+    read -r mb at <<<"${place[$ch]}"
+    dd if="$tmpdir/C/$(basename "$mb")" of="$mb" bs=4096 skip=$(( at / 4096 )) \
+      seek=$(( at / 4096 )) count=1 conv=notrunc status=none
+  done
+  for ch in $ck; do
+    read -r mb at <<<"${place[$ch]}"
+    f=$(( c0 + (at - d0) / 4096 * 4 ))
+    dd if="$tmpdir/C/$(basename "$mb")" of="$mb" bs=1 skip=$f seek=$f count=4 \
+      conv=notrunc status=none
+  done
+  for ch in $new; do
+    j=${ch#d}
+    dd if="$tmpdir/new-data" of="$tmpdir/expect" bs=4096 count=1 status=none conv=notrunc \
+      skip=$(( (j * chunk + 4096 - woff) / 4096 )) seek=$(( (lo + j * chunk) / 4096 ))
+  done
+  restart
+  timeout 120 "$CTL" -c "$ctl" wait >/dev/null || true
+  verify "$label: the row as the crash left it"
+  finish "$label"
+  echo "  $label: no EIO, the row as the crash left it"
+}
+
 for c in $cases; do
   echo "=== $c, $crashes crashes"
   for (( i = 0; i < crashes; i++ )); do
@@ -343,7 +415,14 @@ for c in $cases; do
       scrub-on|scrub-off) scrub_case "${c#scrub-}" ;;
       resync-on|resync-off) resync_case "${c#resync-}" ;;
       beyond) beyond_case healthy; beyond_case degraded ;;
-      torn) torn_case ;;
+      torn)
+        torn_case
+        # One block (data 1): it and parity 0 landed, parity 1's checksum
+        # did: the other data and those two are one codeword of 5 > k.
+        torn_row "torn one-block write" 121 $(( chunk + 4096 )) 4096 "d1 p0" p1 d1
+        # A full stripe, half of it landed: no k + 1 blocks of either
+        # codeword; taken as the crash left it (data 0 and 1 new).
+        torn_row "torn full-stripe write, half landed" 122 0 $width "d0 d1 p0" "" "d0 d1" ;;
       *) fail "unknown case $c" ;;
     esac
     [ "$c" = beyond ] || [ "$c" = torn ] || echo "  crash $(( i + 1 )): 0 wrong bytes, 0 EIO"
