@@ -12,6 +12,7 @@
 #include "cksum.h"
 #include "format/format.h"
 #include "log.h"
+#include "common/thread.h"
 
 /* -D gpuraid.bitmap_ms=N: the clearing pass interval (tests). */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_bitmap_ms = 5000;
@@ -525,7 +526,7 @@ gr_bitmap_start (struct gr_bitmap *b)
 
   if (!b->room)
     return 0;
-  e = pthread_create (&b->thread, NULL, clear_thread, b);
+  e = gr_thread_create (&b->thread, NULL, clear_thread, b);
   if (e != 0) {
     errno = e;
     nbdkit_error ("bitmap: pthread_create: %m");

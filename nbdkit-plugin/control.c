@@ -23,6 +23,7 @@
 #include "members.h"
 #include "status.h"
 #include "format/format.h"
+#include "common/thread.h"
 
 /* Seconds a client has to send its whole command line, and to take its
  * answer once it is ready. */
@@ -384,7 +385,7 @@ take_client (struct gr_control *c, int fd)
   }
   cl->c = c;
   cl->fd = fd;
-  e = pthread_create (&cl->thread, NULL, client_thread, cl);
+  e = gr_thread_create (&cl->thread, NULL, client_thread, cl);
   if (e != 0) {
     gr_debug ("control: pthread_create: %s: a client refused", strerror (e));
     say (fd, "error: the server cannot serve a client now (no thread)\n");
@@ -434,7 +435,7 @@ gr_control_start (struct gr_control *c, struct gr_array *a,
 
   c->a = a;
   c->coding = coding;
-  e = pthread_create (&c->thread, NULL, control_thread, c);
+  e = gr_thread_create (&c->thread, NULL, control_thread, c);
   if (e != 0) {
     errno = e;
     nbdkit_error ("control=%s: pthread_create: %m", c->path);

@@ -18,6 +18,7 @@
 #include "events.h"
 #include "log.h"
 #include "common/json.h"
+#include "common/thread.h"
 
 extern char **environ;
 
@@ -282,6 +283,8 @@ run_hook (const char *hook, const struct gr_event_msg *e, int *status)
   int nv = 0, err;
   pid_t pid;
   posix_spawn_file_actions_t fa;
+  posix_spawnattr_t sa;
+  sigset_t none, dfl;
   struct timespec t0, now;
 
   add_var (vars, &nv, "event", gr_event_name (e->kind));
@@ -315,7 +318,18 @@ run_hook (const char *hook, const struct gr_event_msg *e, int *status)
   argv[2] = NULL;
   posix_spawn_file_actions_init (&fa);
   posix_spawn_file_actions_addopen (&fa, 0, "/dev/null", O_RDONLY, 0);
-  err = posix_spawn (&pid, hook, &fa, NULL, argv, envp);
+  /* The hook starts with no signal blocked (this thread blocks them all:
+   * common/thread.h) and SIGPIPE at its default (nbdkit ignores it). */
+  sigemptyset (&none);
+  sigemptyset (&dfl);
+  sigaddset (&dfl, SIGPIPE);
+  posix_spawnattr_init (&sa);
+  posix_spawnattr_setsigmask (&sa, &none);
+  posix_spawnattr_setsigdefault (&sa, &dfl);
+  posix_spawnattr_setflags (&sa, POSIX_SPAWN_SETSIGMASK |
+                            POSIX_SPAWN_SETSIGDEF);
+  err = posix_spawn (&pid, hook, &fa, &sa, argv, envp);
+  posix_spawnattr_destroy (&sa);
   posix_spawn_file_actions_destroy (&fa);
   free (envp);
   if (err != 0) {
@@ -426,7 +440,7 @@ gr_events_start (void)
     pthread_mutex_unlock (&ev.lock);
     return 0;
   }
-  e = pthread_create (&ev.thread, NULL, hook_thread, ev.hook);
+  e = gr_thread_create (&ev.thread, NULL, hook_thread, ev.hook);
   if (e == 0)
     ev.started = true;
   pthread_mutex_unlock (&ev.lock);

@@ -11,6 +11,7 @@
 #include "exec-internal.h"
 #include "log.h"
 #include "pool.h"
+#include "common/thread.h"
 
 /* -D gpuraid.job_threads=N: a job's CPU work (checksums, coding) on N
  * threads instead of one a core (to measure what every core brings). */
@@ -337,7 +338,7 @@ gr_exec_lanes_new (struct gr_exec *x, const struct gr_exec_batches *ops,
     }
   }
   for (i = 0; i < GR_EXEC_LANES; i++) {
-    e = pthread_create (&l->lane[i].thread, NULL, lane_thread, &l->lane[i]);
+    e = gr_thread_create (&l->lane[i].thread, NULL, lane_thread, &l->lane[i]);
     if (e != 0) {
       errno = e;
       nbdkit_error ("lanes: pthread_create: %m");

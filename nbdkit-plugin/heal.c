@@ -16,6 +16,7 @@
 #include "members.h"
 #include "rebuild.h"
 #include "format/format.h"
+#include "common/thread.h"
 
 /* Under h->lock: does a resync or a scrub run (what a rebuild waits
  * for)? */
@@ -166,7 +167,7 @@ gr_heal_start (struct gr_heal *h, struct gr_resync *rs)
   /* Rebuilds resumed at assembly (members.h) go on once the resync is
    * done. */
   h->resume = gr_members_rebuilding (h->ms, front) > 0;
-  e = pthread_create (&h->thread, NULL, heal_thread, h);
+  e = gr_thread_create (&h->thread, NULL, heal_thread, h);
   if (e != 0) {
     errno = e;
     nbdkit_error ("heal: pthread_create: %m");

@@ -7,6 +7,7 @@
 #include "job.h"
 #include "log.h"
 #include "pace.h"
+#include "common/thread.h"
 
 /* Seconds between the hook's GR_JOB_SECOND ticks. */
 #define TICK_S 1.0
@@ -192,7 +193,7 @@ gr_job_start (struct gr_exec *x, const struct gr_job_def *def, uint64_t rate,
   j->lanes = gr_exec_lanes_new (x, &b, def->batch, def->scratch);
   if (j->lanes == NULL)
     goto fail;
-  e = pthread_create (&j->thread, NULL, job_thread, j);
+  e = gr_thread_create (&j->thread, NULL, job_thread, j);
   if (e != 0) {
     errno = e;
     nbdkit_error ("job: pthread_create: %m");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "pool.h"
+#include "common/thread.h"
 
 /* One gr_pool_run call: its items, handed out in order. */
 struct task {
@@ -93,7 +94,7 @@ gr_pool_new (int threads)
   if (threads > 0 &&
       (pool->threads = calloc ((size_t) threads, sizeof *pool->threads))) {
     for (int i = 0; i < threads; i++)
-      if (pthread_create (&pool->threads[pool->nthreads], NULL, worker,
+      if (gr_thread_create (&pool->threads[pool->nthreads], NULL, worker,
                           pool) == 0)
         pool->nthreads++;
   }

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 
 #include "storage-internal.h"
+#include "../common/thread.h"
 
 static unsigned remote_timeout_ms = 30000, remote_retries = 3;
 static bool use_uring = true;
@@ -349,7 +350,7 @@ par_io (struct gr_dio **v, size_t n)
       p.group[p.ngroups++] = i;
   p.group[p.ngroups] = n;
   while (nt < PAR_THREADS - 1 && nt + 1 < p.ngroups &&
-         pthread_create (&t[nt], NULL, par_worker, &p) == 0)
+         gr_thread_create (&t[nt], NULL, par_worker, &p) == 0)
     nt++;
   par_worker (&p);
   while (nt > 0)

@@ -33,8 +33,10 @@ hooklog=$tmpdir/hook.log
 hook=$tmpdir/hook.sh
 cat >"$hook" <<EOF
 #!/bin/sh
-# One line per event: argv[1], then the GPURAID_ variables, sorted.
-{ printf 'ARG=%s ' "\$1"; env | grep '^GPURAID_' | sort | tr '\n' ' '; echo; } >>"$hooklog"
+# One line per event: argv[1], the GPURAID_ variables, sorted, then its
+# blocked and ignored signals (hex masks).
+{ printf 'ARG=%s ' "\$1"; env | grep '^GPURAID_' | sort | tr '\n' ' '
+  sed -n 's/^SigBlk:[[:space:]]*/SIGBLK=/p; s/^SigIgn:[[:space:]]*/SIGIGN=/p' /proc/\$\$/status | tr '\n' ' '; echo; } >>"$hooklog"
 EOF
 chmod +x "$hook"
 
@@ -104,6 +106,11 @@ for want in "GPURAID_MEMBER=1 " "GPURAID_UUID=$uuid " "GPURAID_PATH=${members[1]
             "GPURAID_WHY=failed by the operator" "GPURAID_SEQ=[0-9]" "GPURAID_LEFT=5 "; do
   echo "$line" | grep -q -- "$want" || fail "hook environment lacks $want: $line"
 done
+# The hook runs with no signal blocked (the plugin's threads block them
+# all: common/thread.h) and SIGPIPE (13) not ignored (nbdkit ignores it).
+echo "$line" | grep -q "SIGBLK=0000000000000000 " || fail "the hook runs with signals blocked: $line"
+sigign=$(sed -n 's/.*SIGIGN=\([0-9a-f]*\) .*/\1/p' <<<"$line")
+[ -n "$sigign" ] && (( (16#$sigign & 0x1000) == 0 )) || fail "the hook runs with SIGPIPE ignored: $line"
 echo "OK: $line"
 
 echo "=== 2. the spare's takeover: spare-activated, rebuild-started, rebuild-finished"
