@@ -25,11 +25,21 @@
  * NVRTC is loaded with dlopen, so nothing needs it to start; without it
  * (or on any failure) the generic kernels are used.  Compiling takes
  * tens to hundreds of milliseconds, so the engine compiles a table's
- * kernel only when a large batch first uses it (gr_gpu_jit_min).
+ * kernel only when a large batch first uses it (gr_gpu_jit_min).  The
+ * compiler runs in a child process (fork, no exec; rtc_compile): run in
+ * the server's process, a SIGTERM that came while it compiled ended the
+ * server with status 4 before the plugin's unload, leaving the array
+ * dirty (test-gpu-request-pin part 3); what a compiler does to its
+ * process (signal handlers, exit handlers, memory) now stays there.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +48,7 @@
 #include <nvrtc.h>
 
 #include "gpu-internal.h"
+#include "../common/thread.h"
 
 #define JIT_THREADS 128
 #define JIT_MAXROWS 32          /* output blocks, in passes */
@@ -515,11 +526,144 @@ gr_gpu_set_jit_form (const int f[3], int old[3])
   gr_gpu_jit_lop3 = f[2];
 }
 
+/* write(2) all of buf, or false. */
+static bool
+write_all (int fd, const char *buf, size_t len)
+{
+  while (len > 0) {
+    ssize_t w = write (fd, buf, len);
+
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return false;
+    buf += w;
+    len -= (size_t) w;
+  }
+  return true;
+}
+
+/* The child: compile src for arch and write 'C' and the cubin, or 'E'
+ * and why not, to fd; then _exit (no exit handlers: they are the
+ * server's). */
+static void __attribute__ ((noreturn))
+rtc_child (int fd, const char *src, const char *arch)
+{
+  static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE };
+  const char *opts[] = { arch, "-std=c++17", "--use_fast_math" };
+  struct sigaction dfl;
+  sigset_t none;
+  nvrtcProgram prog = NULL;
+  nvrtcResult nr;
+  char msg[400];
+  char *cubin = NULL;
+  size_t len = 0;
+
+  /* Killed with its thread (the server ended), by a signal to the
+   * process group, or by a closed pipe. */
+  (void) prctl (PR_SET_PDEATHSIG, SIGKILL);
+  memset (&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+    (void) sigaction (sigs[i], &dfl, NULL);
+  sigemptyset (&none);
+  (void) pthread_sigmask (SIG_SETMASK, &none, NULL);
+
+  nr = rtc.create (&prog, src, "gr_jit.cu", 0, NULL, NULL);
+  if (nr != NVRTC_SUCCESS) {
+    snprintf (msg, sizeof msg, "EnvrtcCreateProgram: %s", rtc.errstr (nr));
+    goto fail;
+  }
+  nr = rtc.compile (prog, 3, opts);
+  if (nr != NVRTC_SUCCESS) {
+    size_t ll = 0;
+    char logbuf[300] = "";
+
+    if (rtc.log_size (prog, &ll) == NVRTC_SUCCESS && ll > 0) {
+      char *lg = (char *) malloc (ll);
+      if (lg && rtc.log (prog, lg) == NVRTC_SUCCESS)
+        snprintf (logbuf, sizeof logbuf, "%s", lg);
+      free (lg);
+    }
+    snprintf (msg, sizeof msg, "EnvrtcCompileProgram: %s: %s",
+              rtc.errstr (nr), logbuf);
+    goto fail;
+  }
+  if (rtc.cubin_size (prog, &len) != NVRTC_SUCCESS || len == 0 ||
+      (cubin = (char *) malloc (len)) == NULL ||
+      rtc.cubin (prog, cubin) != NVRTC_SUCCESS) {
+    snprintf (msg, sizeof msg, "EnvrtcGetCUBIN failed");
+    goto fail;
+  }
+  _exit (write_all (fd, "C", 1) && write_all (fd, cubin, len) ? 0 : 1);
+ fail:
+  _exit (write_all (fd, msg, strlen (msg)) ? 0 : 1);
+}
+
+/* Compile src for arch in a child process: the cubin (malloc'd) into
+ * *cubin and *len; 0, or -1 with the error set. */
+static int
+rtc_compile (const char *src, const char *arch, char **cubin, size_t *len)
+{
+  char *buf = NULL, *nb;
+  size_t n = 0, cap = 0;
+  int fd[2], st = 0, r = -1;
+  ssize_t got;
+  pid_t pid;
+
+  if (pipe2 (fd, O_CLOEXEC) != 0) {
+    gr_gpu_set_error ("JIT compile: pipe: %s", strerror (errno));
+    return -1;
+  }
+  pid = fork ();
+  if (pid == 0) {
+    close (fd[0]);
+    rtc_child (fd[1], src, arch);
+  }
+  close (fd[1]);
+  if (pid < 0) {
+    gr_gpu_set_error ("JIT compile: fork: %s", strerror (errno));
+    close (fd[0]);
+    return -1;
+  }
+  for (;;) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : (size_t) 64 << 10;
+      if ((nb = (char *) realloc (buf, cap)) == NULL)
+        break;
+      buf = nb;
+    }
+    got = read (fd[0], buf + n, cap - n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      break;
+    n += (size_t) got;
+  }
+  close (fd[0]);
+  while (waitpid (pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  if (n > 1 && buf[0] == 'C' && WIFEXITED (st) && WEXITSTATUS (st) == 0) {
+    memmove (buf, buf + 1, n - 1);
+    *cubin = buf;
+    *len = n - 1;
+    return 0;
+  }
+  if (n > 1 && buf[0] == 'E')
+    gr_gpu_set_error ("%.*s", (int) (n - 1), buf + 1);
+  else if (WIFSIGNALED (st))
+    gr_gpu_set_error ("JIT compile: the compiler's process was killed by "
+                      "signal %d", WTERMSIG (st));
+  else
+    gr_gpu_set_error ("JIT compile: the compiler's process ended with "
+                      "status %d and no result", WEXITSTATUS (st));
+  free (buf);
+  return r;
+}
+
 static int
 jit_build (struct gr_gpu_tab *t)
 {
-  nvrtcProgram prog = NULL;
-  nvrtcResult nr;
   cudaLibrary_t lib = NULL;
   cudaKernel_t kern = NULL;
   cudaError_t e;
@@ -550,34 +694,8 @@ jit_build (struct gr_gpu_tab *t)
   src = gen_source (t->code, t->bits, t->nrows, t->ncols, &o);
   if (src == NULL)
     return -ENOMEM;
-  nr = rtc.create (&prog, src, "gr_jit.cu", 0, NULL, NULL);
-  if (nr != NVRTC_SUCCESS) {
-    gr_gpu_set_error ("nvrtcCreateProgram: %s", rtc.errstr (nr));
+  if (rtc_compile (src, arch, &cubin, &cubin_len) != 0)
     goto out;
-  }
-  {
-    const char *opts[] = { arch, "-std=c++17", "--use_fast_math" };
-    nr = rtc.compile (prog, 3, opts);
-  }
-  if (nr != NVRTC_SUCCESS) {
-    size_t ll = 0;
-    char logbuf[300] = "";
-
-    if (rtc.log_size (prog, &ll) == NVRTC_SUCCESS && ll > 0) {
-      char *lg = (char *) malloc (ll);
-      if (lg && rtc.log (prog, lg) == NVRTC_SUCCESS)
-        snprintf (logbuf, sizeof logbuf, "%s", lg);
-      free (lg);
-    }
-    gr_gpu_set_error ("nvrtcCompileProgram: %s: %s", rtc.errstr (nr), logbuf);
-    goto out;
-  }
-  if (rtc.cubin_size (prog, &cubin_len) != NVRTC_SUCCESS || cubin_len == 0 ||
-      (cubin = (char *) malloc (cubin_len)) == NULL ||
-      rtc.cubin (prog, cubin) != NVRTC_SUCCESS) {
-    gr_gpu_set_error ("nvrtcGetCUBIN failed");
-    goto out;
-  }
   e = cudaLibraryLoadData (&lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
   if (e != cudaSuccess) {
     r = gr_gpu_fail (e, "cudaLibraryLoadData (JIT kernel)");
@@ -614,8 +732,6 @@ jit_build (struct gr_gpu_tab *t)
   r = 0;
  out:
   free (cubin);
-  if (prog)
-    rtc.destroy (&prog);
   free (src);
   return r;
 }
@@ -705,7 +821,7 @@ gr_gpu_tab_jit_start (struct gr_gpu_tab *t)
   jit_running++;
   pthread_attr_init (&attr);
   pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  if (pthread_create (&th, &attr, jit_thread, jj) != 0) {
+  if (gr_thread_create (&th, &attr, jit_thread, jj) != 0) {
     t->jit_state = 0;
     jit_running--;
     free (jj);

@@ -12,7 +12,9 @@
 #     parity checked offline;
 #  2. m members gone, read with accel=gpu in 1 MiB and 8 MiB requests
 #     (reconstructs written straight into the request buffers) and with
-#     -D gpuraid.pin_requests=0 (staged): both equal the image.
+#     -D gpuraid.pin_requests=0 (staged): both equal the image;
+#  3. 8+8, chunk 1M, 40M members: a SIGTERM right after the first large
+#     writes (the kernel's compile running) stops the server cleanly.
 # Needs no python.  Skips, saying why, where the plugin has no CUDA or
 # there is no GPU.
 
@@ -56,12 +58,14 @@ read_back ()
   echo "ok: $what"
 }
 
-for geom in 10:4:64K 8:8:1M; do
-  IFS=: read -r k m chunk <<<"$geom"
+# k:m:chunk:member size (8+8 with 1 MiB chunks keeps 35 MiB of each
+# member for its journal's 4 slots and the checksums: 40 stripes left).
+for geom in 10:4:64K:40M 8:8:1M:75M; do
+  IFS=: read -r k m chunk msize <<<"$geom"
   n=$(( k + m ))
   case $chunk in 64K) cbytes=65536 ;; *) cbytes=1048576 ;; esac
   echo "=== $k+$m chunk $chunk"
-  make_members $n 40M
+  make_members $n "$msize"
   set_args
   img=$tmpdir/img
   : >"$nbdkit_log"
@@ -96,4 +100,27 @@ for geom in 10:4:64K 8:8:1M; do
   for (( i = 0; i < m; i++ )); do mv "$tmpdir/gone$i" "${members[i]}"; done
   rm -f "${members[@]}" "$img"
 done
+echo "=== 8+8 chunk 1M: a SIGTERM just after the first large writes"
+# The first batch of 4 MiB or more starts compiling its kernel (NVRTC,
+# gpu/jit.cu), which takes a few hundred ms; with the compiler in the
+# server's process, a SIGTERM then ended the server with status 4 before
+# its cleanup, the array left dirty (5 runs of 5).  It compiles in a
+# child process now.
+make_members 16 40M sig
+set_args
+: >"$nbdkit_log"
+start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" "${args[@]}" m=8 chunk=1M \
+  create=true accel=gpu || fail "nbdkit did not start"
+head -c "$(nbdinfo --size "$uri")" /dev/urandom >"$tmpdir/img"
+nbdcopy "$tmpdir/img" "$uri" || fail "nbdcopy"
+stop_nbdkit "$pid"
+grep -q 'debug: gpuraid: cleanup' "$nbdkit_log" ||
+  fail "the server ended before its cleanup: $(tail -n 3 "$nbdkit_log")"
+: >"$nbdkit_log"
+start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" m=8 accel=gpu ||
+  fail "nbdkit did not start again"
+stop_nbdkit "$pid"
+! grep -q 'not shut down cleanly' "$nbdkit_log" ||
+  fail "$(grep -m1 'not shut down cleanly' "$nbdkit_log")"
+echo "ok: stopped cleanly"
 echo "$0: PASS"
