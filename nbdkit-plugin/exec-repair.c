@@ -97,33 +97,69 @@ good_agree (const struct gr_plan *p, int n, const bool *lostbad,
   return true;
 }
 
-/* Decodes tried in the search for a torn row's codeword, at most. */
-#define TORN_TRIES 4096
+/* Decodes tried in the search for a torn row's codeword, at most (every
+ * k of the blocks up to 8+4). */
+#define TORN_TRIES 512
 
 /* What the search for a torn row's codeword found. */
 enum row_search { ROW_CODEWORD, ROW_UNDECIDED, ROW_SEARCH_ERROR };
 
-/* The largest set of the row's blocks as read (those of avail[]; block i
- * at scratch + (n + i) * L), more than k of them, that is one codeword,
- * into cw[].  Only such a set can be a write torn by the crash: each
- * block holds the old data or the new, and of each its checksum landed
- * or not, so the blocks that agree with the old codeword or with the new
- * one are one (the whole row where all or none of the write landed);
- * corruption makes none.  The codeword of every k of the blocks is tried
- * (those that pass their checksums first; TORN_TRIES decodes at most:
- * past them only a set so large that no other can be as large is
- * taken), and two different ones as large decide nothing
- * (ROW_UNDECIDED).  With no block beyond k to check against, it cannot be
- * told: all of them (the journal covers a degraded array's writes). */
+/* The set the last search of this thread found: the rows of one torn
+ * write are torn alike, so it is tried first. */
+static __thread bool torn_hint[GR_MAX_MEMBERS];
+
+/* The blocks of the row as read (avail[]; block i at scratch + (n + i) *
+ * L) that agree with the codeword of the k blocks of in[], into in[]; how
+ * many, or -1 if it could not be decoded.  tmp: m blocks. */
+static int
+agreement (struct gr_exec *x, const bool *avail, const uint8_t *scratch,
+           size_t L, uint8_t *tmp, bool *in)
+{
+  const int k = x->g.k, n = k + x->g.m;
+  uint8_t *blk[GR_MAX_MEMBERS];
+  int er[GR_MAX_MEMBERS], ner = 0, agree = k, i;
+
+  for (i = 0; i < n; i++)
+    if (in[i])
+      blk[i] = (uint8_t *) scratch + (size_t) (n + i) * L;
+    else {
+      blk[i] = tmp + (size_t) ner * L;
+      er[ner++] = i;
+    }
+  if (gr_coding_reconstruct_n (x->coding, false, er, ner, blk, 1, L) != 0)
+    return -1;
+  for (i = 0; i < ner; i++)
+    if (avail[er[i]] &&
+        memcmp (blk[er[i]], scratch + (size_t) (n + er[i]) * L, L) == 0) {
+      in[er[i]] = true;
+      agree++;
+    }
+  return agree;
+}
+
+/* The largest set of the row's blocks as read (those of avail[]), more
+ * than k of them, that is one codeword, into cw[].  Only such a set can
+ * be a write torn by the crash: each block holds the old data or the
+ * new, and of each its checksum landed or not, so the blocks that agree
+ * with the old codeword or with the new one are one (the whole row where
+ * all or none of the write landed); corruption makes none.  The codeword
+ * of every k of the blocks is tried (this thread's last set first, then
+ * those that pass their checksums; TORN_TRIES decodes at most), until
+ * one agrees with more than half of the blocks and k (no other can be
+ * as large); below that two different ones as large decide nothing, and
+ * a search cut short decides nothing either (ROW_UNDECIDED).  With no
+ * block beyond k to check against, it cannot be told: all of them (the
+ * journal covers a degraded array's writes). */
 static enum row_search
 row_codeword (struct gr_exec *x, const bool *avail, const bool *bad,
               const uint8_t *scratch, size_t L, bool *cw)
 {
   const int k = x->g.k, n = k + x->g.m;
-  uint8_t *blk[GR_MAX_MEMBERS], *tmp;
-  int ord[GR_MAX_MEMBERS], c[GR_MAX_MEMBERS], er[GR_MAX_MEMBERS];
-  int na = 0, best = 0, tries = 0, ner, agree, i, j;
-  bool in[GR_MAX_MEMBERS], tie = false, all = true, same;
+  uint8_t *tmp;
+  int ord[GR_MAX_MEMBERS], c[GR_MAX_MEMBERS];
+  int na = 0, best = 0, tries = 0, agree, i, j;
+  bool in[GR_MAX_MEMBERS], tie = false, all = true, same, hint = true;
+  bool more = true;
 
   for (j = 0; j < 2; j++)                 /* good blocks first */
     for (i = 0; i < n; i++)
@@ -139,59 +175,57 @@ row_codeword (struct gr_exec *x, const bool *avail, const bool *bad,
   }
   for (i = 0; i < k; i++)
     c[i] = i;
-  for (;;) {
-    /* The codeword of blocks ord[c[0..k)], unless they are all in the
-     * best set so far (its codeword). */
-    same = best > 0;
-    for (i = 0; i < k && same; i++)
-      same = cw[ord[c[i]]];
-    if (!same) {
-      if (tries++ == TORN_TRIES) {
-        all = false;
-        break;
-      }
-      memset (in, 0, sizeof in);
-      for (i = 0; i < k; i++)
-        in[ord[c[i]]] = true;
-      for (i = 0, ner = 0; i < n; i++)
-        if (in[i])
-          blk[i] = (uint8_t *) scratch + (size_t) (n + i) * L;
-        else {
-          blk[i] = tmp + (size_t) ner * L;
-          er[ner++] = i;
+  while (2 * best < na + k) {
+    memset (in, 0, sizeof in);
+    if (hint) {
+      /* k blocks of the last set found, if it has them. */
+      hint = false;
+      for (i = 0, j = 0; i < na && j < k; i++)
+        if (torn_hint[ord[i]]) {
+          in[ord[i]] = true;
+          j++;
         }
-      if (gr_coding_reconstruct_n (x->coding, false, er, ner, blk, 1, L)
-          == 0) {
-        for (i = 0, agree = k; i < ner; i++)
-          if (avail[er[i]] &&
-              memcmp (blk[er[i]], scratch + (size_t) (n + er[i]) * L, L)
-              == 0) {
-            in[er[i]] = true;
-            agree++;
-          }
-        if (agree > k && agree > best) {
-          best = agree;
-          tie = false;
-          memcpy (cw, in, (size_t) n * sizeof *cw);
-        }
-        else if (agree > k && agree == best &&
-                 memcmp (cw, in, (size_t) n * sizeof *cw) != 0)
-          tie = true;           /* another codeword as large */
-        if (best == na)
-          break;                /* the whole row */
-      }
+      if (j < k)
+        continue;
     }
-    /* The next k of the na. */
-    for (i = k - 1; i >= 0 && c[i] == na - k + i; i--)
-      ;
-    if (i < 0)
+    else {
+      if (!more)
+        break;                  /* every k tried */
+      same = best > 0;          /* inside the best set: its codeword */
+      for (i = 0; i < k; i++) {
+        in[ord[c[i]]] = true;
+        same = same && cw[ord[c[i]]];
+      }
+      for (i = k - 1; i >= 0 && c[i] == na - k + i; i--)
+        ;                       /* the next k of the na */
+      if (i < 0)
+        more = false;
+      else {
+        c[i]++;
+        for (j = i + 1; j < k; j++)
+          c[j] = c[j - 1] + 1;
+      }
+      if (same)
+        continue;
+    }
+    if (tries++ == TORN_TRIES) {
+      all = false;
       break;
-    c[i]++;
-    for (j = i + 1; j < k; j++)
-      c[j] = c[j - 1] + 1;
+    }
+    agree = agreement (x, avail, scratch, L, tmp, in);
+    if (agree > k && agree > best) {
+      best = agree;
+      tie = false;
+      memcpy (cw, in, (size_t) n * sizeof *cw);
+    }
+    else if (agree > k && agree == best &&
+             memcmp (cw, in, (size_t) n * sizeof *cw) != 0)
+      tie = true;               /* another codeword as large */
   }
   free (tmp);
-  /* Any other codeword agrees with fewer than na + k - best blocks. */
+  if (best > k)
+    memcpy (torn_hint, cw, (size_t) n * sizeof *cw);
+  /* Any other codeword agrees with at most na + k - 1 - best blocks. */
   return best > k && !tie && (all || 2 * best >= na + k) ? ROW_CODEWORD
     : ROW_UNDECIDED;
 }
@@ -288,7 +322,7 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
     if (kind == GR_PLAN_REFUSE ||
         gr_exec_code_stage (x, p, &b, NULL) != GR_EXEC_DONE ||
         !good_agree (p, n, lostbad, scratch)) {
-      bool avail[GR_MAX_MEMBERS] = { false }, cw[GR_MAX_MEMBERS];
+      bool avail[GR_MAX_MEMBERS] = { false }, cw[GR_MAX_MEMBERS] = { false };
       enum row_search search = ROW_UNDECIDED;
 
       for (i = 0; i < (int) p->nread; i++)
