@@ -337,7 +337,7 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
          * than the redundancy, torn: old and new each too few), every
          * block is taken as the crash left it, as md's resync does: here
          * corruption past redundancy cannot be told from such a write. */
-        int nout = 0;
+        int nout = 0, ncw = 0;
 
         if (search == ROW_UNDECIDED)
           memcpy (cw, avail, sizeof cw);
@@ -349,6 +349,7 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
           forced[i] = avail[i] && !cw[i];
           bad[i] = forced[i];
           nout += forced[i];
+          ncw += avail[i] && cw[i];
         }
         if (search == ROW_UNDECIDED)
           gr_verbose ("stripe %" PRIu64 ", bytes %" PRIu32 "+4096 of its "
@@ -364,7 +365,7 @@ repair_row (struct gr_exec *x, int member, uint64_t off, bool held,
                       "blocks disagree with their checksums, the others do "
                       "not decide and %d of the row's blocks as read are "
                       "one codeword: taken as a torn write, their checksums "
-                      "set%s", s, lo, nbad, n - nout,
+                      "set%s", s, lo, nbad, ncw,
                       nout ? ", the others rewritten from them" : "");
         if (nout > 0) {
           rewrite = true;
