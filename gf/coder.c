@@ -409,16 +409,14 @@ plan_put (struct gr_coder *c, struct gr_plan *p)
     plan_free (c, p);
 }
 
-int
-gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
-                uint8_t *const *blocks, size_t nstripes, size_t len)
+/* The erasure list erased[0..nerased-1] checked (in range, distinct, 1
+ * to m of them) and sorted into e; 0 or -EINVAL. */
+static int
+sort_erased (const struct gr_coder *c, const int *erased, int nerased,
+             int *e)
 {
-  int e[GR_MAX_MEMBERS];
-  struct gr_plan *p;
-  int i, j, r;
+  int i, j;
 
-  if (c == NULL || check_len (c, len) < 0)
-    return -EINVAL;
   if (erased == NULL || nerased < 1 || nerased > c->m)
     return -EINVAL;
   /* Insertion sort, checking range and distinctness. */
@@ -433,6 +431,21 @@ gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
       return -EINVAL;
     e[j] = x;
   }
+  return 0;
+}
+
+int
+gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
+                uint8_t *const *blocks, size_t nstripes, size_t len)
+{
+  int e[GR_MAX_MEMBERS];
+  struct gr_plan *p;
+  int r;
+
+  if (c == NULL || check_len (c, len) < 0)
+    return -EINVAL;
+  if (sort_erased (c, erased, nerased, e) < 0)
+    return -EINVAL;
   if (nstripes == 0 || len == 0)
     return 0;
   if (blocks == NULL)
@@ -443,6 +456,53 @@ gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
     return r;
   r = c->be->reconstruct (c, &p->d, blocks, nstripes, len);
   plan_put (c, p);
+  return r;
+}
+
+int
+gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
+{
+  int e[GR_MAX_MEMBERS];
+  struct gr_plan **p;
+  const struct gr_decode **d;
+  size_t i;
+  int r = 0;
+
+  if (c == NULL || (ops == NULL && nops > 0))
+    return -EINVAL;
+  for (i = 0; i < nops; i++)
+    if (check_len (c, ops[i].len) < 0 ||
+        (ops[i].nerased != 0 &&
+         sort_erased (c, ops[i].erased, ops[i].nerased, e) < 0) ||
+        (ops[i].blocks == NULL && ops[i].nstripes > 0 && ops[i].len > 0))
+      return -EINVAL;
+  if (nops == 0)
+    return 0;
+  p = calloc (nops, sizeof *p + sizeof *d);
+  if (p == NULL)
+    return -ENOMEM;
+  d = (const struct gr_decode **) (p + nops);
+  for (i = 0; i < nops && r == 0; i++)
+    if (ops[i].nerased != 0) {
+      sort_erased (c, ops[i].erased, ops[i].nerased, e);
+      r = plan_get (c, e, ops[i].nerased, &p[i]);
+      if (r == 0)
+        d[i] = &p[i]->d;
+    }
+  if (r == 0 && c->be->code_many)
+    r = c->be->code_many (c, d, ops, nops);
+  else
+    for (i = 0; i < nops && r == 0; i++) {
+      if (ops[i].nstripes == 0 || ops[i].len == 0)
+        continue;
+      r = d[i] ? c->be->reconstruct (c, d[i], ops[i].blocks,
+                                     ops[i].nstripes, ops[i].len)
+        : c->be->encode (c, ops[i].blocks, ops[i].nstripes, ops[i].len);
+    }
+  for (i = 0; i < nops; i++)
+    if (p[i])
+      plan_put (c, p[i]);
+  free (p);
   return r;
 }
 

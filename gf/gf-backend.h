@@ -47,6 +47,11 @@ struct gr_backend {
   int (*update) (struct gr_coder *c, int data_index,
                  const uint8_t *const *delta, uint8_t *const *parity,
                  size_t nstripes, size_t len);
+  /* Optional: gr_code_many's operations in one submission, validated;
+   * d[i] is operation i's plan, NULL for an encode.  Without it, each
+   * operation is run on its own. */
+  int (*code_many) (struct gr_coder *c, const struct gr_decode *const *d,
+                    const struct gr_code_op *ops, size_t nops);
 };
 
 /* The backend's per-coder state from coder_init. */

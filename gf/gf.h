@@ -78,6 +78,24 @@ int gr_encode (struct gr_coder *c, uint8_t *const *blocks,
 int gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
                     uint8_t *const *blocks, size_t nstripes, size_t len);
 
+/* One operation of gr_code_many: an encode (nerased == 0) or a
+ * reconstruct of erased[0..nerased-1], of its own blocks, nstripes and
+ * len, as gr_encode and gr_reconstruct take them. */
+struct gr_code_op {
+  const int *erased;
+  int nerased;
+  uint8_t *const *blocks;
+  size_t nstripes, len;
+};
+
+/* Several operations in one call: the same as calling them one by one,
+ * except that a backend able to (the GPU's) submits them together and
+ * waits once for all.  0, or the first error (every operation's outputs
+ * undefined then).  Thread-safe; -EINVAL for a bad operation (before any
+ * is done). */
+int gr_code_many (struct gr_coder *c, const struct gr_code_op *ops,
+                  size_t nops);
+
 /* Which blocks a reconstruction reads and which it rebuilds; the one
  * place that decides (gr_reconstruct's plans use it too).  lost[i]
  * (i < k + m): block i is unavailable; want[i]: block i is needed.  On

@@ -907,6 +907,133 @@ test_choose (void)
     }
 }
 
+/* gr_code_many on every backend (and on the counting backend with and
+ * without its own code_many): encodes and reconstructs of several
+ * erasure sets and lengths in one call give the model's blocks; a bad
+ * operation anywhere refuses the call before any is done. */
+static int cnt_many_calls;
+
+static int
+cnt_code_many (struct gr_coder *c, const struct gr_decode *const *d,
+               const struct gr_code_op *ops, size_t nops)
+{
+  size_t i;
+  int r = 0;
+
+  cnt_many_calls++;
+  for (i = 0; i < nops && r == 0; i++) {
+    if (ops[i].nerased)
+      CHECK (d[i] && d[i]->nerased == ops[i].nerased, "code_many: op %zu "
+             "without its plan", i);
+    else
+      CHECK (d[i] == NULL, "code_many: encode %zu with a plan", i);
+    r = d[i] ? cnt_inner->reconstruct (c, d[i], ops[i].blocks,
+                                       ops[i].nstripes, ops[i].len)
+      : cnt_inner->encode (c, ops[i].blocks, ops[i].nstripes, ops[i].len);
+  }
+  return r;
+}
+
+static void
+many_on (const struct gr_backend *be, enum gr_code code)
+{
+  enum { NOPS = 6 };
+  const int k = 6, m = 3, n = k + m;
+  const size_t lens[NOPS] = { 64, 128, 64, 256, 64, 128 };
+  const size_t nss[NOPS] = { 3, 1, 2, 4, 1, 2 };
+  struct stripes want[NOPS], got[NOPS];
+  struct gr_code_op ops[NOPS];
+  int er[NOPS][GR_MAX_MEMBERS], i, j, r;
+  struct gr_coder *c;
+  size_t o, st;
+
+  if (gr_coder_new (&c, k, m, code, be) < 0) {
+    CHECK (0, "%s: no %s coder", gr_backend_name (be), code_name (code));
+    return;
+  }
+  for (o = 0; o < NOPS; o++) {
+    const size_t len = lens[o] * gr_coder_len_multiple (c) /
+      (code == GR_CODE_CRS ? 64 : 1);
+
+    stripes_alloc (&want[o], n, nss[o], len, 0);
+    stripes_alloc (&got[o], n, nss[o], len, (int) o);
+    for (st = 0; st < nss[o]; st++) {
+      for (i = 0; i < k; i++)
+        test_fill (want[o].blk[st * n + i], len);
+      model_encode (code, k, m, want[o].blk + st * n, len);
+      for (i = 0; i < n; i++)
+        memcpy (got[o].blk[st * n + i], want[o].blk[st * n + i], len);
+    }
+    ops[o].blocks = got[o].blk;
+    ops[o].nstripes = nss[o];
+    ops[o].len = len;
+    ops[o].erased = er[o];
+    if (o % 3 == 0)             /* an encode */
+      ops[o].nerased = 0;
+    else                        /* a reconstruct: 1 to m erased */
+      random_erasures (n, m, er[o], &ops[o].nerased);
+    for (st = 0; st < nss[o]; st++)
+      for (i = o % 3 == 0 ? k : 0; i < n; i++) {
+        int out = o % 3 == 0;
+
+        for (j = 0; j < ops[o].nerased; j++)
+          out |= er[o][j] == i;
+        if (out)
+          memset (got[o].blk[st * n + i], 0x5a, len);
+      }
+  }
+  /* A bad operation last: nothing done. */
+  er[NOPS - 1][0] = n;
+  r = gr_code_many (c, ops, NOPS);
+  CHECK (r == -EINVAL, "%s: a bad erasure list gave %d", gr_backend_name (be),
+         r);
+  CHECK (memcmp (got[0].blk[k], want[0].blk[k], lens[0]) != 0,
+         "%s: an operation was done before the bad one was refused",
+         gr_backend_name (be));
+  random_erasures (n, m, er[NOPS - 1], &ops[NOPS - 1].nerased);
+  for (st = 0; st < nss[NOPS - 1]; st++)
+    for (i = 0; i < n; i++)
+      memcpy (got[NOPS - 1].blk[st * n + i], want[NOPS - 1].blk[st * n + i],
+              ops[NOPS - 1].len);
+  for (st = 0; st < nss[NOPS - 1]; st++)
+    for (j = 0; j < ops[NOPS - 1].nerased; j++)
+      memset (got[NOPS - 1].blk[st * n + er[NOPS - 1][j]], 0x5a,
+              ops[NOPS - 1].len);
+  r = gr_code_many (c, ops, NOPS);
+  CHECK (r == 0, "%s: gr_code_many gave %d", gr_backend_name (be), r);
+  for (o = 0; o < NOPS; o++)
+    for (st = 0; st < nss[o]; st++)
+      for (i = 0; i < n; i++)
+        CHECK (memcmp (got[o].blk[st * n + i], want[o].blk[st * n + i],
+                       ops[o].len) == 0, "%s %s: operation %zu (%s), "
+               "stripe %zu, block %d wrong", gr_backend_name (be),
+               code_name (code), o, ops[o].nerased ? "reconstruct"
+               : "encode", st, i);
+  CHECK (gr_code_many (c, NULL, 0) == 0, "no operations");
+  for (o = 0; o < NOPS; o++) {
+    stripes_free (&want[o]);
+    stripes_free (&got[o]);
+  }
+  gr_coder_free (c);
+}
+
+static void
+test_code_many (void)
+{
+  for (int b = 0; b < nbe; b++) {
+    many_on (backends[b], GR_CODE_RS);
+    many_on (backends[b], GR_CODE_CRS);
+  }
+  /* A backend's own code_many gets each operation's plan. */
+  cnt_inner = gr_backend_find ("ref");
+  cnt_backend.code_many = cnt_code_many;
+  cnt_many_calls = 0;
+  many_on (&cnt_backend, GR_CODE_RS);
+  CHECK (cnt_many_calls == 1, "the backend's code_many ran %d times",
+         cnt_many_calls);
+  cnt_backend.code_many = NULL;
+}
+
 static void
 phase (const char *name, void (*fn) (void))
 {
@@ -953,6 +1080,7 @@ main (void)
   phase ("lengths and alignments", test_lengths);
   phase ("threads and plan cache eviction", test_threads);
   phase ("plan cache counts (registered backend)", test_plan_cache);
+  phase ("several operations in one call", test_code_many);
 
   return test_done ("test-coder");
 }
