@@ -26,7 +26,8 @@
  * runs only the sections named (a6, only when named: JIT forms, inputs
  * staged in shared memory, IMAD.HI shifts; bx, only when named: the
  * direct path's chunk size, sizes in MiB in BENCH_CHUNKS, default
- * 1,2,4,8,16).
+ * 1,2,4,8,16; e: small decodes from many threads, as degraded reads
+ * make them).  BENCH_SYNC=spin|yield|block: the host's wait for the GPU.
  */
 #include <errno.h>
 #include <math.h>
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <isa-l/erasure_code.h>
@@ -1012,6 +1014,175 @@ bench_isal (int k, int m)
   free (tbls);
 }
 
+/* ---- (e) --------------------------------------------------------------- */
+
+/* Small decodes from many threads, as an array's degraded reads make
+ * them: each thread rebuilds one stripe at a time (k + m blocks of len,
+ * page-locked), the erasure pattern of stripe t of an array whose first
+ * `lost` members are gone (parity rotates, so the pattern turns with the
+ * stripe: n patterns, those with no data block lost skipped), data
+ * blocks wanted.  Against the same on ISA-L's
+ * coder in the same threads, and against batches of `gather` stripes of
+ * one pattern per call (what gathering requests could give). */
+struct small_arg {
+  struct gr_coder *c;
+  int k, m, lost, tid;
+  size_t len, gather;
+  const uint8_t *tmpl;          /* one codeword, n blocks of len */
+  pthread_barrier_t *bar;
+  double secs;
+  size_t stripes;
+  int bad;
+};
+
+/* The erasure list of stripe t (code index i is on member (i - t) mod n). */
+static int
+small_pattern (int k, int m, int lost, size_t t, int *er)
+{
+  const int n = k + m;
+  bool lst[GR_MAX_MEMBERS], want[GR_MAX_MEMBERS];
+  int surv[GR_MAX_MEMBERS];
+
+  for (int i = 0; i < n; i++) {
+    lst[i] = (int) (((size_t) i + n - t % n) % n) < lost;
+    want[i] = i < k;
+  }
+  return gr_reconstruct_choose (k, m, lst, want, er, surv);
+}
+
+static void *
+small_thread (void *p)
+{
+  struct small_arg *a = (struct small_arg *) p;
+  const int n = a->k + a->m;
+  const size_t sb = (size_t) n * a->len;
+  uint8_t *buf = (uint8_t *) gr_gpu_host_alloc (a->gather * sb);
+  uint8_t **blk = (uint8_t **) malloc (sizeof *blk * n * a->gather);
+  int er[GR_MAX_MEMBERS], ne, r;
+  size_t t = (size_t) a->tid;
+  double t0;
+
+  if (buf == NULL || blk == NULL) {
+    fprintf (stderr, "out of memory: %s\n", gr_gpu_last_error ());
+    exit (1);
+  }
+  for (size_t s = 0; s < a->gather; s++)
+    memcpy (buf + s * sb, a->tmpl, sb);
+  set_blocks (blk, buf, n, a->gather, a->len);
+  a->stripes = 0;
+  pthread_barrier_wait (a->bar);
+  t0 = gr_now ();
+  do {
+    ne = small_pattern (a->k, a->m, a->lost, t++, er);
+    if (ne == 0)                /* no data lost there: a plain read */
+      continue;
+    r = gr_reconstruct (a->c, er, ne, blk, a->gather, a->len);
+    if (r < 0) {
+      fprintf (stderr, "gr_reconstruct: %d %s\n", r, gr_gpu_last_error ());
+      exit (1);
+    }
+    a->stripes += a->gather;
+  } while (gr_now () - t0 < (quick ? 0.3 : 1.0));
+  a->secs = gr_now () - t0;
+  /* Checked: the erased blocks spoiled, rebuilt, compared. */
+  while ((ne = small_pattern (a->k, a->m, a->lost, t, er)) == 0)
+    t++;
+  for (size_t s = 0; s < a->gather; s++)
+    for (int e = 0; e < ne; e++)
+      memset (blk[s * n + er[e]], 0xa5, a->len);
+  r = gr_reconstruct (a->c, er, ne, blk, a->gather, a->len);
+  a->bad = r < 0;
+  for (size_t s = 0; s < a->gather && !a->bad; s++)
+    a->bad = memcmp (buf + s * sb, a->tmpl, sb) != 0;
+  gr_gpu_host_free (buf);
+  free (blk);
+  return NULL;
+}
+
+static double
+cpu_secs (void)
+{
+  struct rusage ru;
+
+  getrusage (RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* One row: nt threads on coder c; prints stripes/s, GB/s of the
+ * stripes' data, CPU-s/GB. */
+static void
+small_row (const char *what, struct gr_coder *c, int k, int m, int lost,
+           size_t len, size_t gather, const uint8_t *tmpl, int nt)
+{
+  pthread_t th[256];
+  struct small_arg a[256];
+  pthread_barrier_t bar;
+  double rate = 0, c0;
+  size_t stripes = 0;
+  int bad = 0;
+
+  pthread_barrier_init (&bar, NULL, nt);
+  c0 = cpu_secs ();
+  for (int i = 0; i < nt; i++) {
+    a[i] = (struct small_arg) { .c = c, .k = k, .m = m, .lost = lost,
+                                .tid = i, .len = len, .gather = gather,
+                                .tmpl = tmpl, .bar = &bar, .secs = 0,
+                                .stripes = 0, .bad = 0 };
+    pthread_create (&th[i], NULL, small_thread, &a[i]);
+  }
+  for (int i = 0; i < nt; i++) {
+    pthread_join (th[i], NULL);
+    rate += a[i].stripes / a[i].secs;
+    stripes += a[i].stripes;
+    bad |= a[i].bad;
+  }
+  pthread_barrier_destroy (&bar);
+  nchecked++;
+  nwrong += bad;
+  printf ("  %-26s %3d threads: %8.0f stripes/s %6.2f GB/s %5.2f CPU-s/GB"
+          "%s\n", what, nt, rate, rate * k * len / 1e9,
+          (cpu_secs () - c0) / (stripes * (double) k * len / 1e9),
+          bad ? " WRONG" : " verified");
+}
+
+static void
+bench_small (int k, int m, int lost, size_t len)
+{
+  const int n = k + m, cores = (int) sysconf (_SC_NPROCESSORS_ONLN);
+  const int threads[] = { 1, 4, cores < 256 ? cores : 256 };
+  struct gr_coder *gc, *cc;
+  uint8_t *tmpl = (uint8_t *) malloc ((size_t) n * len);
+  uint8_t *b[GR_MAX_MEMBERS];
+
+  if (gr_coder_new (&gc, k, m, GR_CODE_RS, gr_backend_find ("cuda")) < 0 ||
+      gr_coder_new (&cc, k, m, GR_CODE_RS, gr_backend_find ("isal")) < 0 ||
+      tmpl == NULL) {
+    fprintf (stderr, "bench_small: no coder for %d+%d\n", k, m);
+    exit (1);
+  }
+  fill_random (tmpl, (size_t) k * len, 11);
+  for (int i = 0; i < n; i++)
+    b[i] = tmpl + (size_t) i * len;
+  if (gr_encode (cc, b, 1, len) < 0)
+    exit (1);
+  printf ("\n(e) small decodes from many threads: %d+%d RS, %d members "
+          "lost (%d patterns), %zu KiB blocks, page-locked; pinned H2D "
+          "%.1f GB/s\n", k, m, lost, n, len >> 10, h2d_bw / 1e9);
+  for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
+    small_row ("ISA-L, a stripe a call", cc, k, m, lost, len, 1, tmpl,
+               threads[i]);
+  for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
+    small_row ("GPU, a stripe a call", gc, k, m, lost, len, 1, tmpl,
+               threads[i]);
+  for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
+    small_row ("GPU, 16 stripes a call", gc, k, m, lost, len, 16, tmpl,
+               threads[i]);
+  gr_coder_free (gc);
+  gr_coder_free (cc);
+  free (tmpl);
+}
+
 int
 main (void)
 {
@@ -1023,6 +1194,17 @@ main (void)
   setvbuf (stdout, NULL, _IOLBF, 0);
   quick = e && *e && strcmp (e, "0") != 0;
   only = getenv ("BENCH_ONLY");
+  /* BENCH_SYNC=spin|yield|block: how the host waits for the GPU (set
+   * before the first CUDA call makes the context). */
+  e = getenv ("BENCH_SYNC");
+  if (e && *e) {
+    unsigned fl = strcmp (e, "spin") == 0 ? cudaDeviceScheduleSpin
+      : strcmp (e, "yield") == 0 ? cudaDeviceScheduleYield
+      : strcmp (e, "block") == 0 ? cudaDeviceScheduleBlockingSync
+      : cudaDeviceScheduleAuto;
+    CK (cudaSetDeviceFlags (fl));
+    printf ("BENCH_SYNC=%s\n", e);
+  }
   if (gr_gpu_probe_device (0, name, sizeof name) < 0) {
     printf ("SKIP: no usable CUDA device (%s)\n", name);
     return 77;
@@ -1054,6 +1236,10 @@ main (void)
       bench_host (GR_CODE_RS, 8, 8);
       bench_host (GR_CODE_RS, 16, 16);
     }
+  }
+  if (want ("e")) {
+    bench_small (8, 8, 8, 64 << 10);
+    bench_small (16, 16, 8, 64 << 10);
   }
   if (want ("c")) {
     printf ("\n");

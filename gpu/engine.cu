@@ -817,6 +817,69 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len)
   return 1;
 }
 
+/* One chunk of the direct path through device buffer b of slot sl (at
+ * d_in; the outputs follow the inputs): uploads on sl->st (after the
+ * buffer's previous download when reuse), the kernel on sl->st_k, the
+ * downloads on sl->st_d, chained by the buffer's events. */
+static int
+chunk_direct (const struct job *j, struct slot *sl, size_t b, uint8_t *d_in,
+              bool reuse, const struct chunk *ch)
+{
+  uint8_t *d_out = d_in + ch->ns * j->ncols * ch->wp;
+  struct copier cp;
+  cudaError_t e = cudaSuccess;
+
+  if (reuse)
+    e = cudaStreamWaitEvent (sl->st, sl->ev[b][2], 0);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaStreamWaitEvent");
+  copier_init (&cp, cudaMemcpyHostToDevice, sl->st);
+  rows_copy (&cp, d_in, j->in, j->ncols, ch);
+  if (j->acc)
+    rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, ch);
+  e = copier_end (&cp);
+  if (e == cudaSuccess)
+    e = cudaEventRecord (sl->ev[b][0], sl->st);
+  if (e == cudaSuccess)
+    e = cudaStreamWaitEvent (sl->st_k, sl->ev[b][0], 0);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
+  e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
+                     ch->ns, ch->wp, sl->st_k);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "kernel launch");
+  e = cudaEventRecord (sl->ev[b][1], sl->st_k);
+  if (e == cudaSuccess)
+    e = cudaStreamWaitEvent (sl->st_d, sl->ev[b][1], 0);
+  if (e == cudaSuccess) {
+    copier_init (&cp, cudaMemcpyDeviceToHost, sl->st_d);
+    rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, ch);
+    e = copier_end (&cp);
+  }
+  if (e == cudaSuccess)
+    e = cudaEventRecord (sl->ev[b][2], sl->st_d);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaMemcpyAsync (download)");
+  return 0;
+}
+
+/* The direct path's end: wait for the slot's three streams, release it;
+ * r, or the failure of a stream. */
+static int
+direct_end (struct slot *sl, int r)
+{
+  cudaError_t e1 = cudaStreamSynchronize (sl->st);
+  cudaError_t e2 = cudaStreamSynchronize (sl->st_k);
+  cudaError_t e3 = cudaStreamSynchronize (sl->st_d);
+
+  if (r == 0 && (e1 != cudaSuccess || e2 != cudaSuccess ||
+                 e3 != cudaSuccess))
+    r = gr_gpu_fail (e1 != cudaSuccess ? e1 : e2 != cudaSuccess ? e2 : e3,
+                     "cudaStreamSynchronize (copy or kernel)");
+  release_slots (&sl, 1);
+  return r;
+}
+
 /* The direct path: every block is page-locked.  One slot; its device
  * memory holds up to SLOT_BUFS chunks of about `chunk` bytes of data
  * (small, so that the first upload and the last download, which nothing
@@ -838,7 +901,6 @@ run_direct (struct job *j)
   size_t chunk = direct_chunk;
   size_t cs, w, wp, pieces, chunk_dev, nb, ci = 0, s0 = 0, o0 = 0;
   struct slot *sl;
-  struct copier cp;
   int r = 0, taper;
 
   if (chunk == 0) {
@@ -895,8 +957,6 @@ run_direct (struct job *j)
     size_t ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
     size_t cw = j->len - o0 < w ? j->len - o0 : w;
     struct chunk ch;
-    uint8_t *d_in, *d_out;
-    cudaError_t e = cudaSuccess;
 
     if (taper && left <= chunk) {       /* halving */
       const size_t want = left / 2 > chunk / 8 ? left / 2 : chunk / 8;
@@ -917,47 +977,9 @@ run_direct (struct job *j)
     ch.o0 = o0;
     ch.w = cw;
     ch.wp = gr_gpu_padlen (code, cw);
-    d_in = sl->d + b * chunk_dev;
-    d_out = d_in + ns * j->ncols * ch.wp;
-    if (ci > nb)
-      e = cudaStreamWaitEvent (sl->st, sl->ev[b][2], 0);
-    if (e != cudaSuccess) {
-      r = gr_gpu_fail (e, "cudaStreamWaitEvent");
+    r = chunk_direct (j, sl, b, sl->d + b * chunk_dev, ci > nb, &ch);
+    if (r < 0)
       break;
-    }
-    copier_init (&cp, cudaMemcpyHostToDevice, sl->st);
-    rows_copy (&cp, d_in, j->in, j->ncols, &ch);
-    if (j->acc)
-      rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, &ch);
-    e = copier_end (&cp);
-    if (e == cudaSuccess)
-      e = cudaEventRecord (sl->ev[b][0], sl->st);
-    if (e == cudaSuccess)
-      e = cudaStreamWaitEvent (sl->st_k, sl->ev[b][0], 0);
-    if (e != cudaSuccess) {
-      r = gr_gpu_fail (e, "cudaMemcpyAsync (upload)");
-      break;
-    }
-    e = gr_gpu_launch (j->tab, j->col0, j->ncols, j->acc, d_in, d_out,
-                       ns, ch.wp, sl->st_k);
-    if (e != cudaSuccess) {
-      r = gr_gpu_fail (e, "kernel launch");
-      break;
-    }
-    e = cudaEventRecord (sl->ev[b][1], sl->st_k);
-    if (e == cudaSuccess)
-      e = cudaStreamWaitEvent (sl->st_d, sl->ev[b][1], 0);
-    if (e == cudaSuccess) {
-      copier_init (&cp, cudaMemcpyDeviceToHost, sl->st_d);
-      rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, &ch);
-      e = copier_end (&cp);
-    }
-    if (e == cudaSuccess)
-      e = cudaEventRecord (sl->ev[b][2], sl->st_d);
-    if (e != cudaSuccess) {
-      r = gr_gpu_fail (e, "cudaMemcpyAsync (download)");
-      break;
-    }
     /* Next chunk: the rest of this stripe, or the next stripes (a chunk
      * narrower than the block is always one stripe). */
     if (o0 + cw < j->len)
@@ -967,18 +989,7 @@ run_direct (struct job *j)
       s0 += ns;
     }
   }
-  {
-    cudaError_t e1 = cudaStreamSynchronize (sl->st);
-    cudaError_t e2 = cudaStreamSynchronize (sl->st_k);
-    cudaError_t e3 = cudaStreamSynchronize (sl->st_d);
-
-    if (r == 0 && (e1 != cudaSuccess || e2 != cudaSuccess ||
-                   e3 != cudaSuccess))
-      r = gr_gpu_fail (e1 != cudaSuccess ? e1 : e2 != cudaSuccess ? e2 : e3,
-                       "cudaStreamSynchronize (copy or kernel)");
-  }
-  release_slots (&sl, 1);
-  return r;
+  return direct_end (sl, r);
 }
 
 static int
@@ -1076,6 +1087,63 @@ run_job (struct job *j)
     }
   release_slots (got, nslots);
   return r;
+}
+
+/* Several jobs in one submission (gr_code_many), every block
+ * page-locked: one slot, its SLOT_BUFS device buffers taken in turn by
+ * the jobs' chunks (as many whole stripes as fit a buffer, or byte
+ * ranges of one stripe), on its three streams as in run_direct, and one
+ * wait at the end for all.  Small jobs (a degraded read's stripe) then
+ * cost their copies and a launch, not a slot, a wait and a wake-up
+ * each. */
+static int
+run_many (const struct job *js, size_t nj)
+{
+  const size_t bufsz = SLOT_BYTES / SLOT_BUFS;
+  struct slot *sl;
+  size_t ci = 0;
+  int r;
+
+  r = acquire_slots (&sl, 1);
+  if (r < 0)
+    return r;
+  r = 0;
+  for (size_t x = 0; x < nj && r == 0; x++) {
+    const struct job *j = &js[x];
+    const enum gr_code code = j->tab->code;
+    const size_t unit = code == GR_CODE_RS ? 32 : GR_CRS_GROUP;
+    const size_t n = (size_t) (j->ncols + j->nrows);
+    size_t cs = 1, w = j->len, s0 = 0, o0 = 0;
+
+    if (n * gr_gpu_padlen (code, j->len) <= bufsz) {
+      cs = bufsz / (n * gr_gpu_padlen (code, j->len));
+      if (cs > j->nstripes)
+        cs = j->nstripes;
+    }
+    else {
+      w = bufsz / n / unit * unit;
+      while (w > unit && n * gr_gpu_padlen (code, w) > bufsz)
+        w -= unit;
+    }
+    while (s0 < j->nstripes && r == 0) {
+      const size_t b = ci++ % SLOT_BUFS;
+      struct chunk ch;
+
+      ch.s0 = s0;
+      ch.ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
+      ch.o0 = o0;
+      ch.w = j->len - o0 < w ? j->len - o0 : w;
+      ch.wp = gr_gpu_padlen (code, ch.w);
+      r = chunk_direct (j, sl, b, sl->d + b * bufsz, ci > SLOT_BUFS, &ch);
+      if (o0 + ch.w < j->len)
+        o0 += ch.w;
+      else {
+        o0 = 0;
+        s0 += ch.ns;
+      }
+    }
+  }
+  return direct_end (sl, r);
 }
 
 /* ---- backend ----------------------------------------------------------- */
@@ -1240,6 +1308,109 @@ cuda_update (struct gr_coder *c, int data_index,
   return run_job (&j);
 }
 
+/* gr_code_many: the operations of one table (the coder's, or one
+ * decode plan's) and length merged into one job, whatever request each
+ * came from; the jobs whose blocks are all page-locked go in one
+ * submission (run_many), the others each through run_job. */
+static int
+cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
+                const struct gr_code_op *ops, size_t nops)
+{
+  const int k = gr_coder_k (c), n = k + gr_coder_m (c);
+  const struct gr_gpu_tab *enc =
+    (const struct gr_gpu_tab *) gr_coder_priv (c);
+  size_t total = 0, x, nj = 0, nd = 0, at = 0;
+  struct job *js;
+  const uint8_t **ptrs;
+  char *taken;
+  int r;
+
+  if (enc == NULL)
+    return -EINVAL;
+  for (x = 0; x < nops; x++) {
+    if (d[x] && d[x]->priv == NULL)     /* no table: on its own */
+      return -EINVAL;
+    total += ops[x].nstripes * (size_t) (k + (d[x] ? d[x]->nerased
+                                              : n - k));
+  }
+  r = set_device ();
+  if (r < 0)
+    return r;
+  js = (struct job *) calloc (nops ? nops : 1, sizeof *js);
+  ptrs = (const uint8_t **) malloc ((total ? total : 1) * sizeof *ptrs);
+  taken = (char *) calloc (nops ? nops : 1, 1);
+  if (js == NULL || ptrs == NULL || taken == NULL) {
+    free (js);
+    free (ptrs);
+    free (taken);
+    return -ENOMEM;
+  }
+  for (x = 0; x < nops; x++) {
+    const struct gr_decode *dx = d[x];
+    const int nout = dx ? dx->nerased : n - k;
+    struct job *j = &js[nj];
+    size_t ns = 0, y, s;
+
+    if (taken[x] || ops[x].nstripes == 0 || ops[x].len == 0)
+      continue;
+    for (y = x; y < nops; y++)
+      if (!taken[y] && d[y] == dx && ops[y].len == ops[x].len)
+        ns += ops[y].nstripes;
+    j->tab = dx ? (const struct gr_gpu_tab *) dx->priv : enc;
+    j->ncols = k;
+    j->nrows = nout;
+    j->in = ptrs + at;
+    j->out = (uint8_t *const *) (ptrs + at + ns * k);
+    j->nstripes = ns;
+    j->len = ops[x].len;
+    {
+      const uint8_t **in = ptrs + at, **out = ptrs + at + ns * k;
+
+      for (y = x, s = 0; y < nops; y++) {
+        if (taken[y] || d[y] != dx || ops[y].len != ops[x].len)
+          continue;
+        taken[y] = 1;
+        for (size_t t = 0; t < ops[y].nstripes; t++, s++) {
+          uint8_t *const *b = ops[y].blocks + t * n;
+
+          for (int i = 0; i < k; i++)
+            in[s * k + i] = b[dx ? dx->survivors[i] : i];
+          for (int i = 0; i < nout; i++)
+            out[s * nout + i] = b[dx ? dx->erased[i] : k + i];
+        }
+      }
+    }
+    at += ns * (k + nout);
+    /* (No compiled kernel started here, as run_job does for large
+     * batches: these are many small operations, bound by the link and
+     * their copies, and each decode pattern would cost a compile.) */
+    j->direct = j->len >= DIRECT_MIN &&
+      all_pinned (j->in, ns * k, j->len) &&
+      all_pinned ((const uint8_t *const *) j->out, ns * nout, j->len);
+    nj++;
+  }
+  /* The direct ones first, together, in the order they came. */
+  {
+    struct job *dj = (struct job *) malloc ((nj ? nj : 1) * sizeof *dj);
+
+    if (dj == NULL)
+      r = -ENOMEM;
+    for (x = 0; x < nj && dj; x++)
+      if (js[x].direct)
+        dj[nd++] = js[x];
+    if (r == 0 && nd > 0)
+      r = run_many (dj, nd);
+    free (dj);
+  }
+  for (x = 0; x < nj && r == 0; x++)
+    if (!js[x].direct)
+      r = run_job (&js[x]);
+  free (js);
+  free (ptrs);
+  free (taken);
+  return r;
+}
+
 /* Below the isal backend (and gfc), above ref: gr_backend_best() prefers
  * the CPU; the plugin asks for "cuda" by name when it wants the GPU. */
 static const struct gr_backend cuda_backend = {
@@ -1253,6 +1424,7 @@ static const struct gr_backend cuda_backend = {
   cuda_encode,
   cuda_reconstruct,
   cuda_update,
+  cuda_code_many,
 };
 
 const struct gr_backend *

@@ -29,7 +29,12 @@
  * engine's own staging copy and go through a pipeline of small chunks
  * (one slot), blocks back to back or equally spaced in such memory in
  * single or 2D copies; a batch whose outputs alone are page-locked has
- * them downloaded in place (only its inputs are staged).  docs/performance.md has the measured figures.
+ * them downloaded in place (only its inputs are staged).  gr_code_many
+ * merges its operations by table (the coder's, or a decode plan's) and
+ * length into jobs, and runs those whose blocks are all page-locked in
+ * one submission: one slot, its device buffers taken in turn by the
+ * jobs' chunks, one wait for all (the others each on their own).
+ * docs/performance.md has the measured figures.
  */
 #ifndef GPURAID_GPU_H
 #define GPURAID_GPU_H

@@ -566,6 +566,105 @@ run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
 
 }
 
+/* gr_code_many: nops operations of 1 to 3 stripes each, encodes and
+ * reconstructs of 3 erasure sets (so that operations of one set are
+ * merged), page-locked (1, 2) or not (0) by turns, one in five of len2
+ * bytes instead of len (4096: below the direct path); compared with the
+ * reference coder's blocks. */
+static void
+many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
+           size_t len2)
+{
+  const int k = gr_coder_k (cg), m = gr_coder_m (cg), n = k + m;
+  const char *code = code_name (gr_coder_code (cg));
+  struct batch good[64], work[64];
+  struct gr_code_op ops[64];
+  int sets[3][GR_MAX_MEMBERS], nset[3], r, x;
+
+  if (nops > 64)
+    nops = 64;
+  printf ("  gr_code_many %d+%d %s: %d operations of %zu bytes (and %zu)\n",
+          k, m, code, nops, len, len2);
+  fflush (stdout);
+  memset (good, 0, sizeof good);
+  memset (work, 0, sizeof work);
+  for (int i = 0; i < 3; i++) {
+    nset[i] = 1 + (int) (rnd () % (uint64_t) m);
+    random_erasures (n, nset[i], sets[i], &rng);
+  }
+  for (x = 0; x < nops; x++) {
+    const size_t ns = 1 + rnd () % 3, l = x % 5 == 4 ? len2 : len;
+    const int kind = (int) (rnd () % 4);        /* 3: an encode */
+
+    if (batch_new (&good[x], ns, n, k, l, 0, 0, &rng) < 0 ||
+        batch_new (&work[x], ns, n, k, l, x % 3 == 0, x % 3, &rng) < 0) {
+      FAIL ("out of memory");
+      nops = x + 1;
+      goto out;
+    }
+    if (gr_encode (cr, good[x].blk, ns, l) < 0) {
+      FAIL ("ref encode");
+      nops = x + 1;
+      goto out;
+    }
+    batch_copy (&work[x], &good[x]);
+    ops[x].blocks = work[x].blk;
+    ops[x].nstripes = ns;
+    ops[x].len = l;
+    ops[x].erased = kind == 3 ? NULL : sets[kind];
+    ops[x].nerased = kind == 3 ? 0 : nset[kind];
+    for (size_t st = 0; st < ns; st++)
+      for (int i = 0; i < n; i++) {
+        int out = kind == 3 && i >= k;
+
+        for (int e = 0; kind != 3 && e < nset[kind]; e++)
+          out |= sets[kind][e] == i;
+        if (out)
+          fill_r (&rng, work[x].blk[st * n + i], l);
+      }
+  }
+  r = gr_code_many (cg, ops, (size_t) nops);
+  if (r < 0) {
+    FAIL ("gr_code_many %d+%d %s: error %d", k, m, code, r);
+    goto out;
+  }
+  for (x = 0; x < nops; x++)
+    if (batch_cmp (&good[x], &work[x], 0, n, ops[x].nerased
+                   ? "gr_code_many (reconstruct)" : "gr_code_many (encode)",
+                   k, m, code) < 0)
+      break;
+ out:
+  for (x = 0; x < nops; x++) {
+    batch_free (&good[x]);
+    batch_free (&work[x]);
+  }
+}
+
+/* Several operations in one submission: more chunks than a slot has
+ * buffers (8+8), blocks wider than a buffer (16+16 with 1 MiB blocks),
+ * CRS. */
+static void
+run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  static const int geo[][3] = { { 8, 8, GR_CODE_RS }, { 10, 4, GR_CODE_CRS },
+                                { 16, 16, GR_CODE_RS } };
+
+  for (int gi = 0; gi < 3; gi++) {
+    const enum gr_code code = (enum gr_code) geo[gi][2];
+    struct gr_coder *cr = NULL, *cg = NULL;
+
+    if (gr_coder_new (&cr, geo[gi][0], geo[gi][1], code, ref) < 0 ||
+        gr_coder_new (&cg, geo[gi][0], geo[gi][1], code, gpu) < 0)
+      FAIL ("coder %d+%d %s", geo[gi][0], geo[gi][1], code_name (code));
+    else if (gi < 2)
+      many_case (cr, cg, quick ? 24 : 48, 65536, 4096);
+    else
+      many_case (cr, cg, 4, (size_t) 1 << 20, 65536);
+    gr_coder_free (cg);
+    gr_coder_free (cr);
+  }
+}
+
 /* Internal hooks (gpu/engine.cu, gpu/jit.cu).  Batches of at least
  * min_bytes compile the JIT kernel. */
 extern size_t gr_gpu_set_jit_min (size_t min_bytes);
@@ -714,6 +813,8 @@ main (void)
   if (!part || tier || strcmp (part, "default") == 0) {
     printf ("kernels: default\n");
     run_suite (ref, gpu);
+    printf ("several operations in one submission\n");
+    run_many (ref, gpu);
   }
   /* The run-time compiled XOR networks on every batch, reduced. */
   if (!part || strcmp (part, "default") != 0) {
