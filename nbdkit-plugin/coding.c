@@ -10,74 +10,17 @@
 #include <time.h>
 
 #include "coding.h"
+#include "coding-internal.h"
 #include "fakegpu.h"
 #include "gf/gf-backend.h"
 #include "gpudev.h"
 #include "log.h"
 #include "reqpin.h"
 
-/* -D gpuraid.group_commit=0: GPU encodes of whole chunks each on their
- * own, not gathered across requests (to measure what the group commit
- * brings); -D gpuraid.pin_requests=0: nbdkit's request buffers not
- * page-locked in place (reqpin.h), staged as before. */
+/* The debug knobs (coding-internal.h says what each does). */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_group_commit = 1;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_pin_requests = 1;
-
-#define MiB ((size_t) 1 << 20)
-
-/* Under accel=auto, at most this many operations on the GPU at once
- * (writers inside the group commit count one each); more would wait
- * there for the engine's streams while CPU cores are free, so they run
- * on the CPU instead ("spill"), and the GPU adds to the CPU under load
- * instead of becoming a queue (docs/performance.md, array run 3). */
-#define GPU_MAX_INFLIGHT 2
-
-/* Group commit: a batch gathers at most this much data, and its leader
- * waits at most this long for more. */
-#define BATCH_MAX_BYTES (64 * MiB)
-#define BATCH_WAIT_US 200
-
-struct enc_req {
-  uint8_t *const *blocks;
-  size_t nstripes;
-  int rc;
-  bool done;
-  struct enc_req *next;
-};
-
-struct gr_coding {
-  /* Chosen at config_complete. */
-  const struct gr_backend *cpu_be;
-  bool use_gpu;                 /* a GPU was found usable */
-  bool forced;                  /* accel=gpu or backend=cuda */
-  int device;
-  char gpu_name[256];
-
-  int k, m;
-  enum gr_code code;
-  uint32_t chunk, lm;
-  struct gr_coder *cpu;
-  struct gr_coder *gpu;         /* NULL: none */
-  bool gpu_all;
-  int fallen_back;              /* atomic: the GPU failed */
-  void *(*host_alloc) (size_t size);
-  void (*host_free) (void *p);
-  const char *(*gpu_error) (void);      /* the GPU's last failure, or
-                                         * NULL (a stand-in) */
-  struct gr_reqpin *reqpin;     /* request buffers page-locked, or NULL */
-
-  size_t gpu_from[GR_ROUTE_NKINDS];
-  int inflight;                 /* atomic */
-  uint64_t ops_gpu, ops_spilled;        /* atomic */
-
-  /* Group commit (flat combining), under comb_lock. */
-  pthread_mutex_t comb_lock;
-  pthread_cond_t comb_cond;
-  struct enc_req *comb_head, **comb_tail;
-  size_t comb_stripes, comb_reqs;
-  bool comb_leading;
-  int writers;                  /* atomic: requests inside a write */
-};
+NBDKIT_DLL_PUBLIC int gpuraid_debug_gather = GATHER_LEADERS;
 
 /* --- set-up -------------------------------------------------------------- */
 
@@ -161,6 +104,8 @@ gr_coding_new (const struct gr_config *cfg)
   pthread_mutex_init (&c->comb_lock, NULL);
   pthread_cond_init (&c->comb_cond, NULL);
   c->comb_tail = &c->comb_head;
+  pthread_mutex_init (&c->gather_lock, NULL);
+  c->gather_tail = &c->gather_head;
   for (i = 0; i < GR_ROUTE_NKINDS; i++)
     c->gpu_from[i] = SIZE_MAX;
   if (choose (c, cfg) == -1) {
@@ -282,10 +227,13 @@ gr_coding_free (struct gr_coding *c)
     return;
   if (c->gpu)
     gr_debug ("coding operations on the GPU: %" PRIu64 "; sent to the CPU "
-              "because %d were already on the GPU: %" PRIu64,
+              "because %d were already on the GPU: %" PRIu64 "; small "
+              "reconstructs gathered: %" PRIu64 " of %" PRIu64 " plans "
+              "in %" PRIu64 " submissions",
               __atomic_load_n (&c->ops_gpu, __ATOMIC_RELAXED),
               GPU_MAX_INFLIGHT,
-              __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED));
+              __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED),
+              c->gathered_ops, c->gathered_reqs, c->gathered_batches);
   if (c->reqpin) {
     struct gr_reqpin_stats st;
 
@@ -306,6 +254,7 @@ gr_coding_free (struct gr_coding *c)
     gr_gpudev_release ();
   pthread_mutex_destroy (&c->comb_lock);
   pthread_cond_destroy (&c->comb_cond);
+  pthread_mutex_destroy (&c->gather_lock);
   free (c);
 }
 
@@ -415,15 +364,15 @@ claim (struct gr_coding *c)
   return true;
 }
 
-static void
-release (struct gr_coding *c)
+void
+gr_coding_release (struct gr_coding *c)
 {
   __atomic_sub_fetch (&c->inflight, 1, __ATOMIC_ACQ_REL);
 }
 
 /* The GPU failed: this operation and all later ones on the CPU. */
-static void
-gpu_failed (struct gr_coding *c, const char *op, int r)
+void
+gr_coding_gpu_failed (struct gr_coding *c, const char *op, int r)
 {
   const char *why = c->gpu_error ? c->gpu_error () : "";
 
@@ -442,101 +391,6 @@ coding_error (const char *op, int r)
   return -1;
 }
 
-/* --- group commit -------------------------------------------------------- */
-
-/* The full-stripe encodes of concurrent write requests are gathered into
- * one GPU batch by flat combining: the first thread to queue becomes the
- * leader, waits (at most BATCH_WAIT_US, and only while other write
- * requests are in flight and not yet queued) for more stripes, up to
- * BATCH_MAX_BYTES of data, then encodes everything queued in one call
- * and wakes the others with the result.  The queue is bounded: a writer
- * whose stripes do not fit waits for the current batch to go. */
-static int
-encode_combined (struct gr_coding *c, uint8_t *const *blocks,
-                 size_t nstripes, size_t len)
-{
-  size_t max = BATCH_MAX_BYTES / ((size_t) c->k * len);
-  struct enc_req me = { .blocks = blocks, .nstripes = nstripes };
-  struct enc_req *list, *q;
-  size_t total, at, n = (size_t) c->k + c->m;
-  struct timespec deadline;
-  uint8_t **all;
-  int r;
-
-  if (max < 1)
-    max = 1;
-  pthread_mutex_lock (&c->comb_lock);
-  while (c->comb_stripes > 0 && c->comb_stripes + nstripes > max)
-    pthread_cond_wait (&c->comb_cond, &c->comb_lock);
-  *c->comb_tail = &me;
-  c->comb_tail = &me.next;
-  c->comb_stripes += nstripes;
-  c->comb_reqs++;
-  pthread_cond_broadcast (&c->comb_cond);
-  if (c->comb_leading) {                /* follower: wait for the result */
-    while (!me.done)
-      pthread_cond_wait (&c->comb_cond, &c->comb_lock);
-    pthread_mutex_unlock (&c->comb_lock);
-    return me.rc;
-  }
-  c->comb_leading = true;
-  clock_gettime (CLOCK_REALTIME, &deadline);
-  deadline.tv_nsec += BATCH_WAIT_US * 1000;
-  if (deadline.tv_nsec >= 1000000000) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000;
-  }
-  while (c->comb_stripes < max &&
-         c->comb_reqs < (size_t) __atomic_load_n (&c->writers,
-                                                  __ATOMIC_RELAXED) &&
-         pthread_cond_timedwait (&c->comb_cond, &c->comb_lock,
-                                 &deadline) == 0)
-    ;
-  list = c->comb_head;
-  total = c->comb_stripes;
-  c->comb_head = NULL;
-  c->comb_tail = &c->comb_head;
-  c->comb_stripes = c->comb_reqs = 0;
-  c->comb_leading = false;
-  pthread_cond_broadcast (&c->comb_cond);       /* held-back writers */
-  pthread_mutex_unlock (&c->comb_lock);
-
-  all = malloc (total * n * sizeof *all);
-  if (all == NULL)
-    r = -ENOMEM;
-  else {
-    for (at = 0, q = list; q; q = q->next) {
-      memcpy (all + at * n, q->blocks, q->nstripes * n * sizeof *all);
-      at += q->nstripes;
-    }
-    r = gr_encode (c->gpu, all, total, len);
-    free (all);
-  }
-  if (total > nstripes)
-    gr_verbose ("group commit: %zu stripes from several requests in one "
-                "GPU batch", total);
-  pthread_mutex_lock (&c->comb_lock);
-  for (q = list; q; q = q->next) {
-    q->rc = r;
-    q->done = true;
-  }
-  pthread_cond_broadcast (&c->comb_cond);
-  pthread_mutex_unlock (&c->comb_lock);
-  return r;
-}
-
-void
-gr_coding_writer_enter (struct gr_coding *c)
-{
-  __atomic_add_fetch (&c->writers, 1, __ATOMIC_RELAXED);
-}
-
-void
-gr_coding_writer_leave (struct gr_coding *c)
-{
-  __atomic_sub_fetch (&c->writers, 1, __ATOMIC_RELAXED);
-}
-
 /* --- the operations ------------------------------------------------------ */
 
 /* Encodes of whole chunks on the GPU go through the group commit, others
@@ -549,13 +403,13 @@ gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
 
   if (gpu && claim (c)) {
     if (len == c->chunk && gpuraid_debug_group_commit)
-      r = encode_combined (c, blocks, nstripes, len);
+      r = gr_coding_encode_combined (c, blocks, nstripes, len);
     else
       r = gr_encode (c->gpu, blocks, nstripes, len);
-    release (c);
+    gr_coding_release (c);
     if (r == 0)
       return 0;
-    gpu_failed (c, "encode", r);
+    gr_coding_gpu_failed (c, "encode", r);
   }
   r = gr_encode (c->cpu, blocks, nstripes, len);
   return r == 0 ? 0 : coding_error ("encode", r);
@@ -577,10 +431,10 @@ gr_coding_reconstruct_n (struct gr_coding *c, bool gpu, const int *erased,
 
   if (gpu && claim (c)) {
     r = gr_reconstruct (c->gpu, erased, nerased, blocks, nstripes, len);
-    release (c);
+    gr_coding_release (c);
     if (r == 0)
       return 0;
-    gpu_failed (c, "reconstruct", r);
+    gr_coding_gpu_failed (c, "reconstruct", r);
   }
   r = gr_reconstruct (c->cpu, erased, nerased, blocks, nstripes, len);
   return r == 0 ? 0 : coding_error ("reconstruct", r);
@@ -597,13 +451,13 @@ gr_coding_update (struct gr_coding *c, bool gpu, int index,
     for (j = 0; j < c->m; j++)
       memset (pdelta[j], 0, len);
     r = gr_update (c->gpu, index, &delta, pdelta, 1, len);
-    release (c);
+    gr_coding_release (c);
     if (r == 0) {
       for (j = 0; j < c->m; j++)
         gr_steps_xor (parity[j], pdelta[j], len);
       return 0;
     }
-    gpu_failed (c, "update", r);
+    gr_coding_gpu_failed (c, "update", r);
   }
   r = gr_update (c->cpu, index, &delta, parity, 1, len);
   return r == 0 ? 0 : coding_error ("update", r);
@@ -624,6 +478,36 @@ plan_reconstruct (void *arg, bool gpu, const int *erased, int nerased,
                                   nstripes, len);
 }
 
+/* A request's run of independent GPU coding steps: its reconstructs
+ * gathered as one (a degraded read's stripes), else each on its own. */
+static int
+plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
+{
+  struct gr_coding *c = arg;
+  size_t bytes = 0, i;
+  bool recon = true;
+
+  for (i = 0; i < nops; i++) {
+    bytes += ops[i].nstripes * (size_t) c->k * ops[i].len;
+    recon &= ops[i].nerased > 0;
+  }
+  if (gpu && recon && gr_coding_gather_this (c, bytes)) {
+    if (gr_coding_reconstruct_gathered (c, ops, nops, bytes) == 0)
+      return 0;
+    errno = EIO;
+    return -1;
+  }
+  for (i = 0; i < nops; i++)
+    if ((ops[i].nerased > 0
+         ? gr_coding_reconstruct_n (c, gpu, ops[i].erased, ops[i].nerased,
+                                    ops[i].blocks, ops[i].nstripes,
+                                    ops[i].len)
+         : gr_coding_encode (c, gpu, ops[i].blocks, ops[i].nstripes,
+                             ops[i].len)) == -1)
+      return -1;
+  return 0;
+}
+
 static int
 plan_update (void *arg, bool gpu, int index, const uint8_t *delta,
              uint8_t *const *parity, uint8_t *const *pdelta, size_t len)
@@ -636,7 +520,8 @@ gr_coding_plan_coder (struct gr_coding *c)
 {
   return (struct gr_plan_coder) { .encode = plan_encode,
                                   .reconstruct = plan_reconstruct,
-                                  .update = plan_update, .arg = c };
+                                  .update = plan_update, .many = plan_many,
+                                  .arg = c };
 }
 
 bool

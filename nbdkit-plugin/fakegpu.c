@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -15,6 +16,7 @@
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_gpu = 0;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_auto = 0;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_pin = 0;
+NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_gpu_us = 0;
 
 static void classify (const uint8_t *const *b, size_t n, size_t len);
 
@@ -163,10 +165,19 @@ working_init (struct gr_coder *c, void **priv)
   return r;
 }
 
+/* A submission's round trip, as a GPU's (fake_gpu_us). */
+static void
+latency (void)
+{
+  if (gpuraid_debug_fake_gpu_us > 0)
+    usleep ((useconds_t) gpuraid_debug_fake_gpu_us);
+}
+
 static int
 working_encode (struct gr_coder *c, uint8_t *const *blocks, size_t nstripes,
                 size_t len)
 {
+  latency ();
   classify ((const uint8_t *const *) blocks,
             nstripes * (gr_coder_k (c) + gr_coder_m (c)), len);
   return gr_encode (gr_coder_priv (c), blocks, nstripes, len);
@@ -181,6 +192,7 @@ working_reconstruct (struct gr_coder *c, const struct gr_decode *d,
   size_t s;
   int i, nu;
 
+  latency ();
   for (s = 0; s < nstripes; s++) {
     for (nu = 0, i = 0; i < k; i++)
       used[nu++] = blocks[s * n + d->survivors[i]];
@@ -202,6 +214,7 @@ working_update (struct gr_coder *c, int data_index,
   size_t s;
   int j;
 
+  latency ();
   for (s = 0; s < nstripes; s++) {
     used[0] = delta[s];
     for (j = 0; j < m; j++)
@@ -210,6 +223,34 @@ working_update (struct gr_coder *c, int data_index,
   }
   return gr_update (gr_coder_priv (c), data_index, delta, parity, nstripes,
                     len);
+}
+
+/* Several operations: one round trip for all, as the GPU's submission. */
+static int
+working_many (struct gr_coder *c, const struct gr_decode *const *d,
+              const struct gr_code_op *ops, size_t nops)
+{
+  const int k = gr_coder_k (c), n = k + gr_coder_m (c);
+  const uint8_t *used[GR_MAX_MEMBERS];
+  size_t i, s;
+  int j, nu;
+
+  latency ();
+  for (i = 0; i < nops; i++)
+    for (s = 0; s < ops[i].nstripes; s++) {
+      uint8_t *const *b = ops[i].blocks + s * n;
+
+      if (d[i] == NULL) {
+        classify ((const uint8_t *const *) b, n, ops[i].len);
+        continue;
+      }
+      for (nu = 0, j = 0; j < k; j++)
+        used[nu++] = b[d[i]->survivors[j]];
+      for (j = 0; j < d[i]->nerased; j++)
+        used[nu++] = b[d[i]->erased[j]];
+      classify (used, nu, ops[i].len);
+    }
+  return gr_code_many (gr_coder_priv (c), ops, nops);
 }
 
 static const struct gr_backend working_backend = {
@@ -221,6 +262,7 @@ static const struct gr_backend working_backend = {
   .encode = working_encode,
   .reconstruct = working_reconstruct,
   .update = working_update,
+  .code_many = working_many,
 };
 
 int

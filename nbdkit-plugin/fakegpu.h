@@ -8,6 +8,9 @@
  *                          runs;
  *   -D gpuraid.fake_gpu=3  one whose rebuilt blocks are wrong (one byte
  *                          flipped), which accel=auto's check must catch.
+ *   -D gpuraid.fake_gpu_us=N  the working one takes N us more for each
+ *                          submission, as a GPU's round trip does (so
+ *                          that batches gathered across requests form);
  *   -D gpuraid.fake_auto=1 route between it and the CPU as accel=auto does
  *                          with a real GPU (measured at start-up), its
  *                          "page-locked" memory ordinary memory;

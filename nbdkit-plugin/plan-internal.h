@@ -94,4 +94,107 @@ plan_reset (struct gr_plan *p)
   p->rb_end = 0;
 }
 
+/* --- pieces of one stripe ----------------------------------------------- */
+
+/* A request's bytes inside one stripe: span sp, i.e. chunks i0..i1;
+ * [lo, hi) is the union of the touched ranges widened to multiples of lm
+ * (clipped to the chunk): the range coding works on. */
+struct piece {
+  const struct gr_geom *g;
+  struct gr_span sp;
+  uint64_t s;
+  int i0, i1;
+  uint32_t lo, hi;
+};
+
+/* Chunk i (i0 <= i <= i1) is touched over [a, b), which starts at off
+ * from the piece's first byte. */
+static inline void
+piece_range (const struct piece *pc, int i, uint32_t *a, uint32_t *b,
+             size_t *off)
+{
+  uint64_t from;
+
+  gr_map_span_range (pc->g, &pc->sp, i, a, b, &from);
+  *off = (size_t) from;
+}
+
+/* Is chunk i touched and fully overwritten over [lo, hi)? */
+static inline bool
+piece_covers (const struct piece *pc, int i)
+{
+  uint32_t a, b;
+  size_t off;
+
+  if (i < pc->i0 || i > pc->i1)
+    return false;
+  piece_range (pc, i, &a, &b, &off);
+  return a <= pc->lo && b >= pc->hi;
+}
+
+/* Offset from the piece's first byte of byte lo of a chunk it covers. */
+static inline size_t
+piece_lo_off (const struct piece *pc, int i)
+{
+  return (size_t) ((uint64_t) i * pc->g->chunk + pc->lo - pc->sp.so);
+}
+
+static inline void
+piece_init (struct piece *pc, const struct gr_geom *g, uint32_t lm,
+            const struct gr_span *sp)
+{
+  uint32_t a, b;
+  size_t off;
+  int i;
+
+  pc->g = g;
+  pc->sp = *sp;
+  pc->s = sp->stripe;
+  gr_map_span_chunks (g, sp, &pc->i0, &pc->i1);
+  pc->lo = g->chunk;
+  pc->hi = 0;
+  for (i = pc->i0; i <= pc->i1; i++) {
+    piece_range (pc, i, &a, &b, &off);
+    if (a < pc->lo)
+      pc->lo = a;
+    if (b > pc->hi)
+      pc->hi = b;
+  }
+  pc->lo -= pc->lo % lm;
+  pc->hi = (pc->hi + lm - 1) / lm * lm;
+  if (pc->hi > g->chunk)
+    pc->hi = g->chunk;
+}
+
+/* A plan of one stripe's span (more are added by the caller). */
+static inline void
+start (struct gr_plan *p, enum gr_plan_kind kind, enum gr_lock_mode lock,
+       const struct gr_span *sp)
+{
+  p->kind = kind;
+  p->lock = lock;
+  p->s0 = sp->stripe;
+  p->nstripes = 1;
+  p->len = sp->len;
+}
+
+/* Are the chunks of sp that it touches all on live members? */
+static inline bool
+span_healthy (const struct gr_plan_ctx *c, const struct gr_span *sp)
+{
+  int i0 = (int) (sp->so / c->g->chunk);
+  int i1 = (int) ((sp->so + sp->len - 1) / c->g->chunk), i;
+
+  for (i = i0; i <= i1; i++)
+    if (lost (c, sp->stripe, i))
+      return false;
+  return true;
+}
+
+/* plan-read.c: reads (the first span sp of walk w). */
+void gr_plan_read_healthy (const struct gr_plan_ctx *c, struct gr_walk *w,
+                           const struct gr_span *first, struct gr_plan *p);
+void gr_plan_read_degraded (const struct gr_plan_ctx *c, struct gr_walk *w,
+                            const struct gr_span *first, struct gr_plan *p);
+
 #endif /* GPURAID_PLAN_INTERNAL_H */

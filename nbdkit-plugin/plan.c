@@ -28,90 +28,7 @@ gr_plan_kind_name (enum gr_plan_kind kind)
   return kind <= GR_PLAN_REFUSE ? names[kind] : "?";
 }
 
-/* --- pieces of one stripe ----------------------------------------------- */
-
-/* A request's bytes inside one stripe: span sp, i.e. chunks i0..i1;
- * [lo, hi) is the union of the touched ranges widened to multiples of lm
- * (clipped to the chunk): the range coding works on. */
-struct piece {
-  const struct gr_geom *g;
-  struct gr_span sp;
-  uint64_t s;
-  int i0, i1;
-  uint32_t lo, hi;
-};
-
-/* Chunk i (i0 <= i <= i1) is touched over [a, b), which starts at off
- * from the piece's first byte. */
-static void
-piece_range (const struct piece *pc, int i, uint32_t *a, uint32_t *b,
-             size_t *off)
-{
-  uint64_t from;
-
-  gr_map_span_range (pc->g, &pc->sp, i, a, b, &from);
-  *off = (size_t) from;
-}
-
-/* Is chunk i touched and fully overwritten over [lo, hi)? */
-static bool
-piece_covers (const struct piece *pc, int i)
-{
-  uint32_t a, b;
-  size_t off;
-
-  if (i < pc->i0 || i > pc->i1)
-    return false;
-  piece_range (pc, i, &a, &b, &off);
-  return a <= pc->lo && b >= pc->hi;
-}
-
-/* Offset from the piece's first byte of byte lo of a chunk it covers. */
-static size_t
-piece_lo_off (const struct piece *pc, int i)
-{
-  return (size_t) ((uint64_t) i * pc->g->chunk + pc->lo - pc->sp.so);
-}
-
-static void
-piece_init (struct piece *pc, const struct gr_geom *g, uint32_t lm,
-            const struct gr_span *sp)
-{
-  uint32_t a, b;
-  size_t off;
-  int i;
-
-  pc->g = g;
-  pc->sp = *sp;
-  pc->s = sp->stripe;
-  gr_map_span_chunks (g, sp, &pc->i0, &pc->i1);
-  pc->lo = g->chunk;
-  pc->hi = 0;
-  for (i = pc->i0; i <= pc->i1; i++) {
-    piece_range (pc, i, &a, &b, &off);
-    if (a < pc->lo)
-      pc->lo = a;
-    if (b > pc->hi)
-      pc->hi = b;
-  }
-  pc->lo -= pc->lo % lm;
-  pc->hi = (pc->hi + lm - 1) / lm * lm;
-  if (pc->hi > g->chunk)
-    pc->hi = g->chunk;
-}
-
 /* --- building plans ------------------------------------------------------ */
-
-static void
-start (struct gr_plan *p, enum gr_plan_kind kind, enum gr_lock_mode lock,
-       const struct gr_span *sp)
-{
-  p->kind = kind;
-  p->lock = lock;
-  p->s0 = sp->stripe;
-  p->nstripes = 1;
-  p->len = sp->len;
-}
 
 /* Is any member failed (or being rebuilt, and used: a crash would leave
  * it missing, so its writes are journaled like a degraded array's)? */
@@ -147,133 +64,6 @@ read_and_reconstruct (const struct gr_plan_ctx *c, struct gr_plan *p,
     add_read (p, gr_map_member (c->g, s, surv[i]), moff (c, s, lo), L,
               p->blk[surv[i]]);
   add_reconstruct (p, 0, 1, L, er, ne, gpu);
-}
-
-/* Are the chunks of sp that it touches all on live members? */
-static bool
-span_healthy (const struct gr_plan_ctx *c, const struct gr_span *sp)
-{
-  int i0 = (int) (sp->so / c->g->chunk);
-  int i1 = (int) ((sp->so + sp->len - 1) / c->g->chunk), i;
-
-  for (i = i0; i <= i1; i++)
-    if (lost (c, sp->stripe, i))
-      return false;
-  return true;
-}
-
-/* Extent e, for request offset at, in whole blocks (plan.h): the
- * blocks it covers straight into the request, a block it covers only
- * in part into scratch and the part copied out. */
-static void
-read_blocks (struct gr_plan *p, const struct gr_extent *e, size_t at)
-{
-  const uint64_t B = GR_CKSUM_BLOCK, end = e->member_off + e->len;
-  uint64_t pos = e->member_off;
-
-  while (pos < end) {
-    const uint64_t b = pos / B * B;
-    uint64_t to = b + B < end ? b + B : end;
-
-    if (pos == b && to == b + B) {
-      /* Whole blocks from here: as many as there are. */
-      to = end / B * B;
-      add_read (p, e->member, pos, to - pos,
-                loc (GR_SPACE_REQ, at + (pos - e->member_off)));
-    }
-    else {
-      add_read (p, e->member, b, B, loc (GR_SPACE_SCRATCH, p->scratch_len));
-      add_move (p, GR_STEP_COPY,
-                loc (GR_SPACE_REQ, at + (pos - e->member_off)),
-                loc (GR_SPACE_SCRATCH, p->scratch_len + (pos - b)),
-                to - pos);
-      p->scratch_len += B;
-    }
-    pos = to;
-  }
-}
-
-/* Healthy reads: every touched chunk straight into the request, for as
- * many stripes in a row as are healthy and fit. */
-static void
-plan_read (const struct gr_plan_ctx *c, struct gr_walk *w,
-           const struct gr_span *first, struct gr_plan *p)
-{
-  struct gr_span sp = *first;
-  struct gr_walk save;
-  struct gr_extent e;
-
-  start (p, GR_PLAN_READ, GR_LOCK_NONE, &sp);
-  p->len = 0;
-  p->nstripes = 0;
-  for (;;) {
-    uint64_t pos = sp.logical, left = sp.len;
-
-    while (left > 0) {
-      gr_map_extent (c->g, pos, left, &e);
-      if (c->blocks)
-        read_blocks (p, &e, pos - p->offset);
-      else
-        add_read (p, e.member, e.member_off, e.len,
-                  loc (GR_SPACE_REQ, pos - p->offset));
-      pos += e.len;
-      left -= e.len;
-    }
-    p->len += sp.len;
-    p->nstripes++;
-    save = *w;
-    if (!gr_map_walk_next (w, &sp) || !span_healthy (c, &sp) ||
-        p->nread + (size_t) c->g->k + 2 > p->cap_io) {
-      *w = save;
-      return;
-    }
-  }
-}
-
-/* A read that needs a touched chunk on a failed member. */
-static void
-plan_read_degraded (const struct gr_plan_ctx *c, const struct gr_span *sp,
-                    struct gr_plan *p)
-{
-  int k = c->g->k, n = k + c->g->m, i;
-  struct piece pc;
-  bool want[GR_MAX_MEMBERS] = { false }, gpu;
-  size_t L;
-
-  piece_init (&pc, c->g, c->lm, sp);
-  L = pc.hi - pc.lo;
-  start (p, GR_PLAN_READ_DEGRADED, GR_LOCK_SHARED, sp);
-  for (i = pc.i0; i <= pc.i1; i++)
-    want[i] = true;
-  /* The erased count is known only once the survivors are chosen; the
-   * GPU is asked with the stripe's lost count, which it equals here
-   * unless lost parity lies past the k-th survivor. */
-  {
-    int nl = 0;
-
-    for (i = 0; i < n; i++)
-      nl += lost (c, sp->stripe, i);
-    gpu = c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, (size_t) k * L, nl);
-  }
-  /* On the CPU, chunks the request covers are read or rebuilt in place;
-   * on the GPU too where the request is page-locked, else every block is
-   * in scratch (page-locked) and the request's part is copied out. */
-  for (i = 0; i < n; i++)
-    p->blk[i] = (!gpu || c->req_pinned) && piece_covers (&pc, i)
-      ? loc (GR_SPACE_REQ, piece_lo_off (&pc, i))
-      : loc (GR_SPACE_SCRATCH, (size_t) i * L);
-  p->nblk = n;
-  p->scratch_len = (size_t) n * L;
-  read_and_reconstruct (c, p, sp->stripe, pc.lo, L, want, gpu);
-  for (i = pc.i0; i <= pc.i1; i++) {
-    uint32_t a, b;
-    size_t off;
-
-    piece_range (&pc, i, &a, &b, &off);
-    if (p->blk[i].space == GR_SPACE_SCRATCH)
-      add_move (p, GR_STEP_COPY, loc (GR_SPACE_REQ, off),
-                loc (GR_SPACE_SCRATCH, p->blk[i].off + (a - pc.lo)), b - a);
-  }
 }
 
 /* The writes of a partial-stripe plan: the touched data from the source,
@@ -663,9 +453,9 @@ gr_plan_next (const struct gr_plan_ctx *c0, enum gr_req req, uint64_t offset,
   switch (req) {
   case GR_REQ_READ:
     if (span_healthy (c, &sp))
-      plan_read (c, &w, &sp, p);
+      gr_plan_read_healthy (c, &w, &sp, p);
     else
-      plan_read_degraded (c, &sp, p);
+      gr_plan_read_degraded (c, &w, &sp, p);
     break;
   case GR_REQ_RESYNC:
     plan_resync (c, &w, &sp, p);

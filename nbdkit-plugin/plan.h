@@ -161,6 +161,10 @@ enum gr_plan_kind {
   GR_PLAN_REFUSE,               /* more than m members lost: EIO */
 };
 
+/* A degraded read's plan takes a second stripe and more only while its
+ * scratch stays within this (a thread's kept buffer, scratch.h). */
+#define GR_PLAN_DEGRADED_SCRATCH ((size_t) 1 << 20)
+
 /* "read", "write-rmw", ... for logs. */
 const char *gr_plan_kind_name (enum gr_plan_kind kind);
 

@@ -17,10 +17,10 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # map.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o array-probe.o \
               resync.o journal.o bitmap.o bitmap-maps.o cksum.o exec-repair.o exec-cksum.o io.o extents.o plan.o \
-              plan-jobs.o exec.o exec-lanes.o job.o replay.o \
+              plan-jobs.o plan-read.o exec.o exec-lanes.o job.o replay.o \
               members.o members-io.o members-rebuild.o control.o control-answer.o \
               status.o pace.o rebuild.o copy.o scrub.o heal.o heal-replace.o \
-              coding.o reqpin.o scratch.o pool.o \
+              coding.o coding-batch.o reqpin.o scratch.o pool.o \
               steps.o calibrate.o gpudev.o fakegpu.o log.o events.o)
 
 # Callbacks have fixed signatures: unused parameters are normal there.
@@ -45,7 +45,7 @@ $(PLUGIN_SO): $(PLUGIN_OBJS) $(LIBFORMAT) storage/libgrstorage.a \
 
 # Unit tests without nbdkit.
 nbdkit-plugin/test-plan: nbdkit-plugin/test-plan.o nbdkit-plugin/plan.o \
-                         nbdkit-plugin/plan-jobs.o \
+                         nbdkit-plugin/plan-jobs.o nbdkit-plugin/plan-read.o \
                          nbdkit-plugin/steps.o nbdkit-plugin/pool.o \
                          raidmap/libgrmap.a $(LIBGF)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS) -lpthread

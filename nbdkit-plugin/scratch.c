@@ -13,6 +13,9 @@
 #define HOST_POOL_MAX (1024 * MiB)      /* all page-locked scratch */
 #define HOST_ALLOC_MAX (64 * MiB)       /* one page-locked buffer */
 
+
+_Static_assert (GR_SCRATCH_KEEP >= GR_PLAN_DEGRADED_SCRATCH,
+                "a degraded read's plan fits a thread's kept scratch");
 /* A thread's buffers: the one it keeps, and the one of the plan running
  * now if that is another (large). */
 struct buf {

@@ -276,6 +276,26 @@ coding_run (const struct gr_plan *p, size_t i, const struct gr_geom *g)
   return e - i;
 }
 
+/* Independent coding steps st[0..nsteps-1] on the GPU as one call of the
+ * coder's many (a request's: no pool). */
+static int
+coding_many (struct gr_plan *p, const struct gr_step *st, size_t nsteps,
+             const struct gr_plan_coder *cd)
+{
+  struct gr_code_op ops[MAX_RUN];
+  size_t j;
+
+  for (j = 0; j < nsteps; j++) {
+    const bool rec = st[j].kind == GR_STEP_RECONSTRUCT;
+
+    ops[j] = (struct gr_code_op) {
+      .erased = rec ? p->er + st[j].er0 : NULL, .nerased = rec ? st[j].ner
+      : 0, .blocks = p->ptr + st[j].blk0, .nstripes = st[j].nstripes,
+      .len = st[j].len };
+  }
+  return cd->many (cd->arg, true, ops, nsteps);
+}
+
 int
 gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
               const struct gr_bufs *b, const struct gr_plan_coder *cd)
@@ -290,6 +310,18 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
     uint8_t **bp = p->ptr + st->blk0;
     int r = 0;
 
+    /* A request's GPU coding step, with those that follow it and are
+     * independent (a degraded read's stripes): one call of the coder's
+     * many (which gathers reconstructs across requests: coding.h). */
+    if (coding (st) && st->gpu && cd->many &&
+        gr_pool_width (cd->pool) <= 1) {
+      const size_t run = coding_run (p, i, g);
+
+      if (coding_many (p, st, run, cd) == -1)
+        return -1;
+      i += run - 1;
+      continue;
+    }
     /* On a pool, the coding steps that follow one another and are
      * independent (a batch's erasure patterns) are split together. */
     if (coding (st) && gr_pool_width (cd->pool) > 1) {

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gf/gf.h"
 #include "plan.h"
 
 struct gr_pool;
@@ -54,6 +55,12 @@ struct gr_plan_coder {
   int (*update) (void *arg, bool gpu, int index, const uint8_t *delta,
                  uint8_t *const *parity, uint8_t *const *pdelta,
                  size_t len);
+  /* Optional: a request's GPU coding steps (no pool), one or several
+   * independent ones that follow one another (a degraded read's
+   * stripes), in one call (one submission, one wait); NULL: each step
+   * through encode or reconstruct. */
+  int (*many) (void *arg, bool gpu, const struct gr_code_op *ops,
+               size_t nops);
   void *arg;
   /* The threads a CPU coding step of several stripes is split over
    * (pool.h; NULL: the calling thread alone); a step on the GPU is never

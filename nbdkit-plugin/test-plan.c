@@ -108,6 +108,21 @@ sim_update (void *arg, bool gpu, int index, const uint8_t *delta,
   return r == 0 ? 0 : -1;
 }
 
+/* Several steps at once (a request's run of GPU steps). */
+static uint64_t sim_many_runs;      /* calls of several operations */
+
+static int
+sim_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
+{
+  struct sim *s = arg;
+  int r = gr_code_many (s->coder, ops, nops);
+
+  CHECK (gpu && nops >= 1, "many: %zu operations, gpu %d", nops, gpu);
+  CHECK (r == 0, "many: %d", r);
+  sim_many_runs += nops > 1;
+  return r == 0 ? 0 : -1;
+}
+
 /* The route: at random, so that both block placements are planned. */
 static bool
 sim_gpu (void *arg, enum gr_op op, size_t bytes, int nerased)
@@ -162,6 +177,45 @@ check_reads (struct sim *s, const struct gr_plan *p)
     CHECK (p->nread == (size_t) n && io_bytes (p->read, p->nread) ==
            n * p->nstripes * C, "resync reads %zu", p->nread);
     return;
+  case GR_PLAN_READ_DEGRADED: {
+    /* Each stripe (up to 8, each touching a lost chunk): k reads of its
+     * coding range, the union of its touched ranges (the whole chunk as
+     * soon as two chunks are touched) widened to the length multiple. */
+    const uint64_t W = (uint64_t) k * C, end = p->offset + p->len;
+    uint64_t want = 0, pos = p->offset;
+    int bad = 0;
+
+    CHECK (p->nstripes >= 1 && p->nstripes <= 8 &&
+           (p->offset + p->len - 1) / W - p->offset / W + 1 == p->nstripes,
+           "read-degraded over %" PRIu64 " stripes", p->nstripes);
+    while (pos < end) {
+      const uint64_t st = pos / W, e = end < (st + 1) * W ? end : (st + 1) * W;
+      const int a0 = (int) (pos % W / C), a1 = (int) ((e - 1) % W / C);
+
+      lo = 0;
+      hi = C;
+      if (a0 == a1) {
+        lo = (uint32_t) (pos % C) / s->lm * s->lm;
+        hi = ((uint32_t) ((e - 1) % C) + s->lm) / s->lm * s->lm;
+        if (hi > C)
+          hi = C;
+      }
+      want += (uint64_t) k * (hi - lo);
+      for (i = a0, bad++; i <= a1; i++)
+        if (s->failed[gr_map_member (&s->g, st, i)]) {
+          bad--;
+          break;
+        }
+      pos = e;
+    }
+    CHECK (bad == 0, "read-degraded over %d stripes with no chunk lost",
+           bad);
+    CHECK (p->nread == (size_t) k * p->nstripes &&
+           io_bytes (p->read, p->nread) == want, "read-degraded: %zu reads "
+           "of %" PRIu64 " bytes, want %" PRIu64 " of %" PRIu64,
+           p->nread, io_bytes (p->read, p->nread), k * p->nstripes, want);
+    return;
+  }
   case GR_PLAN_WRITE_FULL:
   case GR_PLAN_FALLOCATE:
   case GR_PLAN_SKIP:
@@ -195,14 +249,12 @@ check_reads (struct sim *s, const struct gr_plan *p)
     covered += a <= lo && b >= hi;
   }
   switch (p->kind) {
-  case GR_PLAN_READ_DEGRADED:
   case GR_PLAN_WRITE_DEGRADED:
     CHECK (p->nread == (size_t) k && io_bytes (p->read, p->nread) ==
            (uint64_t) k * L, "%s: %zu reads of %" PRIu64 " bytes, want %d"
            " of %u", kind_names[p->kind], p->nread,
            io_bytes (p->read, p->nread), k, L);
-    CHECK (p->kind == GR_PLAN_READ_DEGRADED || nlost > lost_parity,
-           "degraded write with no data chunk lost");
+    CHECK (nlost > lost_parity, "degraded write with no data chunk lost");
     break;
   case GR_PLAN_WRITE_RCW:
   case GR_PLAN_WRITE_RMW: {
@@ -283,8 +335,10 @@ static int
 sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
              uint8_t *buf, unsigned falloc)
 {
-  struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s,
-                              NULL };
+  struct gr_plan_coder cd = { .encode = sim_encode,
+                              .reconstruct = sim_reconstruct,
+                              .update = sim_update, .many = sim_many,
+                              .arg = s, .pool = NULL };
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .falloc = falloc, .gpu = sim_gpu,
                            .rb_front = NULL, .cksum = s->cksum,
@@ -583,8 +637,11 @@ sim_batch (struct sim *s, struct gr_plan *p, uint8_t *req)
 {
   /* Split over 1 to 4 threads, as the executor's lanes do on every
    * core. */
-  struct gr_plan_coder cd = { sim_encode, sim_reconstruct, sim_update, s,
-                              pools[test_rand () % NPOOLS] };
+  struct gr_plan_coder cd = { .encode = sim_encode,
+                              .reconstruct = sim_reconstruct,
+                              .update = sim_update, .many = sim_many,
+                              .arg = s,
+                              .pool = pools[test_rand () % NPOOLS] };
   struct gr_bufs b;
   uint8_t *scratch = malloc (p->scratch_len + 1);
   size_t j;
@@ -1342,5 +1399,11 @@ main (void)
     }
   for (k = 1; k < NPOOLS; k++)
     gr_pool_free (pools[k]);
+  /* Degraded reads of several stripes routed to the GPU submit them
+   * together. */
+  CHECK (sim_many_runs > 0, "no run of GPU steps went to the coder at "
+         "once");
+  printf ("runs of GPU coding steps submitted together: %" PRIu64 "\n",
+          sim_many_runs);
   return test_done ("test-plan");
 }

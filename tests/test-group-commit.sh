@@ -8,7 +8,11 @@
 # = 4 whole stripes of a 4+2 array with 64K chunks) writes a random
 # image; the log must show batches taken from several requests; the
 # array is then read back on the plain CPU path, healthy and with two
-# members gone, and its parity is checked offline.
+# members gone, and its parity is checked offline.  Then the degraded
+# reads on the stand-in GPU: their reconstructs, gathered across
+# requests (the exit log counts more operations than submissions), give
+# the image back; and with a stand-in whose every operation fails, the
+# gathered batches are redone on the CPU.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -62,6 +66,32 @@ for code in rs crs; do
   nbdcopy "$uri" "$tmpdir/out" && cmp "$tmpdir/out" "$tmpdir/img" ||
     { echo "$0: FAIL: degraded read back differs"; exit 1; }
   stop_nbdkit "$pid"
+  for fake in 2 1; do
+    : >"$nbdkit_log"
+    start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.fake_gpu=$fake \
+      -D gpuraid.fake_gpu_us=300 -D gpuraid.verbose=1 "$PLUGIN" "${args[@]}" || exit 1
+    for (( pass = 1; pass <= 3; pass++ )); do
+      rm -f "$tmpdir/out"
+      nbdcopy -C 4 --request-size=1048576 "$uri" "$tmpdir/out" &&
+        cmp "$tmpdir/out" "$tmpdir/img" ||
+        fail "degraded read on the stand-in GPU (fake_gpu=$fake) differs"
+      [ $fake = 1 ] || grep -q 'gathered: ' "$nbdkit_log" && break
+    done
+    stop_nbdkit "$pid"
+    line=$(grep -o 'small reconstructs gathered: [0-9]* of [0-9]* plans in [0-9]* submissions' "$nbdkit_log") ||
+      fail "fake_gpu=$fake: no count of gathered reconstructs at exit"
+    echo "fake_gpu=$fake: $line"
+    read -r plans subs < <(sed 's/.*gathered: [0-9]* of \([0-9]*\) plans in \([0-9]*\).*/\1 \2/' <<<"$line")
+    [ "$plans" -gt 0 ] || fail "fake_gpu=$fake: no reconstruct went to the stand-in GPU"
+    # (fake_gpu=1: after the first failure the CPU codes everything.)
+    if [ $fake = 2 ] && [ "$plans" -le "$subs" ] && [ "${TEST_SMALL:-0}" != 1 ]; then
+      fail "fake_gpu=$fake: no submission gathered reconstructs of several requests ($line)"
+    fi
+    if [ $fake = 1 ]; then
+      grep -q 'GPU reconstruct failed' "$nbdkit_log" ||
+        fail "fake_gpu=1: the failing stand-in was not seen to fail"
+    fi
+  done
   rm -f "${members[@]}" "$tmpdir"/gone* "$tmpdir/img" "$tmpdir/out"
 done
 echo "$0: PASS"

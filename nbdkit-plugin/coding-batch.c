@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - coding: the GPU work of concurrent requests gathered, the
+ * group commit of full-stripe encodes and the gathering of small
+ * reconstructs.  See coding.h and coding-internal.h. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coding.h"
+#include "coding-internal.h"
+#include "log.h"
+
+/* --- group commit -------------------------------------------------------- */
+
+/* The full-stripe encodes of concurrent write requests are gathered into
+ * one GPU batch by flat combining: the first thread to queue becomes the
+ * leader, waits (at most BATCH_WAIT_US, and only while other write
+ * requests are in flight and not yet queued) for more stripes, up to
+ * BATCH_MAX_BYTES of data, then encodes everything queued in one call
+ * and wakes the others with the result.  The queue is bounded: a writer
+ * whose stripes do not fit waits for the current batch to go. */
+int
+gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
+                 size_t nstripes, size_t len)
+{
+  size_t max = BATCH_MAX_BYTES / ((size_t) c->k * len);
+  struct enc_req me = { .blocks = blocks, .nstripes = nstripes };
+  struct enc_req *list, *q;
+  size_t total, at, n = (size_t) c->k + c->m;
+  struct timespec deadline;
+  uint8_t **all;
+  int r;
+
+  if (max < 1)
+    max = 1;
+  pthread_mutex_lock (&c->comb_lock);
+  while (c->comb_stripes > 0 && c->comb_stripes + nstripes > max)
+    pthread_cond_wait (&c->comb_cond, &c->comb_lock);
+  *c->comb_tail = &me;
+  c->comb_tail = &me.next;
+  c->comb_stripes += nstripes;
+  c->comb_reqs++;
+  pthread_cond_broadcast (&c->comb_cond);
+  if (c->comb_leading) {                /* follower: wait for the result */
+    while (!me.done)
+      pthread_cond_wait (&c->comb_cond, &c->comb_lock);
+    pthread_mutex_unlock (&c->comb_lock);
+    return me.rc;
+  }
+  c->comb_leading = true;
+  clock_gettime (CLOCK_REALTIME, &deadline);
+  deadline.tv_nsec += BATCH_WAIT_US * 1000;
+  if (deadline.tv_nsec >= 1000000000) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000;
+  }
+  while (c->comb_stripes < max &&
+         c->comb_reqs < (size_t) __atomic_load_n (&c->writers,
+                                                  __ATOMIC_RELAXED) &&
+         pthread_cond_timedwait (&c->comb_cond, &c->comb_lock,
+                                 &deadline) == 0)
+    ;
+  list = c->comb_head;
+  total = c->comb_stripes;
+  c->comb_head = NULL;
+  c->comb_tail = &c->comb_head;
+  c->comb_stripes = c->comb_reqs = 0;
+  c->comb_leading = false;
+  pthread_cond_broadcast (&c->comb_cond);       /* held-back writers */
+  pthread_mutex_unlock (&c->comb_lock);
+
+  all = malloc (total * n * sizeof *all);
+  if (all == NULL)
+    r = -ENOMEM;
+  else {
+    for (at = 0, q = list; q; q = q->next) {
+      memcpy (all + at * n, q->blocks, q->nstripes * n * sizeof *all);
+      at += q->nstripes;
+    }
+    r = gr_encode (c->gpu, all, total, len);
+    free (all);
+  }
+  if (total > nstripes)
+    gr_verbose ("group commit: %zu stripes from several requests in one "
+                "GPU batch", total);
+  pthread_mutex_lock (&c->comb_lock);
+  for (q = list; q; q = q->next) {
+    q->rc = r;
+    q->done = true;
+  }
+  pthread_cond_broadcast (&c->comb_cond);
+  pthread_mutex_unlock (&c->comb_lock);
+  return r;
+}
+
+void
+gr_coding_writer_enter (struct gr_coding *c)
+{
+  __atomic_add_fetch (&c->writers, 1, __ATOMIC_RELAXED);
+}
+
+void
+gr_coding_writer_leave (struct gr_coding *c)
+{
+  __atomic_sub_fetch (&c->writers, 1, __ATOMIC_RELAXED);
+}
+
+/* --- gathered reconstructs ----------------------------------------------- */
+
+/* Small reconstructs (a degraded read's stripe: hundreds of KiB) from
+ * concurrent requests go to the GPU together: with nbdkit's threads per
+ * connection, a hundred requests may be inside the plugin at once, and
+ * as many GPU submissions each paying a slot, a wait and a wake-up cost
+ * more than the decode.  So at most GATHER_LEADERS submissions are in
+ * flight; a reconstruct arriving meanwhile queues, and a submission that
+ * ends hands the queue (up to BATCH_MAX_BYTES of data) to its first
+ * waiter, which submits it as one gr_code_many.  No one waits for more
+ * to come: batches grow only while the GPU is busy.  Each waiter sleeps
+ * on its own condition and is woken alone. */
+
+/* Detach the queue's head batch (at least one item, at most
+ * BATCH_MAX_BYTES of data), its first item to lead it.  gather_lock
+ * held, queue not empty. */
+static struct gather_item *
+gather_take (struct gr_coding *c)
+{
+  struct gather_item *first = c->gather_head, *q = first;
+  size_t bytes = q->bytes;
+
+  while (q->next && bytes + q->next->bytes <= BATCH_MAX_BYTES) {
+    q = q->next;
+    bytes += q->bytes;
+  }
+  c->gather_head = q->next;
+  if (c->gather_head == NULL)
+    c->gather_tail = &c->gather_head;
+  q->next = NULL;
+  c->gather_bytes -= bytes;
+  first->batch = first;
+  return first;
+}
+
+/* accel=auto: is there room for `bytes` more (a submission free, or the
+ * queue short of a batch)?  Else the CPU codes it (spilled). */
+static bool
+gather_room (struct gr_coding *c, size_t bytes)
+{
+  bool room;
+
+  pthread_mutex_lock (&c->gather_lock);
+  room = c->gather_leaders < gpuraid_debug_gather ||
+    c->gather_bytes + bytes <= BATCH_MAX_BYTES;
+  pthread_mutex_unlock (&c->gather_lock);
+  if (!room)
+    __atomic_add_fetch (&c->ops_spilled, 1, __ATOMIC_RELAXED);
+  return room;
+}
+
+/* Does a GPU reconstruct of `bytes` of data go to be gathered? */
+bool
+gr_coding_gather_this (struct gr_coding *c, size_t bytes)
+{
+  return gr_coding_gpu_usable (c) && gpuraid_debug_gather > 0 &&
+    bytes < GATHER_MAX_BYTES && (c->gpu_all || gather_room (c, bytes));
+}
+
+/* Run a batch (list from `first`) on the GPU, or on the CPU after a GPU
+ * failure; 0 or a negative errno. */
+static int
+gather_run (struct gr_coding *c, struct gather_item *first)
+{
+  struct gr_code_op ops[64], *v = ops;
+  size_t n = 0, i, nreq = 0;
+  struct gather_item *q;
+  int r;
+
+  for (q = first; q; q = q->next) {
+    n += q->nops;
+    nreq++;
+  }
+  if (n > sizeof ops / sizeof ops[0]) {
+    v = malloc (n * sizeof *v);
+    if (v == NULL)
+      return -ENOMEM;
+  }
+  for (i = 0, q = first; q; q = q->next) {
+    memcpy (v + i, q->ops, q->nops * sizeof *v);
+    i += q->nops;
+  }
+  if (nreq > 1)
+    gr_verbose ("gathered: %zu reconstructs of %zu requests in one GPU "
+                "submission", n, nreq);
+  r = -EIO;
+  if (gr_coding_gpu_usable (c)) {
+    __atomic_add_fetch (&c->inflight, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch (&c->ops_gpu, n, __ATOMIC_RELAXED);
+    r = gr_code_many (c->gpu, v, n);
+    gr_coding_release (c);
+    if (r < 0)
+      gr_coding_gpu_failed (c, "reconstruct", r);
+  }
+  if (r < 0)
+    r = gr_code_many (c->cpu, v, n);
+  if (v != ops)
+    free (v);
+  return r;
+}
+
+int
+gr_coding_reconstruct_gathered (struct gr_coding *c,
+                                const struct gr_code_op *ops, size_t nops,
+                                size_t bytes)
+{
+  struct gather_item me = {
+    .ops = ops, .nops = nops, .bytes = bytes, .state = GATHER_WAIT,
+  };
+  struct gather_item *q, *next;
+  int r;
+
+  pthread_cond_init (&me.cv, NULL);
+  pthread_mutex_lock (&c->gather_lock);
+  *c->gather_tail = &me;
+  c->gather_tail = &me.next;
+  c->gather_bytes += me.bytes;
+  if (c->gather_leaders < gpuraid_debug_gather) {       /* queue empty */
+    c->gather_leaders++;
+    gather_take (c);
+    me.state = GATHER_LEAD;
+  }
+  while (me.state == GATHER_WAIT)
+    pthread_cond_wait (&me.cv, &c->gather_lock);
+  if (me.state == GATHER_DONE) {
+    pthread_mutex_unlock (&c->gather_lock);
+    pthread_cond_destroy (&me.cv);
+    return me.rc;
+  }
+  c->gathered_batches++;
+  pthread_mutex_unlock (&c->gather_lock);
+
+  r = gather_run (c, me.batch);
+  if (r < 0) {
+    nbdkit_error ("reconstruct: %s", strerror (-r));
+    r = -EIO;
+  }
+
+  pthread_mutex_lock (&c->gather_lock);
+  for (q = me.batch; q; q = next) {
+    next = q->next;             /* q may return (and go) once woken */
+    c->gathered_ops += q->nops;
+    c->gathered_reqs++;
+    q->rc = r;
+    if (q != &me) {
+      q->state = GATHER_DONE;
+      pthread_cond_signal (&q->cv);
+    }
+  }
+  if (c->gather_head) {         /* the next batch, to its first waiter */
+    q = gather_take (c);
+    q->state = GATHER_LEAD;
+    pthread_cond_signal (&q->cv);
+  }
+  else
+    c->gather_leaders--;
+  pthread_mutex_unlock (&c->gather_lock);
+  pthread_cond_destroy (&me.cv);
+  return r;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpuraid - coding's state, shared by its two files (coding.c: set-up,
+ * routing and the operations; coding-batch.c: the group commit and the
+ * gathered reconstructs).  Nothing else includes it; include coding.h
+ * first. */
+#ifndef GPURAID_CODING_INTERNAL_H
+#define GPURAID_CODING_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gf/gf.h"
+
+/* -D gpuraid.group_commit=0: GPU encodes of whole chunks each on their
+ * own, not gathered across requests (to measure what the group commit
+ * brings); -D gpuraid.pin_requests=0: nbdkit's request buffers not
+ * page-locked in place (reqpin.h), staged as before. */
+extern int gpuraid_debug_group_commit;
+extern int gpuraid_debug_pin_requests;
+#define MiB ((size_t) 1 << 20)
+
+/* Reconstructs of less data than this are gathered across requests
+ * (larger ones, a job's batches, fill the link on their own), by at
+ * most GATHER_LEADERS submissions in flight at once. */
+#define GATHER_MAX_BYTES (4 * MiB)
+#define GATHER_LEADERS 2
+
+/* -D gpuraid.gather=N: small GPU reconstructs (a degraded read's
+ * stripes) gathered across requests with at most N submissions in
+ * flight (0: each on its own). */
+extern int gpuraid_debug_gather;
+
+/* Under accel=auto, at most this many operations on the GPU at once
+ * (writers inside the group commit count one each); more would wait
+ * there for the engine's streams while CPU cores are free, so they run
+ * on the CPU instead ("spill"), and the GPU adds to the CPU under load
+ * instead of becoming a queue (docs/performance.md, array run 3). */
+#define GPU_MAX_INFLIGHT 2
+
+/* Group commit: a batch gathers at most this much data, and its leader
+ * waits at most this long for more. */
+#define BATCH_MAX_BYTES (64 * MiB)
+#define BATCH_WAIT_US 200
+
+
+/* A reconstruct waiting to be gathered. */
+struct gather_item {
+  const struct gr_code_op *ops; /* a request's reconstructs */
+  size_t nops;
+  size_t bytes;
+  enum { GATHER_WAIT, GATHER_LEAD, GATHER_DONE } state;
+  int rc;
+  struct gather_item *batch;    /* GATHER_LEAD: the batch it runs, from
+                                 * itself */
+  pthread_cond_t cv;            /* its own: woken alone */
+  struct gather_item *next;
+};
+
+struct enc_req {
+  uint8_t *const *blocks;
+  size_t nstripes;
+  int rc;
+  bool done;
+  struct enc_req *next;
+};
+
+struct gr_coding {
+  /* Chosen at config_complete. */
+  const struct gr_backend *cpu_be;
+  bool use_gpu;                 /* a GPU was found usable */
+  bool forced;                  /* accel=gpu or backend=cuda */
+  int device;
+  char gpu_name[256];
+
+  int k, m;
+  enum gr_code code;
+  uint32_t chunk, lm;
+  struct gr_coder *cpu;
+  struct gr_coder *gpu;         /* NULL: none */
+  bool gpu_all;
+  int fallen_back;              /* atomic: the GPU failed */
+  void *(*host_alloc) (size_t size);
+  void (*host_free) (void *p);
+  const char *(*gpu_error) (void);      /* the GPU's last failure, or
+                                         * NULL (a stand-in) */
+  struct gr_reqpin *reqpin;     /* request buffers page-locked, or NULL */
+
+  size_t gpu_from[GR_ROUTE_NKINDS];
+  int inflight;                 /* atomic */
+  uint64_t ops_gpu, ops_spilled;        /* atomic */
+
+  /* Group commit (flat combining), under comb_lock. */
+  pthread_mutex_t comb_lock;
+  pthread_cond_t comb_cond;
+  struct enc_req *comb_head, **comb_tail;
+  size_t comb_stripes, comb_reqs;
+  bool comb_leading;
+  int writers;                  /* atomic: requests inside a write */
+
+  /* Gathered reconstructs, under gather_lock: the queue (not yet in a
+   * batch) and the submissions in flight. */
+  pthread_mutex_t gather_lock;
+  struct gather_item *gather_head, **gather_tail;
+  size_t gather_bytes;
+  int gather_leaders;
+  uint64_t gathered_ops, gathered_reqs, gathered_batches; /* gather_lock */
+};
+
+/* coding.c: an operation on the GPU ends (claimed); the GPU failed
+ * (this operation and all later ones on the CPU). */
+void gr_coding_release (struct gr_coding *c);
+void gr_coding_gpu_failed (struct gr_coding *c, const char *op, int r);
+
+/* coding-batch.c: full-stripe encodes of whole chunks through the group
+ * commit (0 or a negative errno); does a GPU reconstruct of `bytes` of
+ * data go to be gathered; the reconstructs ops[0..nops) (bytes of data)
+ * gathered with others (0, or -EIO after nbdkit_error). */
+int gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
+                               size_t nstripes, size_t len);
+bool gr_coding_gather_this (struct gr_coding *c, size_t bytes);
+int gr_coding_reconstruct_gathered (struct gr_coding *c,
+                                    const struct gr_code_op *ops,
+                                    size_t nops, size_t bytes);
+
+#endif /* GPURAID_CODING_INTERNAL_H */
