@@ -1189,18 +1189,13 @@ bench_small (int k, int m, int lost, size_t len)
   printf ("\n(e) small decodes from many threads: %d+%d RS, %d members "
           "lost (%d patterns), %zu KiB blocks, page-locked; pinned H2D "
           "%.1f GB/s\n", k, m, lost, n, len >> 10, h2d_bw / 1e9);
-  for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
-    small_row ("ISA-L, a stripe a call", cc, k, m, lost, len, 1, tmpl,
-               threads[i]);
-  for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
-    small_row ("GPU, a stripe a call", gc, k, m, lost, len, 1, tmpl,
-               threads[i]);
-  for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
-    small_row ("GPU, 16 stripes a call", gc, k, m, lost, len, 16, tmpl,
-               threads[i]);
-  for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
-    small_row ("ISA-L, 16 stripes a call", cc, k, m, lost, len, 16, tmpl,
-               threads[i]);
+  for (int row = 0; row < 4; row++)
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
+      small_row (row == 0 ? "ISA-L, a stripe a call"
+                 : row == 1 ? "GPU, a stripe a call"
+                 : row == 2 ? "GPU, 16 stripes a call"
+                 : "ISA-L, 16 stripes a call", row == 1 || row == 2 ? gc : cc,
+                 k, m, lost, len, row < 2 ? 1 : 16, tmpl, threads[i]);
   gr_coder_free (gc);
   gr_coder_free (cc);
   free (tmpl);

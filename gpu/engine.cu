@@ -663,6 +663,21 @@ struct chunk {
   size_t s0, ns, o0, w, wp;
 };
 
+/* The chunk of job j from stripe s0, byte o0: at most cs stripes, w
+ * bytes of each block. */
+static struct chunk
+chunk_at (const struct job *j, size_t s0, size_t o0, size_t cs, size_t w)
+{
+  struct chunk ch;
+
+  ch.s0 = s0;
+  ch.ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
+  ch.o0 = o0;
+  ch.w = j->len - o0 < w ? j->len - o0 : w;
+  ch.wp = gr_gpu_padlen (j->tab->code, ch.w);
+  return ch;
+}
+
 /* A chunk's rows of blocks (nb a stripe: the job's inputs or outputs):
  * bytes [o0, o0 + w) of each block of stripes s0 .. s0 + ns - 1, in a
  * packed buffer as ns * nb rows wp bytes apart. */
@@ -1061,13 +1076,8 @@ run_job (struct job *j)
   for (size_t s0 = 0; s0 < j->nstripes && r == 0; s0 += cs)
     for (size_t o0 = 0; o0 < j->len && r == 0; o0 += w) {
       const int k = (int) (ci++ % nslots);
-      struct chunk ch;
+      const struct chunk ch = chunk_at (j, s0, o0, cs, w);
 
-      ch.s0 = s0;
-      ch.ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
-      ch.o0 = o0;
-      ch.w = j->len - o0 < w ? j->len - o0 : w;
-      ch.wp = gr_gpu_padlen (code, ch.w);
       if (has[k]) {
         has[k] = 0;
         r = chunk_finish (j, got[k], &pend[k]);
@@ -1127,13 +1137,8 @@ run_many (const struct job *js, size_t nj)
     }
     while (s0 < j->nstripes && r == 0) {
       const size_t b = ci++ % SLOT_BUFS;
-      struct chunk ch;
+      const struct chunk ch = chunk_at (j, s0, o0, cs, w);
 
-      ch.s0 = s0;
-      ch.ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
-      ch.o0 = o0;
-      ch.w = j->len - o0 < w ? j->len - o0 : w;
-      ch.wp = gr_gpu_padlen (code, ch.w);
       r = chunk_direct (j, sl, b, sl->d + b * bufsz, ci > SLOT_BUFS, &ch);
       if (o0 + ch.w < j->len)
         o0 += ch.w;
