@@ -19,15 +19,18 @@
  * leader, waits (at most BATCH_WAIT_US, and only while other write
  * requests are in flight and not yet queued) for more stripes, up to
  * BATCH_MAX_BYTES of data, then encodes everything queued in one call
- * and wakes the others with the result.  The queue is bounded: a writer
- * whose stripes do not fit waits for the current batch to go. */
+ * and wakes the others with the result.  The next writer to queue leads
+ * the next batch meanwhile.  Each writer sleeps on its own condition
+ * and is woken alone: by its result, or (the leader) by each writer that
+ * joins.  The queue is bounded: a writer whose stripes do not fit waits
+ * for the current batch to go. */
 int
 gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
-                 size_t nstripes, size_t len)
+                           size_t nstripes, size_t len)
 {
   size_t max = BATCH_MAX_BYTES / ((size_t) c->k * len);
   struct enc_req me = { .blocks = blocks, .nstripes = nstripes };
-  struct enc_req *list, *q;
+  struct enc_req *list, *q, *next;
   size_t total, at, n = (size_t) c->k + c->m;
   struct timespec deadline;
   uint8_t **all;
@@ -35,21 +38,27 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
 
   if (max < 1)
     max = 1;
+  pthread_cond_init (&me.cv, NULL);
   pthread_mutex_lock (&c->comb_lock);
-  while (c->comb_stripes > 0 && c->comb_stripes + nstripes > max)
-    pthread_cond_wait (&c->comb_cond, &c->comb_lock);
+  if (c->comb_stripes > 0 && c->comb_stripes + nstripes > max) {
+    c->comb_held++;
+    while (c->comb_stripes > 0 && c->comb_stripes + nstripes > max)
+      pthread_cond_wait (&c->comb_room, &c->comb_lock);
+    c->comb_held--;
+  }
   *c->comb_tail = &me;
   c->comb_tail = &me.next;
   c->comb_stripes += nstripes;
   c->comb_reqs++;
-  pthread_cond_broadcast (&c->comb_cond);
-  if (c->comb_leading) {                /* follower: wait for the result */
+  if (c->comb_leader) {                 /* follower: wait for the result */
+    pthread_cond_signal (&c->comb_leader->cv);  /* one more queued */
     while (!me.done)
-      pthread_cond_wait (&c->comb_cond, &c->comb_lock);
+      pthread_cond_wait (&me.cv, &c->comb_lock);
     pthread_mutex_unlock (&c->comb_lock);
+    pthread_cond_destroy (&me.cv);
     return me.rc;
   }
-  c->comb_leading = true;
+  c->comb_leader = &me;
   clock_gettime (CLOCK_REALTIME, &deadline);
   deadline.tv_nsec += BATCH_WAIT_US * 1000;
   if (deadline.tv_nsec >= 1000000000) {
@@ -59,16 +68,16 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
   while (c->comb_stripes < max &&
          c->comb_reqs < (size_t) __atomic_load_n (&c->writers,
                                                   __ATOMIC_RELAXED) &&
-         pthread_cond_timedwait (&c->comb_cond, &c->comb_lock,
-                                 &deadline) == 0)
+         pthread_cond_timedwait (&me.cv, &c->comb_lock, &deadline) == 0)
     ;
   list = c->comb_head;
   total = c->comb_stripes;
   c->comb_head = NULL;
   c->comb_tail = &c->comb_head;
   c->comb_stripes = c->comb_reqs = 0;
-  c->comb_leading = false;
-  pthread_cond_broadcast (&c->comb_cond);       /* held-back writers */
+  c->comb_leader = NULL;
+  if (c->comb_held > 0)
+    pthread_cond_broadcast (&c->comb_room);     /* held-back writers */
   pthread_mutex_unlock (&c->comb_lock);
 
   all = malloc (total * n * sizeof *all);
@@ -86,12 +95,15 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
     gr_verbose ("group commit: %zu stripes from several requests in one "
                 "GPU batch", total);
   pthread_mutex_lock (&c->comb_lock);
-  for (q = list; q; q = q->next) {
+  for (q = list; q; q = next) {
+    next = q->next;             /* q may return (and go) once woken */
     q->rc = r;
     q->done = true;
+    if (q != &me)
+      pthread_cond_signal (&q->cv);
   }
-  pthread_cond_broadcast (&c->comb_cond);
   pthread_mutex_unlock (&c->comb_lock);
+  pthread_cond_destroy (&me.cv);
   return r;
 }
 

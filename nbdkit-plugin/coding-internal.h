@@ -63,6 +63,7 @@ struct enc_req {
   size_t nstripes;
   int rc;
   bool done;
+  pthread_cond_t cv;            /* its own: woken alone */
   struct enc_req *next;
 };
 
@@ -91,12 +92,14 @@ struct gr_coding {
   int inflight;                 /* atomic */
   uint64_t ops_gpu, ops_spilled;        /* atomic */
 
-  /* Group commit (flat combining), under comb_lock. */
+  /* Group commit (flat combining), under comb_lock: the queue, its
+   * leader (waiting for more), writers held back by a full queue. */
   pthread_mutex_t comb_lock;
-  pthread_cond_t comb_cond;
+  pthread_cond_t comb_room;
   struct enc_req *comb_head, **comb_tail;
   size_t comb_stripes, comb_reqs;
-  bool comb_leading;
+  struct enc_req *comb_leader;
+  int comb_held;
   int writers;                  /* atomic: requests inside a write */
 
   /* Gathered reconstructs, under gather_lock: the queue (not yet in a

@@ -102,7 +102,7 @@ gr_coding_new (const struct gr_config *cfg)
   c->cpu_be = gr_backend_best ();
   gr_gpudev_register ();
   pthread_mutex_init (&c->comb_lock, NULL);
-  pthread_cond_init (&c->comb_cond, NULL);
+  pthread_cond_init (&c->comb_room, NULL);
   c->comb_tail = &c->comb_head;
   pthread_mutex_init (&c->gather_lock, NULL);
   c->gather_tail = &c->gather_head;
@@ -253,7 +253,7 @@ gr_coding_free (struct gr_coding *c)
   if (c->use_gpu)
     gr_gpudev_release ();
   pthread_mutex_destroy (&c->comb_lock);
-  pthread_cond_destroy (&c->comb_cond);
+  pthread_cond_destroy (&c->comb_room);
   pthread_mutex_destroy (&c->gather_lock);
   free (c);
 }
