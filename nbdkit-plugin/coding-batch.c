@@ -184,13 +184,13 @@ static int
 gather_run (struct gr_coding *c, struct gather_item *first)
 {
   struct gr_code_op ops[64], *v = ops;
-  size_t n = 0, i, nreq = 0;
+  size_t n = 0, i, nplans = 0;
   struct gather_item *q;
   int r;
 
   for (q = first; q; q = q->next) {
     n += q->nops;
-    nreq++;
+    nplans++;
   }
   if (n > sizeof ops / sizeof ops[0]) {
     v = malloc (n * sizeof *v);
@@ -201,9 +201,9 @@ gather_run (struct gr_coding *c, struct gather_item *first)
     memcpy (v + i, q->ops, q->nops * sizeof *v);
     i += q->nops;
   }
-  if (nreq > 1)
-    gr_verbose ("gathered: %zu reconstructs of %zu requests in one GPU "
-                "submission", n, nreq);
+  if (nplans > 1)
+    gr_verbose ("gathered: %zu reconstructs of %zu plans in one GPU "
+                "submission", n, nplans);
   r = -EIO;
   if (gr_coding_gpu_usable (c)) {
     __atomic_add_fetch (&c->inflight, 1, __ATOMIC_ACQ_REL);
@@ -261,7 +261,7 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
   for (q = me.batch; q; q = next) {
     next = q->next;             /* q may return (and go) once woken */
     c->gathered_ops += q->nops;
-    c->gathered_reqs++;
+    c->gathered_plans++;
     q->rc = r;
     if (q != &me) {
       q->state = GATHER_DONE;

@@ -108,7 +108,7 @@ struct gr_coding {
   struct gather_item *gather_head, **gather_tail;
   size_t gather_bytes;
   int gather_leaders;
-  uint64_t gathered_ops, gathered_reqs, gathered_batches; /* gather_lock */
+  uint64_t gathered_ops, gathered_plans, gathered_batches; /* gather_lock */
 };
 
 /* coding.c: an operation on the GPU ends (claimed); the GPU failed

@@ -233,7 +233,7 @@ gr_coding_free (struct gr_coding *c)
               __atomic_load_n (&c->ops_gpu, __ATOMIC_RELAXED),
               GPU_MAX_INFLIGHT,
               __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED),
-              c->gathered_ops, c->gathered_reqs, c->gathered_batches);
+              c->gathered_ops, c->gathered_plans, c->gathered_batches);
   if (c->reqpin) {
     struct gr_reqpin_stats st;
 
