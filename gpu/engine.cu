@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../gf/gf-backend.h"
 #include "gpu.h"
@@ -124,6 +125,8 @@ struct slot {
   cudaEvent_t ev[SLOT_BUFS][3];
   uint8_t *h, *d;
   int busy, ready;
+  unsigned long long ncopies;   /* copies the direct path queued (busy
+                                 * holder only) */
 };
 static struct slot slots[NSLOTS];
 
@@ -549,6 +552,7 @@ struct copier {
   uint8_t *d2;                  /* current 2D copy: h2 runs of w2 bytes */
   const uint8_t *s2;
   size_t w2, h2, dp2, sp2;
+  unsigned long long *count;    /* NULL, or copies queued */
 };
 
 static void
@@ -560,6 +564,8 @@ copier_flush2 (struct copier *c)
     c->h2 = 0;
     return;
   }
+  if (c->count)
+    ++*c->count;
   if (c->h2 == 1)
     e = cudaMemcpyAsync (c->d2, c->s2, c->w2, c->kind, c->st);
   else {
@@ -579,6 +585,8 @@ copier_flush2 (struct copier *c)
       for (size_t i = 0; i < c->h2 && e == cudaSuccess; i++)
         e = cudaMemcpyAsync (c->d2 + i * c->dp2, c->s2 + i * c->sp2, c->w2,
                              c->kind, c->st);
+      if (c->count)
+        *c->count += c->h2 - 1;
     }
   }
   c->e = e;
@@ -849,6 +857,7 @@ chunk_direct (const struct job *j, struct slot *sl, size_t b, uint8_t *d_in,
   if (e != cudaSuccess)
     return gr_gpu_fail (e, "cudaStreamWaitEvent");
   copier_init (&cp, cudaMemcpyHostToDevice, sl->st);
+  cp.count = &sl->ncopies;
   rows_copy (&cp, d_in, j->in, j->ncols, ch);
   if (j->acc)
     rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, ch);
@@ -868,6 +877,7 @@ chunk_direct (const struct job *j, struct slot *sl, size_t b, uint8_t *d_in,
     e = cudaStreamWaitEvent (sl->st_d, sl->ev[b][1], 0);
   if (e == cudaSuccess) {
     copier_init (&cp, cudaMemcpyDeviceToHost, sl->st_d);
+    cp.count = &sl->ncopies;
     rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, ch);
     e = copier_end (&cp);
   }
@@ -1106,17 +1116,53 @@ run_job (struct job *j)
  * wait at the end for all.  Small jobs (a degraded read's stripe) then
  * cost their copies and a launch, not a slot, a wait and a wake-up
  * each. */
+/* gr_code_many's account (gr_gpu_many_account), atomic. */
+static struct gr_gpu_many_stats many_st;
+
+static unsigned long long
+now_ns (void)
+{
+  struct timespec t;
+
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  return (unsigned long long) t.tv_sec * 1000000000ULL +
+    (unsigned long long) t.tv_nsec;
+}
+
+static void
+many_add (unsigned long long *v, unsigned long long x)
+{
+  __atomic_add_fetch (v, x, __ATOMIC_RELAXED);
+}
+
+void
+gr_gpu_many_account (struct gr_gpu_many_stats *st)
+{
+  st->calls = __atomic_load_n (&many_st.calls, __ATOMIC_RELAXED);
+  st->direct_jobs = __atomic_load_n (&many_st.direct_jobs, __ATOMIC_RELAXED);
+  st->staged_jobs = __atomic_load_n (&many_st.staged_jobs, __ATOMIC_RELAXED);
+  st->slot_ns = __atomic_load_n (&many_st.slot_ns, __ATOMIC_RELAXED);
+  st->enqueue_ns = __atomic_load_n (&many_st.enqueue_ns, __ATOMIC_RELAXED);
+  st->wait_ns = __atomic_load_n (&many_st.wait_ns, __ATOMIC_RELAXED);
+  st->staged_ns = __atomic_load_n (&many_st.staged_ns, __ATOMIC_RELAXED);
+  st->copies = __atomic_load_n (&many_st.copies, __ATOMIC_RELAXED);
+  st->chunks = __atomic_load_n (&many_st.chunks, __ATOMIC_RELAXED);
+}
+
 static int
 run_many (const struct job *js, size_t nj)
 {
   const size_t bufsz = SLOT_BYTES / SLOT_BUFS;
   struct slot *sl;
   size_t ci = 0;
+  unsigned long long t0 = now_ns (), t1, t2;
   int r;
 
   r = acquire_slots (&sl, 1);
   if (r < 0)
     return r;
+  t1 = now_ns ();
+  sl->ncopies = 0;
   r = 0;
   for (size_t x = 0; x < nj && r == 0; x++) {
     const struct job *j = &js[x];
@@ -1148,7 +1194,15 @@ run_many (const struct job *js, size_t nj)
       }
     }
   }
-  return direct_end (sl, r);
+  t2 = now_ns ();
+  many_add (&many_st.copies, sl->ncopies);
+  many_add (&many_st.chunks, ci);
+  r = direct_end (sl, r);
+  many_add (&many_st.slot_ns, t1 - t0);
+  many_add (&many_st.enqueue_ns, t2 - t1);
+  many_add (&many_st.wait_ns, now_ns () - t2);
+  many_add (&many_st.direct_jobs, nj);
+  return r;
 }
 
 /* ---- backend ----------------------------------------------------------- */
@@ -1407,9 +1461,18 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
       r = run_many (dj, nd);
     free (dj);
   }
-  for (x = 0; x < nj && r == 0; x++)
-    if (!js[x].direct)
-      r = run_job (&js[x]);
+  {
+    unsigned long long t0 = now_ns ();
+
+    for (x = 0; x < nj && r == 0; x++)
+      if (!js[x].direct) {
+        r = run_job (&js[x]);
+        many_add (&many_st.staged_jobs, 1);
+      }
+    if (nd < nj)
+      many_add (&many_st.staged_ns, now_ns () - t0);
+    many_add (&many_st.calls, 1);
+  }
   free (js);
   free (ptrs);
   free (taken);

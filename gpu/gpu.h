@@ -87,6 +87,19 @@ void gr_gpu_host_in_use (void *p, int on);
  * again.  Coders stay valid. */
 void gr_gpu_release (void);
 
+/* What the submissions of several operations (gr_code_many) did since
+ * the process started: calls, their jobs (operations merged by table)
+ * copied directly and staged, and the nanoseconds summed over calls that
+ * went to waiting for a slot, enqueueing the direct jobs' copies and
+ * kernels, waiting for them to end, and the staged jobs. */
+struct gr_gpu_many_stats {
+  unsigned long long calls, direct_jobs, staged_jobs;
+  unsigned long long chunks, copies;    /* the direct jobs' chunks and
+                                         * the copies queued for them */
+  unsigned long long slot_ns, enqueue_ns, wait_ns, staged_ns;
+};
+void gr_gpu_many_account (struct gr_gpu_many_stats *st);
+
 /* Message of the last CUDA failure in this process ("" if none). */
 const char *gr_gpu_last_error (void);
 

@@ -132,6 +132,15 @@ gr_coding_writer_leave (struct gr_coding *c)
  * to come: batches grow only while the GPU is busy.  Each waiter sleeps
  * on its own condition and is woken alone. */
 
+static uint64_t
+now_ns (void)
+{
+  struct timespec t;
+
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  return (uint64_t) t.tv_sec * 1000000000 + (uint64_t) t.tv_nsec;
+}
+
 /* Detach the queue's head batch (at least one item, at most
  * BATCH_MAX_BYTES of data), its first item to lead it.  gather_lock
  * held, queue not empty. */
@@ -227,8 +236,10 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
 {
   struct gather_item me = {
     .ops = ops, .nops = nops, .bytes = bytes, .state = GATHER_WAIT,
+    .queued_ns = now_ns (),
   };
   struct gather_item *q, *next;
+  uint64_t t0, t1;
   int r;
 
   pthread_cond_init (&me.cv, NULL);
@@ -246,12 +257,16 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
   if (me.state == GATHER_DONE) {
     pthread_mutex_unlock (&c->gather_lock);
     pthread_cond_destroy (&me.cv);
+    __atomic_add_fetch (&c->gather_woken_ns, now_ns () - me.done_ns,
+                        __ATOMIC_RELAXED);
     return me.rc;
   }
   c->gathered_batches++;
   pthread_mutex_unlock (&c->gather_lock);
 
+  t0 = now_ns ();
   r = gather_run (c, me.batch);
+  t1 = now_ns ();
   if (r < 0) {
     nbdkit_error ("reconstruct: %s", strerror (-r));
     r = -EIO;
@@ -262,7 +277,11 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
     next = q->next;             /* q may return (and go) once woken */
     c->gathered_ops += q->nops;
     c->gathered_plans++;
+    c->gather_queued_ns += t0 - q->queued_ns;
+    c->gather_run_ns += t1 - t0;
+    c->gather_bytes_done += q->bytes;
     q->rc = r;
+    q->done_ns = t1;
     if (q != &me) {
       q->state = GATHER_DONE;
       pthread_cond_signal (&q->cv);

@@ -52,6 +52,8 @@ struct gather_item {
   size_t bytes;
   enum { GATHER_WAIT, GATHER_LEAD, GATHER_DONE } state;
   int rc;
+  uint64_t queued_ns, done_ns;  /* when it queued, when its batch ended
+                                 * (CLOCK_MONOTONIC) */
   struct gather_item *batch;    /* GATHER_LEAD: the batch it runs, from
                                  * itself */
   pthread_cond_t cv;            /* its own: woken alone */
@@ -109,6 +111,12 @@ struct gr_coding {
   size_t gather_bytes;
   int gather_leaders;
   uint64_t gathered_ops, gathered_plans, gathered_batches; /* gather_lock */
+  /* Where a gathered plan's time goes, summed over plans (gather_lock):
+   * queued until its batch started, in its batch's submission, the
+   * batches' data; and (atomic) from the batch's end until its thread
+   * ran again. */
+  uint64_t gather_queued_ns, gather_run_ns, gather_bytes_done;
+  uint64_t gather_woken_ns;
 };
 
 /* coding.c: an operation on the GPU ends (claimed); the GPU failed

@@ -234,6 +234,23 @@ gr_coding_free (struct gr_coding *c)
               GPU_MAX_INFLIGHT,
               __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED),
               c->gathered_ops, c->gathered_plans, c->gathered_batches);
+  if (c->gpu) {
+    char acct[400];
+
+    gr_gpudev_many_account (acct, sizeof acct);
+    if (acct[0])
+      gr_debug ("GPU engine: %s", acct);
+  }
+  if (c->gathered_plans > 0 && c->gathered_batches > 0)
+    gr_debug ("gathered reconstructs, mean per plan: %.0f us queued, %.0f "
+              "us in its submission, %.0f us from its end until the plan's "
+              "thread ran; mean submission %.1f plans, %.2f MiB",
+              c->gather_queued_ns / 1e3 / c->gathered_plans,
+              c->gather_run_ns / 1e3 / c->gathered_plans,
+              __atomic_load_n (&c->gather_woken_ns, __ATOMIC_RELAXED) / 1e3 /
+              c->gathered_plans,
+              (double) c->gathered_plans / c->gathered_batches,
+              c->gather_bytes_done / (double) MiB / c->gathered_batches);
   if (c->reqpin) {
     struct gr_reqpin_stats st;
 

@@ -173,6 +173,25 @@ gr_gpudev_last_error (void)
 }
 
 void
+gr_gpudev_many_account (char *buf, size_t len)
+{
+  struct gr_gpu_many_stats st;
+
+  gr_gpu_many_account (&st);
+  if (st.calls == 0) {
+    snprintf (buf, len, "%s", "");
+    return;
+  }
+  snprintf (buf, len, "%llu submissions of several operations: %llu jobs "
+            "direct (%llu chunks, %llu copies), %llu staged; mean per "
+            "submission %.0f us waiting for a slot, %.0f us enqueueing, "
+            "%.0f us waiting for the GPU, %.0f us in staged jobs", st.calls,
+            st.direct_jobs, st.chunks, st.copies, st.staged_jobs,
+            st.slot_ns / 1e3 / st.calls, st.enqueue_ns / 1e3 / st.calls,
+            st.wait_ns / 1e3 / st.calls, st.staged_ns / 1e3 / st.calls);
+}
+
+void
 gr_gpudev_release (void)
 {
   gr_gpu_release ();
@@ -240,6 +259,12 @@ const char *
 gr_gpudev_last_error (void)
 {
   return "";
+}
+
+void
+gr_gpudev_many_account (char *buf, size_t len)
+{
+  snprintf (buf, len, "%s", "");
 }
 
 void

@@ -33,6 +33,9 @@ int gr_gpudev_host_unregister (void *p);
 void gr_gpudev_host_in_use (void *p, bool on);
 /* The CUDA message of the engine's last failure ("" if none). */
 const char *gr_gpudev_last_error (void);
+/* The engine's account of its submissions of several operations
+ * (gpu.h gr_gpu_many_account) as one line in buf, "" if none. */
+void gr_gpudev_many_account (char *buf, size_t len);
 /* Free the engine's buffers and streams (at shutdown). */
 void gr_gpudev_release (void);
 

@@ -84,6 +84,10 @@ for code in rs crs; do
     read -r plans subs < <(sed 's/.*gathered: [0-9]* of \([0-9]*\) plans in \([0-9]*\).*/\1 \2/' <<<"$line")
     [ "$plans" -gt 0 ] || fail "fake_gpu=$fake: no reconstruct went to the stand-in GPU"
     # (fake_gpu=1: after the first failure the CPU codes everything.)
+    if [ $fake = 2 ]; then
+      grep -o 'gathered reconstructs, mean per plan: [0-9]* us queued, [0-9]* us in its submission.*' "$nbdkit_log" ||
+        fail "fake_gpu=2: no account at exit of where the gathered plans' time went"
+    fi
     if [ $fake = 2 ] && [ "$plans" -le "$subs" ] && [ "${TEST_SMALL:-0}" != 1 ]; then
       fail "fake_gpu=$fake: no submission gathered reconstructs of several requests ($line)"
     fi
