@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - scratch memory for the plans.  See scratch.h. */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -29,16 +30,29 @@ struct tls {
   struct buf keep, big;
 };
 
+/* Page-locked buffers of ended threads, kept for the next threads:
+ * nbdkit starts threads with each connection, and allocating page-locked
+ * memory is slow and slows the GPU calls of other threads meanwhile
+ * (docs/performance.md). */
+#define SPARE_MAX 256
+
 struct gr_scratch {
   struct gr_coding *coding;
   pthread_key_t key;
   uint64_t cap;
-  pthread_mutex_t lock;         /* big_used */
+  pthread_mutex_t lock;         /* big_used, spare */
   pthread_cond_t cond;
   uint64_t big_used;
-  size_t pool_used;             /* atomic: page-locked bytes */
+  struct buf spare[SPARE_MAX];
+  int nspare;
+  size_t pool_used;             /* atomic: page-locked bytes (spares
+                                 * included) */
   int pool_off;                 /* atomic: an allocation failed */
+  uint64_t pinned_new, pinned_taken;    /* atomic: buffers allocated,
+                                         * taken over from ended threads */
 };
+
+static void buf_free (struct gr_scratch *sc, struct buf *b, bool big);
 
 /* Would a page-locked buffer of size bytes be used, and fit the pool? */
 static bool
@@ -51,25 +65,84 @@ pinned_wanted (struct gr_scratch *sc, size_t size)
     <= HOST_POOL_MAX;
 }
 
-/* A page-locked buffer from the pool, or NULL. */
-static void *
-pinned_alloc (struct gr_scratch *sc, size_t size)
+/* A spare page-locked buffer of at least size bytes, taken (true), or
+ * false; then, if the pool has no room for size more bytes, spares too
+ * small are freed to make it. */
+static bool
+spare_take (struct gr_scratch *sc, size_t size, struct buf *out)
 {
+  struct buf drop[SPARE_MAX];
+  size_t used = __atomic_load_n (&sc->pool_used, __ATOMIC_RELAXED);
+  int ndrop = 0;
+  bool got = false;
+
+  pthread_mutex_lock (&sc->lock);
+  for (int i = 0; i < sc->nspare; i++)
+    if (sc->spare[i].size >= size) {
+      *out = sc->spare[i];
+      sc->spare[i] = sc->spare[--sc->nspare];
+      got = true;
+      break;
+    }
+  while (!got && sc->nspare > 0 && used + size > HOST_POOL_MAX) {
+    drop[ndrop] = sc->spare[--sc->nspare];
+    used -= drop[ndrop++].size;
+  }
+  pthread_mutex_unlock (&sc->lock);
+  for (int i = 0; i < ndrop; i++)
+    buf_free (sc, &drop[i], false);
+  if (got)
+    __atomic_add_fetch (&sc->pinned_taken, 1, __ATOMIC_RELAXED);
+  return got;
+}
+
+/* A page-locked buffer (from the pool, else from the spares), kept by
+ * the spares if there is room, else freed. */
+static void
+spare_put (struct gr_scratch *sc, struct buf *b)
+{
+  if (b->pinned) {
+    pthread_mutex_lock (&sc->lock);
+    if (sc->nspare < SPARE_MAX) {
+      sc->spare[sc->nspare++] = *b;
+      b->p = NULL;
+      b->size = 0;
+    }
+    pthread_mutex_unlock (&sc->lock);
+  }
+  buf_free (sc, b, false);
+}
+
+/* A page-locked buffer from the pool (*size rounded up to what it
+ * holds), or NULL. */
+static void *
+pinned_alloc (struct gr_scratch *sc, size_t *size)
+{
+  struct buf b;
   void *p;
 
-  if (!pinned_wanted (sc, size))
+  if (!pinned_wanted (sc, *size))
     return NULL;
-  if (__atomic_add_fetch (&sc->pool_used, size, __ATOMIC_RELAXED) >
+  /* Sizes up to what a thread keeps anyway are rounded up to it, so
+   * that any spare fits any such plan. */
+  if (*size < GR_SCRATCH_KEEP)
+    *size = GR_SCRATCH_KEEP;
+  if (spare_take (sc, *size, &b)) {
+    *size = b.size;
+    return b.p;
+  }
+  if (__atomic_add_fetch (&sc->pool_used, *size, __ATOMIC_RELAXED) >
       HOST_POOL_MAX) {
-    __atomic_sub_fetch (&sc->pool_used, size, __ATOMIC_RELAXED);
+    __atomic_sub_fetch (&sc->pool_used, *size, __ATOMIC_RELAXED);
     return NULL;
   }
-  p = gr_coding_host_alloc (sc->coding, size);
+  __atomic_add_fetch (&sc->pinned_new, 1, __ATOMIC_RELAXED);
+  p = gr_coding_host_alloc (sc->coding, *size);
   if (p == NULL) {
-    __atomic_sub_fetch (&sc->pool_used, size, __ATOMIC_RELAXED);
+    __atomic_sub_fetch (&sc->pool_used, *size, __ATOMIC_RELAXED);
     if (!__atomic_exchange_n (&sc->pool_off, 1, __ATOMIC_RELAXED))
       gr_debug ("no page-locked memory for scratch (%zu bytes): using "
-                "ordinary memory, which the GPU engine stages", size);
+                "ordinary memory, which the GPU engine stages", *size);
   }
   return p;
 }
@@ -115,15 +188,19 @@ buf_free (struct gr_scratch *sc, struct buf *b, bool big)
   b->size = 0;
 }
 
+/* A thread ends: its page-locked buffer goes to the spares (if there
+ * is room), its others are freed. */
 static void
 tls_free (void *v)
 {
   struct tls *t = v;
+  struct gr_scratch *sc;
 
-  if (t) {
-    buf_free (t->sc, &t->keep, false);
-    free (t);
-  }
+  if (t == NULL)
+    return;
+  sc = t->sc;
+  spare_put (sc, &t->keep);
+  free (t);
 }
 
 struct gr_scratch *
@@ -152,6 +229,12 @@ gr_scratch_free (struct gr_scratch *sc)
    * nbdkit's workers have ended).  No destructor runs after this. */
   tls_free (pthread_getspecific (sc->key));
   pthread_key_delete (sc->key);
+  for (int i = 0; i < sc->nspare; i++)
+    buf_free (sc, &sc->spare[i], false);
+  if (sc->pinned_new > 0)
+    gr_debug ("page-locked scratch: %" PRIu64 " buffers allocated, %" PRIu64
+              " taken over from threads that ended", sc->pinned_new,
+              sc->pinned_taken);
   pthread_mutex_destroy (&sc->lock);
   pthread_cond_destroy (&sc->cond);
   free (sc);
@@ -187,10 +270,14 @@ gr_scratch_get (struct gr_scratch *sc, size_t size)
    * ones (slow to allocate; the page-locked pool bounds them). */
   if (t->keep.size >= size && (t->keep.pinned || !pinned_wanted (sc, size)))
     return t->keep.p;
-  if ((p = pinned_alloc (sc, size)) != NULL) {
-    buf_free (sc, &t->keep, false);
-    t->keep = (struct buf) { .p = p, .size = size, .pinned = true };
-    return p;
+  {
+    size_t psize = size;
+
+    if ((p = pinned_alloc (sc, &psize)) != NULL) {
+      spare_put (sc, &t->keep);
+      t->keep = (struct buf) { .p = p, .size = psize, .pinned = true };
+      return p;
+    }
   }
   if (size <= GR_SCRATCH_KEEP) {
     buf_free (sc, &t->keep, false);

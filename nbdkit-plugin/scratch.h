@@ -9,10 +9,13 @@
  * (scratch-max=): a plan that would go over waits until others give
  * theirs back (one alone may always run).  While a GPU is in use the
  * kept buffer is page-locked, up to 64 MiB, where the page-locked pool
- * (1 GiB) allows, so that GPU operations skip the engine's staging copy.
+ * (1 GiB) allows, so that GPU operations skip the engine's staging copy;
+ * it is at least GR_SCRATCH_KEEP bytes, and when its thread ends it is
+ * kept (up to 256 of them) for the next thread, as nbdkit starts threads
+ * with each connection and page-locking memory stalls the GPU driver.
  *
  * One owner: struct gr_scratch holds the thread keys, the byte counts and
- * the pool's state. */
+ * the pool's state (its spare buffers included). */
 #ifndef GPURAID_SCRATCH_H
 #define GPURAID_SCRATCH_H
 

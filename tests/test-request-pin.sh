@@ -9,7 +9,9 @@
 #     reallocs its buffer), then connections that come and go (several at
 #     once, random sizes): every read equals the reference; buffers were
 #     registered, again when they grew; none was left registered at exit,
-#     none unregistered or marked in use wrongly; parity checked offline.
+#     none unregistered or marked in use wrongly; page-locked scratch of
+#     threads that ended was taken over by later threads (not allocated
+#     again); parity checked offline.
 #  2. Every registration fails (-D gpuraid.fake_pin=1): one warning,
 #     the data right all the same (staged), parity checked.
 #  3. Two members gone: the degraded reads equal the reference; with
@@ -127,6 +129,12 @@ grep -q 'request buffers page-locked: .*([1-9][0-9]* moved or grown' \
 grep -q '0 ranges (0 bytes) at exit' "$nbdkit_log" ||
   fail "ranges of ended threads left registered"
 clean_report "growing"
+line=$(grep -o 'page-locked scratch: [0-9]* buffers allocated, [0-9]* taken over' "$nbdkit_log") ||
+  fail "no account of the page-locked scratch at exit"
+echo "$line"
+taken=$(sed 's/.*allocated, \([0-9]*\) taken.*/\1/' <<<"$line")
+[ "$taken" -gt 0 ] ||
+  fail "no page-locked scratch passed from an ended thread to a later one"
 [ "$(fake_count "$nbdkit_log" "with blocks in request buffers")" -gt 0 ] ||
   fail "no operation coded from a page-locked request buffer"
 check_parity $k $m $chunk $code "${members[@]}"
