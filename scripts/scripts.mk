@@ -67,7 +67,12 @@ bench-remote: all scripts/nbdbench
 bench-direct: all scripts/nbdbench
 	scripts/bench-direct
 
-.PHONY: bench-direct bench-alternate bench-corruption bench-integrity bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
+# Degraded reads on connections kept open: accel=cpu, gpu and gpu with
+# request buffers not page-locked (docs/performance.md).
+bench-steady-reads: all scripts/nbdbench
+	scripts/bench-steady-reads
+
+.PHONY: bench-steady-reads bench-direct bench-alternate bench-corruption bench-integrity bench-array-gpu bench-connections bench-cpu-profile bench-rebuild \
         bench-remote
 
 # Rebuild of an array 10 % written against fully written, re-add after 1 %
