@@ -32,8 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../common/now.h"
 #include "../gf/gf-backend.h"
 #include "gpu.h"
 #include "gpu-internal.h"
@@ -1109,30 +1109,21 @@ run_job (struct job *j)
   return r;
 }
 
-/* Several jobs in one submission (gr_code_many), every block
- * page-locked: one slot, its SLOT_BUFS device buffers taken in turn by
- * the jobs' chunks (as many whole stripes as fit a buffer, or byte
- * ranges of one stripe), on its three streams as in run_direct, and one
- * wait at the end for all.  Small jobs (a degraded read's stripe) then
- * cost their copies and a launch, not a slot, a wait and a wake-up
- * each. */
 /* gr_code_many's account (gr_gpu_many_account), atomic. */
 static struct gr_gpu_many_stats many_st;
 
-static unsigned long long
-now_ns (void)
-{
-  struct timespec t;
-
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return (unsigned long long) t.tv_sec * 1000000000ULL +
-    (unsigned long long) t.tv_nsec;
-}
-
+/* Add to a counter of the account; with `since` (gr_now), the
+ * nanoseconds from then until now. */
 static void
 many_add (unsigned long long *v, unsigned long long x)
 {
   __atomic_add_fetch (v, x, __ATOMIC_RELAXED);
+}
+
+static void
+many_add_since (unsigned long long *v, double since)
+{
+  many_add (v, (unsigned long long) ((gr_now () - since) * 1e9));
 }
 
 void
@@ -1149,19 +1140,26 @@ gr_gpu_many_account (struct gr_gpu_many_stats *st)
   st->chunks = __atomic_load_n (&many_st.chunks, __ATOMIC_RELAXED);
 }
 
+/* Several jobs in one submission (gr_code_many), every block
+ * page-locked: one slot, its SLOT_BUFS device buffers taken in turn by
+ * the jobs' chunks (as many whole stripes as fit a buffer, or byte
+ * ranges of one stripe), on its three streams as in run_direct, and one
+ * wait at the end for all.  Small jobs (a degraded read's stripe) then
+ * cost their copies and a launch, not a slot, a wait and a wake-up
+ * each. */
 static int
 run_many (const struct job *js, size_t nj)
 {
   const size_t bufsz = SLOT_BYTES / SLOT_BUFS;
   struct slot *sl;
   size_t ci = 0;
-  unsigned long long t0 = now_ns (), t1, t2;
+  double t0 = gr_now (), t1, t2;
   int r;
 
   r = acquire_slots (&sl, 1);
   if (r < 0)
     return r;
-  t1 = now_ns ();
+  t1 = gr_now ();
   sl->ncopies = 0;
   r = 0;
   for (size_t x = 0; x < nj && r == 0; x++) {
@@ -1194,13 +1192,13 @@ run_many (const struct job *js, size_t nj)
       }
     }
   }
-  t2 = now_ns ();
+  t2 = gr_now ();
   many_add (&many_st.copies, sl->ncopies);
   many_add (&many_st.chunks, ci);
   r = direct_end (sl, r);
-  many_add (&many_st.slot_ns, t1 - t0);
-  many_add (&many_st.enqueue_ns, t2 - t1);
-  many_add (&many_st.wait_ns, now_ns () - t2);
+  many_add (&many_st.slot_ns, (unsigned long long) ((t1 - t0) * 1e9));
+  many_add (&many_st.enqueue_ns, (unsigned long long) ((t2 - t1) * 1e9));
+  many_add_since (&many_st.wait_ns, t2);
   many_add (&many_st.direct_jobs, nj);
   return r;
 }
@@ -1462,7 +1460,7 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
     free (dj);
   }
   {
-    unsigned long long t0 = now_ns ();
+    const double t0 = gr_now ();
 
     for (x = 0; x < nj && r == 0; x++)
       if (!js[x].direct) {
@@ -1470,7 +1468,7 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
         many_add (&many_st.staged_jobs, 1);
       }
     if (nd < nj)
-      many_add (&many_st.staged_ns, now_ns () - t0);
+      many_add_since (&many_st.staged_ns, t0);
     many_add (&many_st.calls, 1);
   }
   free (js);

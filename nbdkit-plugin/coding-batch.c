@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/now.h"
 #include "coding.h"
 #include "coding-internal.h"
 #include "log.h"
@@ -132,13 +133,11 @@ gr_coding_writer_leave (struct gr_coding *c)
  * to come: batches grow only while the GPU is busy.  Each waiter sleeps
  * on its own condition and is woken alone. */
 
+/* Nanoseconds from `since` (gr_now) until now. */
 static uint64_t
-now_ns (void)
+ns_since (double since)
 {
-  struct timespec t;
-
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return (uint64_t) t.tv_sec * 1000000000 + (uint64_t) t.tv_nsec;
+  return (uint64_t) ((gr_now () - since) * 1e9);
 }
 
 /* Detach the queue's head batch (at least one item, at most
@@ -236,10 +235,10 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
 {
   struct gather_item me = {
     .ops = ops, .nops = nops, .bytes = bytes, .state = GATHER_WAIT,
-    .queued_ns = now_ns (),
+    .queued_at = gr_now (),
   };
   struct gather_item *q, *next;
-  uint64_t t0, t1;
+  double t0, t1;
   int r;
 
   pthread_cond_init (&me.cv, NULL);
@@ -257,16 +256,16 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
   if (me.state == GATHER_DONE) {
     pthread_mutex_unlock (&c->gather_lock);
     pthread_cond_destroy (&me.cv);
-    __atomic_add_fetch (&c->gather_woken_ns, now_ns () - me.done_ns,
+    __atomic_add_fetch (&c->gather_woken_ns, ns_since (me.done_at),
                         __ATOMIC_RELAXED);
     return me.rc;
   }
   c->gathered_batches++;
   pthread_mutex_unlock (&c->gather_lock);
 
-  t0 = now_ns ();
+  t0 = gr_now ();
   r = gather_run (c, me.batch);
-  t1 = now_ns ();
+  t1 = gr_now ();
   if (r < 0) {
     nbdkit_error ("reconstruct: %s", strerror (-r));
     r = -EIO;
@@ -277,11 +276,11 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
     next = q->next;             /* q may return (and go) once woken */
     c->gathered_ops += q->nops;
     c->gathered_plans++;
-    c->gather_queued_ns += t0 - q->queued_ns;
-    c->gather_run_ns += t1 - t0;
+    c->gather_queued_ns += (uint64_t) ((t0 - q->queued_at) * 1e9);
+    c->gather_run_ns += (uint64_t) ((t1 - t0) * 1e9);
     c->gather_bytes_done += q->bytes;
     q->rc = r;
-    q->done_ns = t1;
+    q->done_at = t1;
     if (q != &me) {
       q->state = GATHER_DONE;
       pthread_cond_signal (&q->cv);

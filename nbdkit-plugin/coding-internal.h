@@ -52,8 +52,8 @@ struct gather_item {
   size_t bytes;
   enum { GATHER_WAIT, GATHER_LEAD, GATHER_DONE } state;
   int rc;
-  uint64_t queued_ns, done_ns;  /* when it queued, when its batch ended
-                                 * (CLOCK_MONOTONIC) */
+  double queued_at, done_at;    /* when it queued, when its batch ended
+                                 * (gr_now) */
   struct gather_item *batch;    /* GATHER_LEAD: the batch it runs, from
                                  * itself */
   pthread_cond_t cv;            /* its own: woken alone */
