@@ -1016,6 +1016,8 @@ bench_isal (int k, int m)
 
 /* ---- (e) --------------------------------------------------------------- */
 
+extern "C" int gr_gpu_set_mapped (int on);
+
 /* Small decodes from many threads, as an array's degraded reads make
  * them: each thread rebuilds one stripe at a time (k + m blocks of len,
  * page-locked), the erasure pattern of stripe t of an array whose first
@@ -1029,6 +1031,7 @@ struct small_arg {
   struct gr_coder *c;
   int k, m, lost, tid;
   size_t len, gather;
+  bool scatter;                 /* blocks at uneven distances */
   const uint8_t *tmpl;          /* one codeword, n blocks of len */
   pthread_barrier_t *bar;
   double secs;
@@ -1079,14 +1082,24 @@ small_call (struct small_arg *a, uint8_t **blk, size_t *t, bool spoil)
   return r < 0 ? r : (int) s;
 }
 
+/* Where block x of the buffer lies: back to back, or (scatter) at
+ * uneven distances, as an array's blocks lie in request buffers and
+ * scratch, so that their copies do not merge. */
+static size_t
+small_at (const struct small_arg *a, size_t x)
+{
+  return a->scatter ? x * (a->len + 8192) + x * 7919 % 13 * 512
+    : x * a->len;
+}
+
 static void *
 small_thread (void *p)
 {
   struct small_arg *a = (struct small_arg *) p;
   const int n = a->k + a->m;
-  const size_t sb = (size_t) n * a->len;
-  uint8_t *buf = (uint8_t *) gr_gpu_host_alloc (a->gather * sb);
-  uint8_t **blk = (uint8_t **) malloc (sizeof *blk * n * a->gather);
+  const size_t nblk = a->gather * n;
+  uint8_t *buf = (uint8_t *) gr_gpu_host_alloc (small_at (a, nblk));
+  uint8_t **blk = (uint8_t **) malloc (sizeof *blk * nblk);
   size_t t = (size_t) a->tid;
   double t0;
   int r;
@@ -1095,9 +1108,10 @@ small_thread (void *p)
     fprintf (stderr, "out of memory: %s\n", gr_gpu_last_error ());
     exit (1);
   }
-  for (size_t s = 0; s < a->gather; s++)
-    memcpy (buf + s * sb, a->tmpl, sb);
-  set_blocks (blk, buf, n, a->gather, a->len);
+  for (size_t x = 0; x < nblk; x++) {
+    blk[x] = buf + small_at (a, x);
+    memcpy (blk[x], a->tmpl + x % n * a->len, a->len);
+  }
   a->stripes = 0;
   pthread_barrier_wait (a->bar);
   t0 = gr_now ();
@@ -1112,8 +1126,8 @@ small_thread (void *p)
   a->secs = gr_now () - t0;
   /* Checked: the erased blocks spoiled, rebuilt, compared. */
   a->bad = small_call (a, blk, &t, true) < 0;
-  for (size_t s = 0; s < a->gather && !a->bad; s++)
-    a->bad = memcmp (buf + s * sb, a->tmpl, sb) != 0;
+  for (size_t x = 0; x < nblk && !a->bad; x++)
+    a->bad = memcmp (blk[x], a->tmpl + x % n * a->len, a->len) != 0;
   gr_gpu_host_free (buf);
   free (blk);
   return NULL;
@@ -1133,7 +1147,8 @@ cpu_secs (void)
  * stripes' data, CPU-s/GB. */
 static void
 small_row (const char *what, struct gr_coder *c, int k, int m, int lost,
-           size_t len, size_t gather, const uint8_t *tmpl, int nt)
+           size_t len, size_t gather, bool scatter, const uint8_t *tmpl,
+           int nt)
 {
   pthread_t th[256];
   struct small_arg a[256];
@@ -1147,7 +1162,7 @@ small_row (const char *what, struct gr_coder *c, int k, int m, int lost,
   for (int i = 0; i < nt; i++) {
     a[i] = (struct small_arg) { .c = c, .k = k, .m = m, .lost = lost,
                                 .tid = i, .len = len, .gather = gather,
-                                .tmpl = tmpl, .bar = &bar, .secs = 0,
+                                .scatter = scatter, .tmpl = tmpl, .bar = &bar, .secs = 0,
                                 .stripes = 0, .bad = 0 };
     pthread_create (&th[i], NULL, small_thread, &a[i]);
   }
@@ -1160,7 +1175,7 @@ small_row (const char *what, struct gr_coder *c, int k, int m, int lost,
   pthread_barrier_destroy (&bar);
   nchecked++;
   nwrong += bad;
-  printf ("  %-26s %3d threads: %8.0f stripes/s %6.2f GB/s %5.2f CPU-s/GB"
+  printf ("  %-40s %3d threads: %8.0f stripes/s %6.2f GB/s %5.2f CPU-s/GB"
           "%s\n", what, nt, rate, rate * k * len / 1e9,
           (cpu_secs () - c0) / (stripes * (double) k * len / 1e9),
           bad ? " WRONG" : " verified");
@@ -1171,6 +1186,22 @@ bench_small (int k, int m, int lost, size_t len)
 {
   const int n = k + m, cores = (int) sysconf (_SC_NPROCESSORS_ONLN);
   const int threads[] = { 1, 4, cores < 256 ? cores : 256 };
+  static const struct {
+    const char *what;
+    bool gpu;
+    size_t gather;
+    bool scatter;
+    int mapped;
+  } rows[] = {
+    { "ISA-L, a stripe a call", false, 1, false, 1 },
+    { "GPU, a stripe a call", true, 1, false, 1 },
+    { "GPU, 16 stripes a call", true, 16, false, 1 },
+    { "GPU, 16 stripes a call, copy engines", true, 16, false, 0 },
+    { "GPU, 16 a call, scattered", true, 16, true, 1 },
+    { "GPU, 16 a call, scattered, copy engines", true, 16, true, 0 },
+    { "ISA-L, 16 stripes a call", false, 16, false, 1 },
+    { "ISA-L, 16 a call, scattered", false, 16, true, 1 },
+  };
   struct gr_coder *gc, *cc;
   uint8_t *tmpl = (uint8_t *) malloc ((size_t) n * len);
   uint8_t *b[GR_MAX_MEMBERS];
@@ -1189,13 +1220,17 @@ bench_small (int k, int m, int lost, size_t len)
   printf ("\n(e) small decodes from many threads: %d+%d RS, %d members "
           "lost (%d patterns), %zu KiB blocks, page-locked; pinned H2D "
           "%.1f GB/s\n", k, m, lost, n, len >> 10, h2d_bw / 1e9);
-  for (int row = 0; row < 4; row++)
-    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
-      small_row (row == 0 ? "ISA-L, a stripe a call"
-                 : row == 1 ? "GPU, a stripe a call"
-                 : row == 2 ? "GPU, 16 stripes a call"
-                 : "ISA-L, 16 stripes a call", row == 1 || row == 2 ? gc : cc,
-                 k, m, lost, len, row < 2 ? 1 : 16, tmpl, threads[i]);
+  /* Scattered blocks: each copy its own; the engine's copy kernel moves
+   * them, against the copy engines, one CUDA copy each
+   * (gr_gpu_set_mapped). */
+  for (size_t row = 0; row < sizeof rows / sizeof rows[0]; row++)
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+      const int old = gr_gpu_set_mapped (rows[row].mapped);
+
+      small_row (rows[row].what, rows[row].gpu ? gc : cc, k, m, lost, len,
+                 rows[row].gather, rows[row].scatter, tmpl, threads[i]);
+      gr_gpu_set_mapped (old);
+    }
   gr_coder_free (gc);
   gr_coder_free (cc);
   free (tmpl);

@@ -27,6 +27,7 @@
  * (plan_init), so a call uploads only data.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -343,7 +344,8 @@ gr_gpu_host_register (void *p, size_t size)
                       NHOSTREG);
     return -ENOSPC;
   }
-  e = cudaHostRegister (p, size, cudaHostRegisterPortable);
+  e = cudaHostRegister (p, size,
+                        cudaHostRegisterPortable | cudaHostRegisterMapped);
   if (e != cudaSuccess) {
     host_reg_del (p);
     if (e == cudaErrorHostMemoryAlreadyRegistered) {
@@ -400,7 +402,7 @@ gr_gpu_host_alloc (size_t size)
 
   if (set_device () < 0)
     return NULL;
-  e = cudaHostAlloc (&p, size, cudaHostAllocPortable);
+  e = cudaHostAlloc (&p, size, cudaHostAllocPortable | cudaHostAllocMapped);
   if (e != cudaSuccess) {
     gr_gpu_fail (e, "cudaHostAlloc");
     return NULL;
@@ -542,10 +544,48 @@ acquire_slots (struct slot **got, int want)
  * whose data or parity blocks are back to back). */
 #define PITCH_MAX ((size_t) 1 << 30)
 
+/* The 1D copies of a chunk (one direction) are queued together and
+ * enqueued at its end: of a small operation's job (gr_code_many) whose
+ * blocks all lie in page-locked memory the engine knows of, in one launch
+ * of the GPU's own copy kernel that reads and writes host memory through
+ * the device's mapping of it (mapped_rows; test hook gr_gpu_set_mapped:
+ * 0 = never); otherwise one cudaMemcpyAsync each.  A CUDA copy costs the
+ * host several microseconds; a launch of up to GR_GPU_ROWS_MAX rows
+ * about one. */
+static int mapped_copies = 1;
+GR_GPU_TEST_HOOK (int, gr_gpu_set_mapped, mapped_copies)
+
+/* May the copy kernel use host pointers as they are: does the device
+ * map page-locked host memory at the host's addresses (asked once)? */
+static bool
+mapped_rows (void)
+{
+  static int can = -1;          /* not asked yet */
+  int v = __atomic_load_n (&can, __ATOMIC_RELAXED);
+
+  if (v < 0) {
+    int a = 0, b = 0;
+
+    if (cudaDeviceGetAttribute (&a, cudaDevAttrUnifiedAddressing,
+                                gpu_dev) != cudaSuccess ||
+        cudaDeviceGetAttribute (&b,
+                                cudaDevAttrCanUseHostPointerForRegisteredMem,
+                                gpu_dev) != cudaSuccess) {
+      (void) cudaGetLastError ();
+      a = 0;
+    }
+    v = a && b;
+    __atomic_store_n (&can, v, __ATOMIC_RELAXED);
+  }
+  return v && __atomic_load_n (&mapped_copies, __ATOMIC_RELAXED);
+}
+
 struct copier {
   enum cudaMemcpyKind kind;
   cudaStream_t st;
   cudaError_t e;
+  bool mapped;                  /* by the copy kernel (mapped_rows) */
+  struct gr_gpu_rows q;         /* queued 1D copies, not yet enqueued */
   uint8_t *d1;                  /* current run */
   const uint8_t *s1;
   size_t l1;
@@ -555,41 +595,71 @@ struct copier {
   unsigned long long *count;    /* NULL, or copies queued */
 };
 
+/* Enqueue the queued 1D copies. */
+static void
+copier_flush1 (struct copier *c)
+{
+  cudaError_t e = cudaSuccess;
+
+  if (c->q.n == 0 || c->e != cudaSuccess) {
+    c->q.n = 0;
+    return;
+  }
+  if (c->mapped)
+    e = gr_gpu_copy_rows (&c->q, c->st);
+  else
+    for (unsigned i = 0; i < c->q.n && e == cudaSuccess; i++)
+      e = cudaMemcpyAsync (c->q.dst[i], c->q.src[i], c->q.len[i], c->kind,
+                           c->st);
+  c->e = e;
+  c->q.n = 0;
+}
+
+static void
+copier_add1 (struct copier *c, uint8_t *d, const uint8_t *s, size_t l)
+{
+  if (c->count)
+    ++*c->count;
+  if (l > UINT_MAX) {           /* never from a chunk; correct anyway */
+    copier_flush1 (c);
+    if (c->e == cudaSuccess)
+      c->e = cudaMemcpyAsync (d, s, l, c->kind, c->st);
+    return;
+  }
+  if (c->q.n == GR_GPU_ROWS_MAX)
+    copier_flush1 (c);
+  c->q.dst[c->q.n] = d;
+  c->q.src[c->q.n] = s;
+  c->q.len[c->q.n++] = (unsigned) l;
+}
+
 static void
 copier_flush2 (struct copier *c)
 {
-  cudaError_t e;
+  const bool up = c->kind == cudaMemcpyHostToDevice;
+  cudaError_t e = cudaErrorInvalidValue;
 
   if (c->h2 == 0 || c->e != cudaSuccess) {
     c->h2 = 0;
     return;
   }
-  if (c->count)
-    ++*c->count;
-  if (c->h2 == 1)
-    e = cudaMemcpyAsync (c->d2, c->s2, c->w2, c->kind, c->st);
-  else {
-    const bool up = c->kind == cudaMemcpyHostToDevice;
-    const uint8_t *host = up ? c->s2 : c->d2;
-    const size_t pitch = up ? c->sp2 : c->dp2;
-
-    e = cudaErrorInvalidValue;
-    if (host_span_ok (host, (c->h2 - 1) * pitch + c->w2)) {
-      e = cudaMemcpy2DAsync (c->d2, c->dp2, c->s2, c->sp2, c->w2, c->h2,
-                             c->kind, c->st);
-      if (e == cudaErrorInvalidPitchValue || e == cudaErrorInvalidValue)
-        (void) cudaGetLastError ();
-    }
-    if (e == cudaErrorInvalidPitchValue || e == cudaErrorInvalidValue) {
-      e = cudaSuccess;                /* one copy per run instead */
-      for (size_t i = 0; i < c->h2 && e == cudaSuccess; i++)
-        e = cudaMemcpyAsync (c->d2 + i * c->dp2, c->s2 + i * c->sp2, c->w2,
-                             c->kind, c->st);
-      if (c->count)
-        *c->count += c->h2 - 1;
-    }
+  if (c->h2 >= 2 &&
+      host_span_ok (up ? c->s2 : c->d2,
+                    (c->h2 - 1) * (up ? c->sp2 : c->dp2) + c->w2)) {
+    e = cudaMemcpy2DAsync (c->d2, c->dp2, c->s2, c->sp2, c->w2, c->h2,
+                           c->kind, c->st);
+    if (e == cudaSuccess && c->count)
+      ++*c->count;
+    if (e == cudaErrorInvalidPitchValue || e == cudaErrorInvalidValue)
+      (void) cudaGetLastError ();
   }
-  c->e = e;
+  if (e == cudaErrorInvalidPitchValue || e == cudaErrorInvalidValue) {
+    e = cudaSuccess;            /* one copy per run (batched) instead */
+    for (size_t i = 0; i < c->h2; i++)
+      copier_add1 (c, c->d2 + i * c->dp2, c->s2 + i * c->sp2, c->w2);
+  }
+  if (c->e == cudaSuccess)
+    c->e = e;
   c->h2 = 0;
 }
 
@@ -599,6 +669,10 @@ copier_run (struct copier *c, uint8_t *d, const uint8_t *s, size_t l)
   const uintptr_t ud = (uintptr_t) d, us = (uintptr_t) s;
   const uintptr_t ud2 = (uintptr_t) c->d2, us2 = (uintptr_t) c->s2;
 
+  if (c->mapped) {              /* no strided copies: rows, one launch */
+    copier_add1 (c, d, s, l);
+    return;
+  }
   if (c->h2 == 1 && l == c->w2 && ud > ud2 && us > us2 &&
       ud - ud2 >= l && us - us2 >= l && ud - ud2 <= PITCH_MAX &&
       us - us2 <= PITCH_MAX) {
@@ -645,6 +719,7 @@ copier_end (struct copier *c)
     copier_run (c, c->d1, c->s1, c->l1);
   c->l1 = 0;
   copier_flush2 (c);
+  copier_flush1 (c);
   return c->e;
 }
 
@@ -660,6 +735,8 @@ copier_init (struct copier *c, enum cudaMemcpyKind kind, cudaStream_t st)
 struct job {
   const struct gr_gpu_tab *tab;
   int col0, ncols, nrows, acc, direct;
+  int mapped;                   /* direct, and its rows copied by the copy
+                                 * kernel (copier_flush1) */
   int out_pinned;               /* staged path: outputs page-locked, so
                                  * downloaded straight into them */
   const uint8_t *const *in;     /* nstripes * ncols */
@@ -814,9 +891,10 @@ chunk_finish (const struct job *j, struct slot *sl, const struct chunk *ch)
  * speed, as CUDA copies ordinary memory correctly too, through its own
  * staging. */
 static int
-all_pinned (const uint8_t *const *p, size_t n, size_t len)
+all_pinned (const uint8_t *const *p, size_t n, size_t len, int *known)
 {
   size_t ask[PIN_SAMPLES], nask = 0;
+  bool unknown = false;
 
   pthread_mutex_lock (&hostreg_lock);
   for (size_t i = 0; i < n; i++)
@@ -825,6 +903,7 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len)
       pthread_mutex_unlock (&hostreg_lock);
       return 0;
     case 0:
+      unknown = true;
       if (nask < PIN_SAMPLES)
         ask[nask++] = i;
       else
@@ -837,6 +916,8 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len)
   for (size_t i = 0; i < nask; i++)
     if (!is_pinned (p[ask[i]]))
       return 0;
+  if (known)
+    *known = !unknown;
   return 1;
 }
 
@@ -858,6 +939,7 @@ chunk_direct (const struct job *j, struct slot *sl, size_t b, uint8_t *d_in,
     return gr_gpu_fail (e, "cudaStreamWaitEvent");
   copier_init (&cp, cudaMemcpyHostToDevice, sl->st);
   cp.count = &sl->ncopies;
+  cp.mapped = j->mapped;
   rows_copy (&cp, d_in, j->in, j->ncols, ch);
   if (j->acc)
     rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, ch);
@@ -878,6 +960,7 @@ chunk_direct (const struct job *j, struct slot *sl, size_t b, uint8_t *d_in,
   if (e == cudaSuccess) {
     copier_init (&cp, cudaMemcpyDeviceToHost, sl->st_d);
     cp.count = &sl->ncopies;
+    cp.mapped = j->mapped;
     rows_copy (&cp, d_out, (const uint8_t *const *) j->out, j->nrows, ch);
     e = copier_end (&cp);
   }
@@ -1046,9 +1129,9 @@ run_job (struct job *j)
   /* Page-locked blocks of at least DIRECT_MIN bytes go straight to the
    * device. */
   if (j->len >= DIRECT_MIN &&
-      all_pinned (j->in, j->nstripes * j->ncols, j->len) &&
+      all_pinned (j->in, j->nstripes * j->ncols, j->len, NULL) &&
       all_pinned ((const uint8_t *const *) j->out, j->nstripes * j->nrows,
-                  j->len)) {
+                  j->len, NULL)) {
     j->direct = 1;
     return run_direct (j);
   }
@@ -1077,7 +1160,7 @@ run_job (struct job *j)
    * only the inputs pay the CPU copy. */
   j->out_pinned = !j->acc && j->len >= DIRECT_MIN &&
     all_pinned ((const uint8_t *const *) j->out, j->nstripes * j->nrows,
-                j->len);
+                j->len, NULL);
 
   nslots = acquire_slots (got, nchunks < NSLOTS ? (int) nchunks : NSLOTS);
   if (nslots < 0)
@@ -1407,6 +1490,7 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
     const int nout = dx ? dx->nerased : n - k;
     struct job *j = &js[nj];
     size_t ns = 0, y, s;
+    int known_in, known_out;
 
     if (taken[x] || ops[x].nstripes == 0 || ops[x].len == 0)
       continue;
@@ -1441,9 +1525,12 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
     /* (No compiled kernel started here, as run_job does for large
      * batches: these are many small operations, bound by the link and
      * their copies, and each decode pattern would cost a compile.) */
+    known_in = known_out = 0;
     j->direct = j->len >= DIRECT_MIN &&
-      all_pinned (j->in, ns * k, j->len) &&
-      all_pinned ((const uint8_t *const *) j->out, ns * nout, j->len);
+      all_pinned (j->in, ns * k, j->len, &known_in) &&
+      all_pinned ((const uint8_t *const *) j->out, ns * nout, j->len,
+                  &known_out);
+    j->mapped = j->direct && known_in && known_out && mapped_rows ();
     nj++;
   }
   /* The direct ones first, together, in the order they came. */

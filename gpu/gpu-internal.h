@@ -59,6 +59,20 @@ cudaError_t gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols,
                            int acc, const void *din, void *dout,
                            size_t nstripes, size_t lp, cudaStream_t st);
 
+/* Copies run by the GPU's cores instead of its copy engines: row i of
+ * len[i] bytes from src[i] to dst[i], each pointer in device memory or in
+ * page-locked host memory mapped into the device's address space (host
+ * pointer = device pointer).  One launch for them all on stream st;
+ * returns the launch's cudaError_t. */
+#define GR_GPU_ROWS_MAX 64
+struct gr_gpu_rows {
+  void *dst[GR_GPU_ROWS_MAX];
+  const void *src[GR_GPU_ROWS_MAX];
+  unsigned len[GR_GPU_ROWS_MAX];
+  unsigned n;
+};
+cudaError_t gr_gpu_copy_rows (const struct gr_gpu_rows *r, cudaStream_t st);
+
 /* Compile t's XOR-network kernel if not tried yet (thread-safe).  0 when
  * ready, -ENOTSUP when unavailable (no NVRTC, matrix too large, ...):
  * then gr_gpu_launch keeps using the generic kernel. */

@@ -315,6 +315,58 @@ gr_gpu_kernels_loadable (void)
   return cudaFuncGetAttributes (&a, rs_imad_kernel<1, 4, false>);
 }
 
+/* ---- copies ------------------------------------------------------------ */
+
+/* Grid: x over the pieces of a row, y over the rows.  Rows whose
+ * addresses and length are multiples of 16 move in uint4, four loads in
+ * flight per thread before their stores (reads of host memory cross the
+ * link: latency, not bandwidth, bounds a thread); others byte by byte. */
+#define COPY_BLOCKS 8
+
+static __global__ void __launch_bounds__ (THREADS)
+copy_rows_kernel (const struct gr_gpu_rows r)
+{
+  const unsigned i = blockIdx.y;
+  const size_t len = r.len[i];
+  const size_t t0 = (size_t) blockIdx.x * THREADS + threadIdx.x;
+  const size_t step = (size_t) gridDim.x * THREADS;
+
+  if ((((uintptr_t) r.dst[i] | (uintptr_t) r.src[i] | len) & 15) == 0) {
+    const uint4 *s = (const uint4 *) r.src[i];
+    uint4 *d = (uint4 *) r.dst[i];
+    const size_t n = len / 16;
+    size_t x = t0;
+
+    for (; x + 3 * step < n; x += 4 * step) {
+      const uint4 a = s[x], b = s[x + step], c = s[x + 2 * step],
+        e = s[x + 3 * step];
+
+      d[x] = a;
+      d[x + step] = b;
+      d[x + 2 * step] = c;
+      d[x + 3 * step] = e;
+    }
+    for (; x < n; x += step)
+      d[x] = s[x];
+  }
+  else {
+    const uint8_t *s = (const uint8_t *) r.src[i];
+    uint8_t *d = (uint8_t *) r.dst[i];
+
+    for (size_t x = t0; x < len; x += step)
+      d[x] = s[x];
+  }
+}
+
+cudaError_t
+gr_gpu_copy_rows (const struct gr_gpu_rows *r, cudaStream_t st)
+{
+  if (r->n == 0)
+    return cudaSuccess;
+  copy_rows_kernel<<<dim3 (COPY_BLOCKS, r->n), THREADS, 0, st>>> (*r);
+  return cudaGetLastError ();
+}
+
 /* ---- launch ------------------------------------------------------------ */
 
 static unsigned

@@ -63,6 +63,7 @@ main (void)
 /* Internal hook (gpu/engine.cu): data bytes per chunk of the direct
  * path (0 leaves it); returns the previous value. */
 extern size_t gr_gpu_set_chunk (size_t bytes);
+extern int gr_gpu_set_mapped (int on);
 
 #define MiB ((size_t) 1 << 20)
 
@@ -656,8 +657,18 @@ run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
     if (gr_coder_new (&cr, geo[gi][0], geo[gi][1], code, ref) < 0 ||
         gr_coder_new (&cg, geo[gi][0], geo[gi][1], code, gpu) < 0)
       FAIL ("coder %d+%d %s", geo[gi][0], geo[gi][1], code_name (code));
-    else if (gi < 2)
+    else if (gi < 2) {
       many_case (cr, cg, quick ? 24 : 48, 65536, 4096);
+      if (gi == 0) {
+        /* rows of a length the copy kernel moves byte by byte; then
+         * the copies by the copy engines, not the copy kernel */
+        const int old = gr_gpu_set_mapped (0);
+
+        many_case (cr, cg, quick ? 24 : 48, 65536, 4096);
+        gr_gpu_set_mapped (old);
+        many_case (cr, cg, 12, 65536 + 5, 4096);
+      }
+    }
     else
       many_case (cr, cg, 4, (size_t) 1 << 20, 65536);
     gr_coder_free (cg);
