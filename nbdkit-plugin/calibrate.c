@@ -276,7 +276,8 @@ gr_calibrate (struct gr_coding *coding, uint32_t chunk)
   }
   for (i = 0; i < GR_ROUTE_NKINDS; i++)
     fmt_size (s[i], sizeof s[i], from[i]);
-  gr_coding_set_gpu_from (coding, from);
+  gr_coding_set_gpu_from (coding, from,
+                          gr_fakegpu_auto () != GR_FAKE_AUTO_ALL);
   gr_debug ("accel=auto: on the GPU from (data bytes per operation): "
             "encode %s, reconstruct %s (1 lost) / %s (%d lost), update %s; "
             "smaller operations on the CPU (measured in %.0f ms)",

@@ -8,7 +8,8 @@
  * (encodes to 4 MiB per block), in the buffers the data paths use; an
  * operation then goes to the GPU from the smallest size at which the GPU
  * was at least 10 % faster at every larger size
- * (gr_coding_set_gpu_from).  The same step rebuilds a stripe on both and
+ * (gr_coding_set_gpu_from): the router's prior, from which it tries both
+ * sides while the array serves (router.h).  The same step rebuilds a stripe on both and
  * compares the bytes: a GPU that gives different bytes is not used.
  * Every time and decision is logged (nbdkit -v). */
 #ifndef GPURAID_CALIBRATE_H

@@ -19,6 +19,9 @@
  * page-locked in place (reqpin.h), staged as before. */
 extern int gpuraid_debug_group_commit;
 extern int gpuraid_debug_pin_requests;
+/* -D gpuraid.adaptive=0: accel=auto routes by the start-up measurement
+ * alone, never tries both sides while running (router.h). */
+extern int gpuraid_debug_adaptive;
 #define MiB ((size_t) 1 << 20)
 
 /* Reconstructs of less data than this are gathered across requests
@@ -90,7 +93,7 @@ struct gr_coding {
                                          * NULL (a stand-in) */
   struct gr_reqpin *reqpin;     /* request buffers page-locked, or NULL */
 
-  size_t gpu_from[GR_ROUTE_NKINDS];
+  struct gr_router *router;     /* accel=auto's (NULL before setup) */
   int inflight;                 /* atomic */
   uint64_t ops_gpu, ops_spilled;        /* atomic */
 

@@ -21,6 +21,7 @@
 NBDKIT_DLL_PUBLIC int gpuraid_debug_group_commit = 1;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_pin_requests = 1;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_gather = GATHER_LEADERS;
+NBDKIT_DLL_PUBLIC int gpuraid_debug_adaptive = 1;
 
 /* --- set-up -------------------------------------------------------------- */
 
@@ -91,7 +92,6 @@ struct gr_coding *
 gr_coding_new (const struct gr_config *cfg)
 {
   struct gr_coding *c = calloc (1, sizeof *c);
-  int i;
 
   if (c == NULL) {
     nbdkit_error ("calloc: %m");
@@ -106,8 +106,6 @@ gr_coding_new (const struct gr_config *cfg)
   c->comb_tail = &c->comb_head;
   pthread_mutex_init (&c->gather_lock, NULL);
   c->gather_tail = &c->gather_head;
-  for (i = 0; i < GR_ROUTE_NKINDS; i++)
-    c->gpu_from[i] = SIZE_MAX;
   if (choose (c, cfg) == -1) {
     gr_coding_free (c);
     return NULL;
@@ -127,6 +125,11 @@ gr_coding_setup (struct gr_coding *c, int k, int m, enum gr_code code,
   if (r < 0) {
     nbdkit_error ("cannot create a %s coder for k=%d m=%d: %s",
                   gr_backend_name (c->cpu_be), k, m, strerror (-r));
+    return -1;
+  }
+  c->router = gr_router_new (m, NULL);
+  if (c->router == NULL) {
+    nbdkit_error ("calloc: %m");
     return -1;
   }
   c->k = k;
@@ -265,6 +268,7 @@ gr_coding_free (struct gr_coding *c)
   }
   if (c->gpu && !c->use_gpu)
     gr_fakegpu_report ();
+  gr_router_free (c->router);
   gr_coder_free (c->gpu);
   gr_coder_free (c->cpu);
   if (c->use_gpu)
@@ -336,9 +340,14 @@ gr_coding_gpu_off (struct gr_coding *c)
 
 void
 gr_coding_set_gpu_from (struct gr_coding *c,
-                        const size_t from[GR_ROUTE_NKINDS])
+                        const size_t from[GR_ROUTE_NKINDS], bool adaptive)
 {
-  memcpy (c->gpu_from, from, sizeof c->gpu_from);
+  adaptive = adaptive && gpuraid_debug_adaptive;
+  gr_router_set_prior (c->router, from, adaptive);
+  gr_debug ("accel=auto: %s", adaptive
+            ? "each kind of operation tried on both sides while it runs, "
+            "from the start-up measurement's choice"
+            : "routed by the start-up measurement alone");
   /* Count the data paths' operations only. */
   __atomic_store_n (&c->ops_gpu, 0, __ATOMIC_RELAXED);
   __atomic_store_n (&c->ops_spilled, 0, __ATOMIC_RELAXED);
@@ -348,20 +357,12 @@ bool
 gr_coding_route (void *arg, enum gr_op op, size_t bytes, int nerased)
 {
   struct gr_coding *c = arg;
-  enum gr_route_kind kind;
 
   if (!gr_coding_gpu_usable (c))
     return false;
   if (c->gpu_all)
     return true;
-  switch (op) {
-  case GR_OP_ENCODE: kind = GR_ROUTE_ENCODE; break;
-  case GR_OP_UPDATE: kind = GR_ROUTE_UPDATE; break;
-  default:
-    /* Measured with 1 and with m blocks lost: the nearer one. */
-    kind = 2 * nerased > 1 + c->m ? GR_ROUTE_RECON_ALL : GR_ROUTE_RECON_ONE;
-  }
-  return bytes >= c->gpu_from[kind];
+  return gr_router_route (c->router, op, bytes, nerased) == GR_SIDE_GPU;
 }
 
 /* Take one of the GPU's places for an operation about to run there
@@ -410,6 +411,14 @@ coding_error (const char *op, int r)
 
 /* --- the operations ------------------------------------------------------ */
 
+/* With a stand-in GPU, tests may slow the CPU coder (fakegpu.h). */
+static void
+cpu_latency (const struct gr_coding *c)
+{
+  if (c->gpu && !c->use_gpu)
+    gr_fakegpu_cpu_latency ();
+}
+
 /* Encodes of whole chunks on the GPU go through the group commit, others
  * on their own. */
 int
@@ -428,6 +437,7 @@ gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
       return 0;
     gr_coding_gpu_failed (c, "encode", r);
   }
+  cpu_latency (c);
   r = gr_encode (c->cpu, blocks, nstripes, len);
   return r == 0 ? 0 : coding_error ("encode", r);
 }
@@ -453,6 +463,7 @@ gr_coding_reconstruct_n (struct gr_coding *c, bool gpu, const int *erased,
       return 0;
     gr_coding_gpu_failed (c, "reconstruct", r);
   }
+  cpu_latency (c);
   r = gr_reconstruct (c->cpu, erased, nerased, blocks, nstripes, len);
   return r == 0 ? 0 : coding_error ("reconstruct", r);
 }
@@ -476,6 +487,7 @@ gr_coding_update (struct gr_coding *c, bool gpu, int index,
     }
     gr_coding_gpu_failed (c, "update", r);
   }
+  cpu_latency (c);
   r = gr_update (c->cpu, index, &delta, parity, 1, len);
   return r == 0 ? 0 : coding_error ("update", r);
 }
@@ -544,15 +556,10 @@ gr_coding_plan_coder (struct gr_coding *c)
 bool
 gr_coding_request_begin (struct gr_coding *c, void *buf, size_t len)
 {
-  int i;
-
   if (c->reqpin == NULL || !gr_coding_gpu_usable (c))
     return false;
   /* Under accel=auto, only where the GPU may code something. */
-  for (i = 0; !c->gpu_all && i < GR_ROUTE_NKINDS; i++)
-    if (c->gpu_from[i] != SIZE_MAX)
-      break;
-  if (i == GR_ROUTE_NKINDS)
+  if (!c->gpu_all && !gr_router_may_gpu (c->router))
     return false;
   return gr_reqpin_begin (c->reqpin, buf, len);
 }

@@ -9,11 +9,12 @@
  * request buffers page-locked in place (reqpin.h).
  *
  * accel=cpu: always the CPU coder.  accel=gpu (or backend=cuda): every
- * operation on the GPU.  accel=auto with a usable GPU: an operation goes
- * to the GPU only from the size the start-up measurement found it at
- * least 10 % faster, and only while fewer than 2 are on the GPU (the rest
- * spill to the CPU cores).  A GPU failure redoes the operation, and all
- * later ones, on the CPU.
+ * operation on the GPU.  accel=auto with a usable GPU: each kind of
+ * operation goes where accel=auto's router (router.h) finds it does
+ * better in the running array, starting from the sizes the start-up
+ * measurement found the GPU at least 10 % faster; and only while fewer
+ * than 2 are on the GPU (the rest spill to the CPU cores).  A GPU failure
+ * redoes the operation, and all later ones, on the CPU.
  *
  * Lifecycle: gr_coding_new at config_complete (backend chosen, GPU
  * probed in a child process), gr_coding_setup once the geometry is known
@@ -29,6 +30,7 @@
 
 #include "config.h"
 #include "plan.h"
+#include "router.h"
 #include "steps.h"
 
 struct gr_coding;
@@ -66,12 +68,12 @@ bool gr_coding_gpu_all (const struct gr_coding *c);
 /* The GPU gave wrong bytes: code on the CPU only from now on. */
 void gr_coding_gpu_off (struct gr_coding *c);
 
-/* accel=auto's thresholds: data bytes per operation from which the GPU
- * is used (SIZE_MAX: never), per kind. */
-enum gr_route_kind { GR_ROUTE_ENCODE, GR_ROUTE_RECON_ONE, GR_ROUTE_RECON_ALL,
-                     GR_ROUTE_UPDATE, GR_ROUTE_NKINDS };
+/* accel=auto's start-up thresholds: data bytes per operation from which
+ * the GPU is used (SIZE_MAX: never), per kind; adaptive: the router tries
+ * both sides while running (router.h), unless -D gpuraid.adaptive=0. */
 void gr_coding_set_gpu_from (struct gr_coding *c,
-                             const size_t from[GR_ROUTE_NKINDS]);
+                             const size_t from[GR_ROUTE_NKINDS],
+                             bool adaptive);
 /* Where an operation of `bytes` data bytes (nerased lost) runs: true for
  * the GPU.  arg is the struct gr_coding (plan.h's route callback). */
 bool gr_coding_route (void *arg, enum gr_op op, size_t bytes, int nerased);

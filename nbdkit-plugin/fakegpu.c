@@ -17,6 +17,7 @@ NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_gpu = 0;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_auto = 0;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_pin = 0;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_gpu_us = 0;
+NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_cpu_us = 0;
 
 static void classify (const uint8_t *const *b, size_t n, size_t len);
 
@@ -163,6 +164,13 @@ working_init (struct gr_coder *c, void **priv)
   if (r == 0)
     *priv = inner;
   return r;
+}
+
+void
+gr_fakegpu_cpu_latency (void)
+{
+  if (gpuraid_debug_fake_cpu_us > 0)
+    usleep ((useconds_t) gpuraid_debug_fake_cpu_us);
 }
 
 /* A submission's round trip, as a GPU's (fake_gpu_us). */

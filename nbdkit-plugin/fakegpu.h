@@ -11,6 +11,9 @@
  *   -D gpuraid.fake_gpu_us=N  the working one takes N us more for each
  *                          submission, as a GPU's round trip does (so
  *                          that batches gathered across requests form);
+ *   -D gpuraid.fake_cpu_us=N  with a stand-in, the CPU coder takes N us
+ *                          more for each operation (so that accel=auto's
+ *                          router has a faster "GPU" to find);
  *   -D gpuraid.fake_auto=1 route between it and the CPU as accel=auto does
  *                          with a real GPU (measured at start-up), its
  *                          "page-locked" memory ordinary memory;
@@ -45,6 +48,8 @@ enum gr_fake_auto gr_fakegpu_auto (void);
 int gr_fakegpu_coder (struct gr_coder **out, int k, int m,
                       enum gr_code code, const struct gr_backend *cpu);
 const char *gr_fakegpu_name (void);
+/* Before each CPU operation while a stand-in is used: fake_cpu_us. */
+void gr_fakegpu_cpu_latency (void);
 /* Its "page-locked" memory: 4096-aligned ordinary memory. */
 void *gr_fakegpu_host_alloc (size_t size);
 void gr_fakegpu_host_free (void *p);

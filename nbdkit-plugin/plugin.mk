@@ -21,12 +21,12 @@ PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o array-probe
               members.o members-io.o members-rebuild.o control.o control-answer.o \
               status.o pace.o rebuild.o copy.o scrub.o heal.o heal-replace.o \
               coding.o coding-batch.o reqpin.o scratch.o pool.o \
-              steps.o calibrate.o gpudev.o fakegpu.o log.o events.o)
+              steps.o calibrate.o router.o gpudev.o fakegpu.o log.o events.o)
 
 # Callbacks have fixed signatures: unused parameters are normal there.
 $(PLUGIN_OBJS) nbdkit-plugin/test-plan.o nbdkit-plugin/test-scratch.o \
 nbdkit-plugin/test-pace.o nbdkit-plugin/test-reqpin.o \
-nbdkit-plugin/test-pool.o: \
+nbdkit-plugin/test-pool.o nbdkit-plugin/test-router.o: \
   CFLAGS_ALL += -I. -Wno-unused-parameter
 # A build option confined to the one file that has stubs for it (those
 # of member storage are in storage/storage.mk).
@@ -64,9 +64,13 @@ nbdkit-plugin/test-reqpin: nbdkit-plugin/test-reqpin.o \
 nbdkit-plugin/test-pool: nbdkit-plugin/test-pool.o nbdkit-plugin/pool.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
 
+nbdkit-plugin/test-router: nbdkit-plugin/test-router.o \
+                           nbdkit-plugin/router.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
+
 PLUGIN_TESTS = nbdkit-plugin/test-plan nbdkit-plugin/test-scratch \
                nbdkit-plugin/test-pace nbdkit-plugin/test-reqpin \
-               nbdkit-plugin/test-pool
+               nbdkit-plugin/test-pool nbdkit-plugin/test-router
 CHECK_PROGS += $(PLUGIN_TESTS)
 CHECK_TESTS += $(PLUGIN_TESTS) nbdkit-plugin/test-sb-state.sh \
                nbdkit-plugin/test-degraded-reads.sh \

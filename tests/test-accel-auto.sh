@@ -14,6 +14,10 @@
 #     catches it, says so once, and everything runs on the CPU, correctly.
 #  4. fake_gpu=1 (a GPU whose every call fails): the measurement stops
 #     with one logged failure, the server starts and serves from the CPU.
+#  5. The router tries both sides while degraded reads run and keeps the
+#     better (router.h): with a stand-in 5 ms slower a submission it
+#     decides for the CPU, with the CPU coder 5 ms slower an operation
+#     for the stand-in, logging each side's figures; every read right.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -116,4 +120,32 @@ expect_gpu_dropped () {
 expect_gpu_dropped 3 "wrong GPU" 'GPU check: the GPU rebuilt different bytes'
 # --- 4. a GPU whose calls fail during the measurement ---------------------
 expect_gpu_dropped 1 "failing GPU" 'error: GPU .* failed'
+
+# --- 5. the router's trials, degraded reads (members 1 and 4 gone) --------
+# expect_route SLOWER SIDE: serve with SLOWER (the stand-in's or the CPU
+# coder's delay), read the array serially (one request at a time: the
+# delay is each read's) until the reconstructs with 2 of 2 lost have a
+# decision, which must be SIDE.
+expect_route () {
+  local what="reconstruct with 2 of $m lost, 64K to 1M" line t
+  serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=1 -D "$1"
+  grep -q 'accel=auto: each kind of operation tried on both sides' \
+    "$nbdkit_log" || fail "$1: the router is not adaptive"
+  for (( t = 0; t < 120; t++ )); do
+    rm -f "$tmpdir/out"
+    nbdcopy -C 1 --requests=1 --request-size=1048576 "$uri" "$tmpdir/out" &&
+      cmp -s "$tmpdir/out" "$ref" || fail "$1: degraded read differs"
+    line=$(grep "accel=auto: $what: CPU .* for 30 s" "$nbdkit_log" | head -1)
+    [ -n "$line" ] && break
+  done
+  stop_nbdkit "$pid"
+  grep 'accel=auto: .*\(for 30 s\|trials,\|no trial\)' "$nbdkit_log" |
+    sed 's/.*debug: /  /'
+  [ -n "$line" ] || fail "$1: no decision for $what after $t reads"
+  [[ $line == *"on the $2 for 30 s" ]] ||
+    fail "$1: expected the $2: ${line#*debug: }"
+  echo "$1: $2 (after $t reads of the array)"
+}
+expect_route gpuraid.fake_gpu_us=5000 CPU
+expect_route gpuraid.fake_cpu_us=5000 GPU
 echo "$0: PASS"
