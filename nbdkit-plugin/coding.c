@@ -319,6 +319,15 @@ gr_coding_info (const struct gr_coding *c, struct gr_coding_info *out)
 
 /* --- routing ------------------------------------------------------------- */
 
+size_t
+gr_coding_routes (struct gr_coding *c, struct gr_route_state *out,
+                  size_t max)
+{
+  if (c->router == NULL || c->gpu_all || !gr_coding_gpu_usable (c))
+    return 0;
+  return gr_router_states (c->router, out, max);
+}
+
 bool
 gr_coding_gpu_usable (const struct gr_coding *c)
 {

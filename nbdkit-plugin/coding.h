@@ -60,6 +60,10 @@ struct gr_coding_info {
                                          * CPU because it was busy */
 };
 void gr_coding_info (const struct gr_coding *c, struct gr_coding_info *out);
+/* accel=auto's kinds that have run (router.h): up to max into out; how
+ * many have run (0 without a router that tries both sides). */
+size_t gr_coding_routes (struct gr_coding *c, struct gr_route_state *out,
+                         size_t max);
 /* Is there a GPU coder that has not failed? */
 bool gr_coding_gpu_usable (const struct gr_coding *c);
 /* accel=gpu or backend=cuda (or a stand-in not routed as auto): every

@@ -346,6 +346,38 @@ gr_router_route (struct gr_router *r, enum gr_op op, size_t bytes,
   return (enum gr_route_side) side;
 }
 
+size_t
+gr_router_states (struct gr_router *r, struct gr_route_state *out,
+                  size_t max)
+{
+  size_t n = 0;
+
+  if (!r->adaptive)
+    return 0;
+  pthread_mutex_lock (&r->lock);
+  for (int i = 0; i < r->nkinds * NSIZES; i++) {
+    const struct kind *kd = &r->k[i];
+    struct gr_route_state *st = &out[n];
+
+    if (kd->stage == ST_UNUSED)
+      continue;
+    if (n++ >= max)
+      continue;
+    kind_name (r, kd, st->kind, sizeof st->kind);
+    st->decided = kd->held != SIDE_PRIOR;
+    st->side = st->decided ? (enum gr_route_side) kd->held : GR_SIDE_CPU;
+    st->trying = r->trial == kd;
+    st->trials = kd->trials;
+    st->to_gpu = kd->to_gpu;
+    for (int s = 0; s < 2; s++) {
+      st->mbs[s] = kd->rate[s] / 1e6;
+      st->cpu_s_gb[s] = kd->cpb[s] * 1e9;
+    }
+  }
+  pthread_mutex_unlock (&r->lock);
+  return n;
+}
+
 void
 gr_router_free (struct gr_router *r)
 {

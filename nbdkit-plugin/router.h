@@ -74,4 +74,18 @@ enum gr_route_side gr_router_route (struct gr_router *r, enum gr_op op,
 /* May some operation go to the GPU (now or in a trial)? */
 bool gr_router_may_gpu (const struct gr_router *r);
 
+/* A kind that has run, for the status. */
+struct gr_route_state {
+  char kind[80];                /* "reconstruct with 2 of 4 lost, 64K to 1M" */
+  bool decided;                 /* by a trial (else as measured at start-up) */
+  enum gr_route_side side;      /* decided: where it goes */
+  bool trying;                  /* in a trial now */
+  unsigned trials, to_gpu;
+  double mbs[2], cpu_s_gb[2];   /* the last trial's, per side */
+};
+/* The kinds that have run (adaptive only), up to max of them into out;
+ * how many have run. */
+size_t gr_router_states (struct gr_router *r, struct gr_route_state *out,
+                         size_t max);
+
 #endif /* GPURAID_ROUTER_H */

@@ -211,6 +211,49 @@ scrub_status (struct gr_array *a, FILE *f, bool json, uint64_t resume_at,
   }
 }
 
+/* accel=auto's kinds that have run: where each goes and why. */
+static void
+routes_write (struct gr_coding *coding, FILE *f, bool json)
+{
+  struct gr_route_state st[64];
+  const size_t n = gr_coding_routes (coding, st, 64);
+  const size_t shown = n < 64 ? n : 64;
+
+  if (json)
+    fputs (", \"routes\": [", f);
+  for (size_t i = 0; i < shown; i++) {
+    const char *side = !st[i].decided ? "start-up"
+      : st[i].side == GR_SIDE_GPU ? "gpu" : "cpu";
+
+    if (json) {
+      fprintf (f, "%s{\"kind\": ", i ? ", " : "");
+      gr_json_str (f, st[i].kind);
+      fprintf (f, ", \"side\": \"%s\", \"trying\": %s, \"trials\": %u, "
+               "\"to_gpu\": %u, \"cpu_mbs\": %.0f, \"cpu_s_per_gb\": %.3f, "
+               "\"gpu_mbs\": %.0f, \"gpu_cpu_s_per_gb\": %.3f}", side,
+               st[i].trying ? "true" : "false", st[i].trials, st[i].to_gpu,
+               st[i].mbs[GR_SIDE_CPU], st[i].cpu_s_gb[GR_SIDE_CPU],
+               st[i].mbs[GR_SIDE_GPU], st[i].cpu_s_gb[GR_SIDE_GPU]);
+      continue;
+    }
+    fprintf (f, "route      %s: %s%s", st[i].kind,
+             !st[i].decided ? "as measured at start-up"
+             : st[i].side == GR_SIDE_GPU ? "GPU" : "CPU",
+             st[i].trying ? ", being tried now" : "");
+    if (st[i].trials > 0)
+      fprintf (f, " (%u trials, %u to the GPU; the last: CPU %.0f MB/s "
+               "%.2f CPU-s/GB, GPU %.0f MB/s %.2f CPU-s/GB)", st[i].trials,
+               st[i].to_gpu, st[i].mbs[GR_SIDE_CPU],
+               st[i].cpu_s_gb[GR_SIDE_CPU], st[i].mbs[GR_SIDE_GPU],
+               st[i].cpu_s_gb[GR_SIDE_GPU]);
+    fputc ('\n', f);
+  }
+  if (json)
+    fputc (']', f);
+  else if (n > shown)
+    fprintf (f, "route      and %zu more kinds\n", n - shown);
+}
+
 void
 gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
                  bool json)
@@ -255,9 +298,11 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
     fputs (", \"gpu\": ", f);
     gr_json_str (f, ci.gpu ? ci.gpu_name : NULL);
     fprintf (f, ", \"gpu_device\": %d, \"gpu_all\": %s, \"gpu_fallen_back\": "
-             "%s, \"gpu_operations\": %" PRIu64 "},\n", ci.device,
+             "%s, \"gpu_operations\": %" PRIu64, ci.device,
              ci.gpu_all ? "true" : "false",
              ci.fallen_back ? "true" : "false", ci.ops_gpu);
+    routes_write (coding, f, true);
+    fputs ("},\n", f);
     fputs (" \"members\": [", f);
     for (i = 0; i < n; i++) {
       const enum gr_member_state s = gr_members_state (ms, i);
@@ -362,12 +407,15 @@ gr_status_write (struct gr_array *a, struct gr_coding *coding, FILE *f,
              sb.flags & GR_SB_FLAG_DIRTY ? ", dirty (writes since start)"
              : "");
   }
-  if (ci.gpu)
+  if (ci.gpu) {
     fprintf (f, "coder      GPU %s%s%s; CPU backend %s; %" PRIu64
              " operations on the GPU\n", ci.gpu_name,
-             ci.gpu_all ? ", every operation" : ", large operations",
+             ci.gpu_all ? ", every operation"
+             : ", each kind of operation where it does better",
              ci.fallen_back ? " (failed: everything on the CPU now)" : "",
              ci.cpu_backend, ci.ops_gpu);
+    routes_write (coding, f, false);
+  }
   else
     fprintf (f, "coder      CPU backend %s\n", ci.cpu_backend);
   if (rs) {

@@ -23,6 +23,8 @@ bench: all scripts/nbdbench
 	scripts/bench
 
 CLEAN_FILES += scripts/nbdbench
+# tests/test-accel-auto.sh reads with it.
+CHECK_PROGS += scripts/nbdbench
 
 # On a GPU machine: 10+4 and 8+8 arrays on tmpfs, accel=gpu vs accel=cpu.
 bench-array-gpu: all scripts/nbdbench
