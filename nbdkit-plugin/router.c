@@ -270,6 +270,12 @@ step (struct gr_router *r, struct kind *kd, double now)
     hold (r, kd, now, FIRST_S);
     return;
   case ST_HOLD:
+    /* Another kind's trial: wait, unless that kind has stopped coming
+     * (its stage ended a while ago): its trial is abandoned. */
+    if (r->trial != NULL && now > load_until (r->trial) + LATE_S) {
+      r->trial->abandoned++;
+      hold (r, r->trial, now, RETRY_S);
+    }
     if (r->trial != NULL) {
       set_until (kd, now + WAIT_S);
       return;

@@ -261,6 +261,27 @@ test_kinds_apart (void)
   gr_router_free (r);
 }
 
+/* A kind that stops for good during its trial (the load changed): the
+ * next kind's trial is not held up by it. */
+static void
+test_trial_left (void)
+{
+  struct sim sm = { 0, 0 };
+  struct gr_router *r = new_router (&sm, 4, SIZE_MAX, true);
+  struct load a2 = recon (1e-3, 0.5e-3, 1e-4, 1e-4), a3 = a2;
+  unsigned long g, a;
+
+  CHECK (r != NULL, "gr_router_new");
+  run (r, &sm, &a2, 1.3, &g, &a);        /* 2 lost: into its trial */
+  a3.nerased = 3;
+  run (r, &sm, &a3, 4, &g, &a);          /* only 3 lost from now on */
+  CHECK (strstr (last_log, "3 of 4 lost, 64K to 1M") &&
+         strstr (last_log, "on the GPU for 30 s"), "the second kind "
+         "decided: %s", last_log);
+  CHECK (g > a / 2, "and on the GPU: %lu of %lu", g, a);
+  gr_router_free (r);
+}
+
 /* Not adaptive: the thresholds, whatever the load. */
 static void
 test_thresholds (void)
@@ -343,6 +364,7 @@ main (void)
   test_ties ();
   test_abandoned ();
   test_kinds_apart ();
+  test_trial_left ();
   test_thresholds ();
   test_threads ();
   return test_done ("test-router");
