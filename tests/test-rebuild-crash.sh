@@ -139,14 +139,20 @@ at=$(grep 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log" | tail
 members[1]=$slow
 set_args
 ctl_serve
-for (( t = 0; t < 100; t++ )); do
+for (( t = 0; t < 300; t++ )); do
   grep -q 'resuming the rebuild of member 1' "$nbdkit_log" && break
   sleep 0.1
 done
-# (On failure, say what the start made of member 1 too: a flake seen
-# once under load, not reproduced since, said only "not resumed".)
-grep -q "resuming the rebuild of member 1 (.*) at stripe $at" "$nbdkit_log" ||
-  fail "not resumed at the checkpoint's stripe $at: $(grep -i 'resum' "$nbdkit_log"); what the start said of member 1 and of copies: $(grep -E 'member 1\b|older copy|cannot open|abandoned' "$nbdkit_log" | tail -n 8)"
+# Resumed at that checkpoint, or at a later one: the kill can land
+# between a checkpoint's superblocks and its log line.  (Every byte is
+# checked below, so a resumption past what was rebuilt would fail there.)
+# A failure once under load said only "not resumed": say what the start
+# made of member 1 too.
+got=$(grep -o 'resuming the rebuild of member 1 (.*) at stripe [0-9]*' \
+        "$nbdkit_log" | sed 's/.* stripe //')
+[ -n "$got" ] && [ "$got" -ge "$at" ] ||
+  fail "not resumed at the checkpoint's stripe $at (${got:-no resumption} after $t s/10): $(grep -i 'resum' "$nbdkit_log"); what the start said of member 1 and of copies: $(grep -E 'member 1\b|older copy|cannot open|abandoned' "$nbdkit_log" | tail -n 8)"
+[ "$got" = "$at" ] || echo "  resumed at stripe $got, a checkpoint after the one logged ($at)"
 verify "after kill -9 just after a checkpoint, while rebuilding"
 cksum_clean "reads after the restart"
 "$CTL" -c "$ctl" rate 0 >/dev/null
