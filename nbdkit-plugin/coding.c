@@ -121,15 +121,15 @@ gr_coding_setup (struct gr_coding *c, int k, int m, enum gr_code code,
 
   if (c->cpu)
     return 0;
+  /* The router first: a set-up that returns early above has both. */
+  if (c->router == NULL && (c->router = gr_router_new (m, NULL)) == NULL) {
+    nbdkit_error ("calloc: %m");
+    return -1;
+  }
   r = gr_coder_new (&c->cpu, k, m, code, c->cpu_be);
   if (r < 0) {
     nbdkit_error ("cannot create a %s coder for k=%d m=%d: %s",
                   gr_backend_name (c->cpu_be), k, m, strerror (-r));
-    return -1;
-  }
-  c->router = gr_router_new (m, NULL);
-  if (c->router == NULL) {
-    nbdkit_error ("calloc: %m");
     return -1;
   }
   c->k = k;
