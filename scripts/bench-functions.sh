@@ -16,6 +16,12 @@
 #   bench_stop           stop $server and wait for it
 #   cpu_ticks            $server's CPU time so far (utime + stime of all
 #                        its threads), in clock ticks
+#   machine_ticks        the machine's busy time so far (user, nice,
+#                        system, irq, softirq, steal of every core), in
+#                        clock ticks: the server's, the client's and the
+#                        kernel's threads that work for them (loop devices,
+#                        io_uring workers), and whatever else runs: a
+#                        quiet machine's figure
 #   cpu_per_gb TICKS BYTES  those ticks as CPU-seconds per GB of BYTES
 
 progress () { printf '==> %s  [load %s]\n' "$*" "$(cut -d' ' -f1-3 /proc/loadavg)"; }
@@ -61,6 +67,7 @@ bench_start ()
 bench_stop () { kill "$server"; wait "$server" 2>/dev/null || true; server=; }
 
 cpu_ticks () { awk '{print $14 + $15}' "/proc/$server/stat"; }
+machine_ticks () { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 
 cpu_per_gb ()
 {
