@@ -121,6 +121,18 @@ test_finds_faster (void)
          last_log);
   run (r, &sm, &ld, 25, &g, &a);
   CHECK (g == a, "held: %lu of %lu on the GPU", g, a);
+  {
+    struct gr_route_state st[4];
+    const size_t n = gr_router_states (r, st, 4);
+
+    CHECK (n == 1 && st[0].decided && st[0].side == GR_SIDE_GPU &&
+           !st[0].trying && st[0].trials == 1 && st[0].to_gpu == 1 &&
+           st[0].mbs[GR_SIDE_GPU] > 1.9 * st[0].mbs[GR_SIDE_CPU] &&
+           strcmp (st[0].kind, "reconstruct with 2 of 4 lost, 64K to 1M")
+           == 0, "the status: %zu kinds, %s: %s, %u trials, %.0f/%.0f MB/s",
+           n, st[0].kind, st[0].side == GR_SIDE_GPU ? "GPU" : "CPU",
+           st[0].trials, st[0].mbs[0], st[0].mbs[1]);
+  }
   ld.gap[GR_SIDE_GPU] = 4e-3;           /* the GPU slows down */
   run (r, &sm, &ld, 6, &g, &a);
   CHECK (strstr (last_log, "on the CPU for 30 s"), "second trial: %s",
