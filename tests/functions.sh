@@ -186,6 +186,19 @@ ctl_serve ()
   [ -S "$ctl" ] || fail "no control socket at $ctl"
 }
 
+# wait_log PATTERN [SECS]: wait (30 s at most) for a line of $nbdkit_log
+# matching PATTERN (grep's); false if none came.  For what the server says
+# in the background after its start, such as a rebuild's resumption.
+wait_log ()
+{
+  local i
+  for (( i = 0; i < ${2:-30} * 10; i++ )); do
+    grep -q "$1" "$nbdkit_log" && return 0
+    sleep 0.1
+  done
+  grep -q "$1" "$nbdkit_log"
+}
+
 # ctl_json EXPR: a python expression over the status JSON (as s), printed.
 ctl_json ()
 {

@@ -167,7 +167,7 @@ od -An -tu4 -j 52 -N 4 "${members[1]}" | grep -q . || fail "no superblock on mem
 [ $(( $(od -An -tu4 -j 52 -N 4 "${members[1]}") & 0x48 )) = $(( 0x48 )) ] ||
   fail "member 1's own superblock does not say REBUILDING+READD"
 ctl_serve
-grep -q "resuming the rebuild of member 1" "$nbdkit_log" || fail "not resumed: $(grep warning "$nbdkit_log")"
+wait_log "resuming the rebuild of member 1" || fail "not resumed: $(grep warning "$nbdkit_log")"
 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
 wait_healthy
 grep -q "re-add of member 1 .* done" "$nbdkit_log" || fail "the resumed rebuild was no re-add"

@@ -81,7 +81,7 @@ set_args
 ctl_serve resync-rate=2000000
 grep -q "member 1 (.*new1.img) is being rebuilt: resumes at stripe $at of $stripes" "$nbdkit_log" ||
   fail "start: $(grep -i 'rebuil\|degraded' "$nbdkit_log")"
-grep -q "resuming the rebuild of member 1 (.*new1.img) at stripe $at" "$nbdkit_log" ||
+wait_log "resuming the rebuild of member 1 (.*new1.img) at stripe $at" ||
   fail "not resumed: $(grep -i rebuil "$nbdkit_log")"
 [ "$(ctl_json 's["members"][1]["state"]')" = rebuilding ] || fail "member 1 not rebuilding"
 verify "resumed, while rebuilding"
@@ -117,6 +117,7 @@ kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
 members[1]=$tmpdir/new1.img
 set_args
 ctl_serve
+wait_log 'resuming the rebuild of member 1 ' || true
 at=$(sed -n 's/.*resuming the rebuild of member 1 (.*) at stripe \([0-9]*\).*/\1/p' "$nbdkit_log")
 [ -n "$at" ] || fail "not resumed: $(grep -i 'rebuil\|journal\|degraded' "$nbdkit_log")"
 [ "$at" -gt 0 ] && [ "$at" -le "$front0" ] || fail "resumed at stripe $at (front was $front0)"
@@ -159,7 +160,7 @@ stop_nbdkit "$pid"
 members[1]=$tmpdir/other1.img
 set_args
 ctl_serve
-grep -q "resuming the rebuild of member 1 (.*other1.img)" "$nbdkit_log" || fail "the recorded rebuild did not resume"
+wait_log "resuming the rebuild of member 1 (.*other1.img)" || fail "the recorded rebuild did not resume"
 "$CTL" -c "$ctl" rate 0 >/dev/null
 timeout 60 "$CTL" -c "$ctl" wait >/dev/null || fail "wait"
 verify "the recorded rebuild finished"
