@@ -20,7 +20,8 @@
                          * operations still in flight */
 #define LATE_S 0.1      /* a stage end reached later than this: the kind
                          * paused, its figures are not its rate */
-#define HOLD_S 30.0     /* a decision holds */
+#define HOLD_S 30.0     /* a decision confirmed holds at most */
+#define SHORT_S 4.0     /* a first or changed decision holds */
 #define RETRY_S 5.0     /* after an abandoned trial */
 #define WAIT_S 0.1      /* another kind's trial runs: look again */
 #define MIN_OPS 8       /* operations a phase must count */
@@ -55,6 +56,7 @@ struct kind {
   double t0, cpu0;              /* the count's start: time, CPU time */
   double secs[2], cpu[2], b[2]; /* this trial, per side */
   unsigned trials, to_gpu, abandoned;
+  double hold_s;                /* how long the last decision holds */
   double rate[2], cpb[2];       /* the last decision's figures */
 };
 
@@ -238,6 +240,11 @@ decide (struct gr_router *r, struct kind *kd, double now)
     win = GR_SIDE_GPU;
   else if (cpb[GR_SIDE_CPU] < (1 - MARGIN) * cpb[GR_SIDE_GPU])
     win = GR_SIDE_CPU;
+  /* A first decision, or one that changes the side, is checked again
+   * soon (a fresh array's first seconds, a load that moved); each that
+   * confirms the last holds twice as long, up to HOLD_S. */
+  kd->hold_s = kd->trials > 0 && win == kd->held
+    ? (2 * kd->hold_s < HOLD_S ? 2 * kd->hold_s : HOLD_S) : SHORT_S;
   kd->trials++;
   kd->to_gpu += win == GR_SIDE_GPU;
   memcpy (kd->rate, rate, sizeof rate);
@@ -249,9 +256,9 @@ decide (struct gr_router *r, struct kind *kd, double now)
             rate[GR_SIDE_GPU] / 1e6, cpb[GR_SIDE_GPU] * 1e9,
             win == GR_SIDE_GPU ? "GPU" : win == GR_SIDE_CPU ? "CPU"
             : "sides measured at start-up",
-            win == SIDE_PRIOR ? " (neither better)" : "", HOLD_S);
+            win == SIDE_PRIOR ? " (neither better)" : "", kd->hold_s);
   kd->held = win;
-  hold (r, kd, now, HOLD_S);
+  hold (r, kd, now, kd->hold_s);
 }
 
 /* kd's stage has ended (or it is first used): move on.  Under r->lock. */
@@ -305,6 +312,15 @@ step (struct gr_router *r, struct kind *kd, double now)
     if (now > until + LATE_S || ops < MIN_OPS || secs <= 0)
       break;
     s = phase_side[kd->phase];
+    {
+      char name[96];
+
+      kind_name (r, kd, name, sizeof name);
+      gr_debug ("accel=auto: %s: trial phase %d on the %s: %.0f MB/s, "
+                "%.2f CPU-s/GB", name, kd->phase + 1,
+                s == GR_SIDE_GPU ? "GPU" : "CPU", (double) b / secs / 1e6,
+                b ? cpu / (double) b * 1e9 : 0.0);
+    }
     kd->secs[s] += secs;
     kd->cpu[s] += cpu;
     kd->b[s] += (double) b;

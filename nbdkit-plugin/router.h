@@ -17,8 +17,11 @@
  * the GPU, the GPU and the CPU, each counting (after its first 50 ms) the
  * kind's data bytes routed and the process's CPU time.  The side with
  * more bytes a second by more than 5 % wins; within that, the side with
- * less CPU time a byte by more than 5 %; else the side held before.  The
- * decision holds for 30 s, then a new trial.  One trial runs at a time,
+ * less CPU time a byte by more than 5 %; else the side held before.  A
+ * first decision, or one that changes the side, holds for 4 s (a fresh
+ * array's first seconds are not its steady state: members' first writes,
+ * buffers registered); each that confirms the one before holds twice as
+ * long as it, up to 30 s; then a new trial.  One trial runs at a time,
  * among all kinds, so that two kinds' switches do not blur each other; a
  * trial whose kind stops coming (a phase with fewer than 8 operations, or
  * reached late) is abandoned and tried again 5 s later.  Every decision

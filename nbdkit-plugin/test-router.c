@@ -2,7 +2,8 @@
 /* gpuraid - unit test of router.h (accel=auto's router) on a simulated
  * clock: a workload whose operations come at a rate, and cost CPU time,
  * that depend on the side each is routed to; the router must find the
- * better side, hold it, try again after the hold and follow a change,
+ * better side, hold it (longer each time a trial confirms it), try again
+ * after the hold and follow a change,
  * abandon a trial its operations left, keep kinds apart, run one trial at
  * a time, route by the thresholds alone when not adaptive; then threads
  * routing at once on the real clock (for ThreadSanitizer). */
@@ -10,26 +11,42 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "router.h"
 #include "tests/testkit.h"
 #include "common/now.h"
 
-/* The router logs through nbdkit_debug: kept, the last line, and shown. */
+/* The router logs through nbdkit_debug, every line shown.  Its
+ * decisions and exit lines are kept: the last, and how many; a
+ * decision's hold, in order.  A trial's phase lines are only shown. */
 static char last_log[512];
 static unsigned nlogs;
+static int holds[64];
+static unsigned nholds;
+static double last_at;          /* the last decision's simulated time */
+static const double *sim_t;     /* the running simulation's clock */
 
 void
 nbdkit_debug (const char *fs, ...)
 {
+  char line[512];
+  const char *f;
   va_list ap;
 
   va_start (ap, fs);
-  vsnprintf (last_log, sizeof last_log, fs, ap);
+  vsnprintf (line, sizeof line, fs, ap);
   va_end (ap);
+  printf ("  log: %s\n", line);
+  if (strstr (line, "trial phase"))
+    return;
+  memcpy (last_log, line, sizeof line);
   nlogs++;
-  printf ("  log: %s\n", last_log);
+  f = strstr (line, " for ");
+  if (f && strstr (line, "CPU-s/GB, GPU") && nholds < 64)
+    holds[nholds++] = atoi (f + 5);
+  last_at = sim_t ? *sim_t : 0;
 }
 
 struct sim {
@@ -100,9 +117,9 @@ recon (double gap_cpu, double gap_gpu, double cpu_cpu, double cpu_gpu)
                          .cpu = { cpu_cpu, cpu_gpu } };
 }
 
-/* The GPU twice the rate: tried after a second, then on the GPU; held
- * 30 s; after that tried again, and when the GPU has become the slower,
- * back on the CPU. */
+/* The GPU twice the rate: tried after a second, then on the GPU, held
+ * 4 s; each trial that confirms it holds twice as long, up to 30 s; when
+ * the GPU has become the slower, back on the CPU, held 4 s, then 8. */
 static void
 test_finds_faster (void)
 {
@@ -110,16 +127,19 @@ test_finds_faster (void)
   struct gr_router *r = new_router (&sm, 4, SIZE_MAX, true);
   struct load ld = recon (1e-3, 0.5e-3, 1e-4, 1e-4);
   unsigned long g, a;
+  char seq[128] = "";
 
   CHECK (r != NULL, "gr_router_new");
+  nholds = 0;
+  sim_t = &sm.t;
   run (r, &sm, &ld, 0.9, &g, &a);
   CHECK (g == 0 && a > 800, "before the trial: the prior (CPU): %lu of %lu "
          "on the GPU", g, a);
   run (r, &sm, &ld, 1.5, &g, &a);       /* the trial (1 s) and after */
   CHECK (strstr (last_log, "reconstruct with 2 of 4 lost, 64K to 1M") &&
-         strstr (last_log, "on the GPU for 30 s"), "decision: %s",
+         strstr (last_log, "on the GPU for 4 s"), "decision: %s",
          last_log);
-  run (r, &sm, &ld, 25, &g, &a);
+  run (r, &sm, &ld, 3, &g, &a);
   CHECK (g == a, "held: %lu of %lu on the GPU", g, a);
   {
     struct gr_route_state st[4];
@@ -133,12 +153,21 @@ test_finds_faster (void)
            n, st[0].kind, st[0].side == GR_SIDE_GPU ? "GPU" : "CPU",
            st[0].trials, st[0].mbs[0], st[0].mbs[1]);
   }
+  run (r, &sm, &ld, 60, &g, &a);        /* trials at 6, 15, 32, 63 s */
+  CHECK (g > 0.97 * a, "held, but for the trials: %lu of %lu on the GPU",
+         g, a);
   ld.gap[GR_SIDE_GPU] = 4e-3;           /* the GPU slows down */
-  run (r, &sm, &ld, 6, &g, &a);
-  CHECK (strstr (last_log, "on the CPU for 30 s"), "second trial: %s",
-         last_log);
-  run (r, &sm, &ld, 20, &g, &a);
-  CHECK (g == 0, "held on the CPU: %lu of %lu on the GPU", g, a);
+  run (r, &sm, &ld, 40, &g, &a);        /* a trial at 94 s, 99 s */
+  CHECK (strstr (last_log, "on the CPU for 8 s"), "back on the CPU, "
+         "confirmed: %s", last_log);
+  for (unsigned i = 0; i < nholds; i++)
+    snprintf (seq + strlen (seq), sizeof seq - strlen (seq), "%s%d",
+              i ? " " : "", holds[i]);
+  CHECK (strcmp (seq, "4 8 16 30 30 4 8") == 0, "the holds, in s: %s",
+         seq);
+  run (r, &sm, &ld, last_at + 7.5 - sm.t, &g, &a);
+  CHECK (g == 0, "held on the CPU for 8 s: %lu of %lu on the GPU", g, a);
+  sim_t = NULL;
   gr_router_free (r);
 }
 
@@ -156,9 +185,9 @@ test_prior_overruled (void)
   run (r, &sm, &ld, 0.9, &g, &a);
   CHECK (g == a, "before the trial: the prior (GPU): %lu of %lu", g, a);
   run (r, &sm, &ld, 1.5, &g, &a);
-  CHECK (strstr (last_log, "on the CPU for 30 s"), "decision: %s",
+  CHECK (strstr (last_log, "on the CPU for 4 s"), "decision: %s",
          last_log);
-  run (r, &sm, &ld, 10, &g, &a);
+  run (r, &sm, &ld, 3, &g, &a);         /* within the 4 s hold */
   CHECK (g == 0, "held on the CPU: %lu of %lu on the GPU", g, a);
   gr_router_free (r);
 }
@@ -175,7 +204,7 @@ test_ties (void)
 
   CHECK (r != NULL, "gr_router_new");
   run (r, &sm, &ld, 2.5, &g, &a);
-  CHECK (strstr (last_log, "on the GPU for 30 s"), "less CPU a byte on the "
+  CHECK (strstr (last_log, "on the GPU for 4 s"), "less CPU a byte on the "
          "GPU: %s", last_log);
   gr_router_free (r);
 
@@ -185,7 +214,7 @@ test_ties (void)
   run (r, &sm, &ld, 2.5, &g, &a);
   CHECK (strstr (last_log, "sides measured at start-up (neither better)"),
          "a tie keeps the prior: %s", last_log);
-  run (r, &sm, &ld, 10, &g, &a);
+  run (r, &sm, &ld, 3, &g, &a);
   CHECK (g == 0, "the prior (CPU) held: %lu of %lu on the GPU", g, a);
   gr_router_free (r);
 }
@@ -210,7 +239,7 @@ test_abandoned (void)
   CHECK (g == 0, "after the abandoned trial, the prior: %lu of %lu on the "
          "GPU", g, a);
   run (r, &sm, &ld, 6, &g, &a);
-  CHECK (nlogs == before + 1 && strstr (last_log, "on the GPU for 30 s"),
+  CHECK (nlogs == before + 1 && strstr (last_log, "on the GPU for 4 s"),
          "tried again: %s", last_log);
   gr_router_free (r);
 }
@@ -288,7 +317,7 @@ test_trial_left (void)
   a3.nerased = 3;
   run (r, &sm, &a3, 4, &g, &a);          /* only 3 lost from now on */
   CHECK (strstr (last_log, "3 of 4 lost, 64K to 1M") &&
-         strstr (last_log, "on the GPU for 30 s"), "the second kind "
+         strstr (last_log, "on the GPU for 4 s"), "the second kind "
          "decided: %s", last_log);
   CHECK (g > a / 2, "and on the GPU: %lu of %lu", g, a);
   gr_router_free (r);

@@ -142,7 +142,7 @@ expect_route () {
   for (( t = 4; t <= 40; t += 4 )); do
     "$NBDBENCH" -m randread -b 1M -q 2 -c 1 -t 4 "$uri" >"$tmpdir/bench" ||
       fail "$1: reads failed: $(cat "$tmpdir/bench")"
-    line=$(grep "accel=auto: $what: CPU .* for 30 s" "$nbdkit_log" | head -1)
+    line=$(grep "accel=auto: $what: CPU .* for [0-9]* s" "$nbdkit_log" | head -1)
     [ -n "$line" ] && break
   done
   rm -f "$tmpdir/out"
@@ -153,12 +153,12 @@ expect_route () {
                   if r['kind'] == '$what'][0]")" = "${2,,}" ] ||
     fail "$1: status --json: no route to the $2 for $what"
   stop_nbdkit "$pid"
-  grep -q "^route      $what: $2 (1 trials" "$tmpdir/status" ||
+  grep -q "^route      $what: $2 ([0-9]* trials" "$tmpdir/status" ||
     fail "$1: status: no route to the $2 for $what: $(cat "$tmpdir/status")"
-  grep 'accel=auto: .*\(for 30 s\|trials,\|no trial\)' "$nbdkit_log" |
+  grep 'accel=auto: .*\(for [0-9]* s\|trials,\|no trial\)' "$nbdkit_log" |
     sed 's/.*debug: /  /'
   [ -n "$line" ] || fail "$1: no decision for $what after $t s of reads"
-  [[ $line == *"on the $2 for 30 s" ]] ||
+  [[ $line == *"on the $2 for 4 s" ]] ||
     fail "$1: expected the $2: ${line#*debug: }"
   grep '^coder\|^route' "$tmpdir/status"
   echo "$1: $2 (within $t s of reads)"
