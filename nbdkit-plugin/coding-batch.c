@@ -183,7 +183,8 @@ bool
 gr_coding_gather_this (struct gr_coding *c, size_t bytes)
 {
   return gr_coding_gpu_usable (c) && gpuraid_debug_gather > 0 &&
-    bytes < GATHER_MAX_BYTES && (c->gpu_all || gather_room (c, bytes));
+    bytes < GATHER_MAX_BYTES && (c->gpu_all || !c->spill ||
+                                 gather_room (c, bytes));
 }
 
 /* Run a batch (list from `first`) on the GPU, or on the CPU after a GPU

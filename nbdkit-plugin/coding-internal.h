@@ -35,11 +35,15 @@ extern int gpuraid_debug_adaptive;
  * flight (0: each on its own). */
 extern int gpuraid_debug_gather;
 
-/* Under accel=auto, at most this many operations on the GPU at once
- * (writers inside the group commit count one each); more would wait
- * there for the engine's streams while CPU cores are free, so they run
- * on the CPU instead ("spill"), and the GPU adds to the CPU under load
- * instead of becoming a queue (docs/performance.md, array run 3). */
+/* Under accel=auto routed by the start-up measurement alone
+ * (-D gpuraid.adaptive=0), at most this many operations on the GPU at
+ * once (writers inside the group commit count one each); more would
+ * wait there for the engine's streams while CPU cores are free, so they
+ * run on the CPU instead ("spill"), and the GPU adds to the CPU under
+ * load instead of becoming a queue (docs/performance.md, array run 3).
+ * The adaptive router does not spill: a kind it puts on the GPU goes
+ * there whole, as in its trials, and gathers as under accel=gpu (a cap
+ * of 2 left a write's group commit two requests to gather). */
 #define GPU_MAX_INFLIGHT 2
 
 /* Group commit: a batch gathers at most this much data, and its leader
@@ -94,6 +98,8 @@ struct gr_coding {
   struct gr_reqpin *reqpin;     /* request buffers page-locked, or NULL */
 
   struct gr_router *router;     /* accel=auto's (NULL before setup) */
+  bool spill;                   /* beyond GPU_MAX_INFLIGHT, or a full
+                                 * gather queue: the CPU */
   int inflight;                 /* atomic */
   uint64_t ops_gpu, ops_spilled;        /* atomic */
 

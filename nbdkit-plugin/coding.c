@@ -97,6 +97,7 @@ gr_coding_new (const struct gr_config *cfg)
     nbdkit_error ("calloc: %m");
     return NULL;
   }
+  c->spill = true;              /* until the router is set adaptive */
   /* The best CPU backend, before the GPU's registers (it ranks below
    * the fast CPU backends, but above ref). */
   c->cpu_be = gr_backend_best ();
@@ -353,6 +354,7 @@ gr_coding_set_gpu_from (struct gr_coding *c,
 {
   adaptive = adaptive && gpuraid_debug_adaptive;
   gr_router_set_prior (c->router, from, adaptive);
+  c->spill = !adaptive;
   gr_debug ("accel=auto: %s", adaptive
             ? "each kind of operation tried on both sides while it runs, "
             "from the start-up measurement's choice"
@@ -382,7 +384,7 @@ claim (struct gr_coding *c)
   if (!gr_coding_gpu_usable (c))
     return false;
   if (__atomic_add_fetch (&c->inflight, 1, __ATOMIC_ACQ_REL) >
-      GPU_MAX_INFLIGHT && !c->gpu_all) {
+      GPU_MAX_INFLIGHT && !c->gpu_all && c->spill) {
     __atomic_sub_fetch (&c->inflight, 1, __ATOMIC_ACQ_REL);
     __atomic_add_fetch (&c->ops_spilled, 1, __ATOMIC_RELAXED);
     return false;

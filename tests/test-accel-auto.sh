@@ -19,6 +19,9 @@
 #     decides for the CPU, with the CPU coder 5 ms slower an operation
 #     for the stand-in, logging each side's figures; every read right;
 #     gpuraidctl status (text and JSON) shows the kind's route.
+#  6. Whole-stripe writes on 4 connections with the CPU coder slower: the
+#     router puts the encodes on the stand-in and none is sent to the CPU
+#     for want of room on the GPU; parity right.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -165,4 +168,34 @@ expect_route () {
 }
 expect_route gpuraid.fake_gpu_us=5000 CPU
 expect_route gpuraid.fake_cpu_us=5000 GPU
+
+# --- 6. a kind the router puts on the GPU goes there whole ----------------
+# Whole-stripe writes, 4 connections with 8 in flight each, the CPU coder
+# 5 ms slower: the router puts the encodes on the stand-in, and none is
+# sent to the CPU for want of room on the GPU (the cap of 2 that the
+# routing by thresholds alone keeps would leave the group commit two
+# writes to gather); parity right after.
+make_members $n 16M w
+set_args
+serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=1 \
+  -D gpuraid.fake_cpu_us=5000 -- m=$m chunk=$chunk create=true
+what="encode, 64K to 1M"
+for (( t = 4; t <= 40; t += 4 )); do
+  "$NBDBENCH" -m randwrite -b $(( k * chunk )) -q 8 -c 4 -t 4 "$uri" \
+    >"$tmpdir/bench" || fail "writes failed: $(cat "$tmpdir/bench")"
+  line=$(grep "accel=auto: $what: CPU .* for [0-9]* s" "$nbdkit_log" |
+         head -1)
+  [ -n "$line" ] && break
+done
+stop_nbdkit "$pid"
+[ -n "$line" ] || fail "no decision for $what after $t s of writes"
+[[ $line == *"on the GPU for 4 s" ]] ||
+  fail "writes: expected the GPU: ${line#*debug: }"
+ops=$(grep -o 'coding operations on the GPU: [0-9]*; sent to the CPU because 2 were already on the GPU: [0-9]*' "$nbdkit_log") ||
+  fail "no operation counts at exit"
+echo "writes: ${line#*debug: }; $ops"
+[[ $ops =~ GPU:\ ([0-9]+)\;.*GPU:\ ([0-9]+)$ ]] &&
+  [ "${BASH_REMATCH[1]}" -gt 0 ] && [ "${BASH_REMATCH[2]}" = 0 ] ||
+  fail "writes routed to the GPU were sent to the CPU: $ops"
+check_parity $k $m $chunk rs "${members[@]}"
 echo "$0: PASS"
