@@ -171,14 +171,14 @@ expect_route gpuraid.fake_cpu_us=5000 GPU
 
 # --- 6. a kind the router puts on the GPU goes there whole ----------------
 # Whole-stripe writes, 4 connections with 8 in flight each, the CPU coder
-# 5 ms slower: the router puts the encodes on the stand-in, and none is
+# 20 ms slower: the router puts the encodes on the stand-in, and none is
 # sent to the CPU for want of room on the GPU (the cap of 2 that the
 # routing by thresholds alone keeps would leave the group commit two
 # writes to gather); parity right after.
 make_members $n 16M w
 set_args
 serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=1 \
-  -D gpuraid.fake_cpu_us=5000 -- m=$m chunk=$chunk create=true
+  -D gpuraid.fake_cpu_us=20000 -- m=$m chunk=$chunk create=true
 what="encode, 64K to 1M"
 for (( t = 4; t <= 40; t += 4 )); do
   "$NBDBENCH" -m randwrite -b $(( k * chunk )) -q 8 -c 4 -t 4 "$uri" \
