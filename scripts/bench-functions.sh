@@ -23,6 +23,15 @@
 #                        io_uring workers), and whatever else runs: a
 #                        quiet machine's figure
 #   cpu_per_gb TICKS BYTES  those ticks as CPU-seconds per GB of BYTES
+# Ratios between servers measured in the same run:
+#   bench_record ROW ACCEL MB CPU MACHINE  one result (ROW names what was
+#                        measured, without spaces: 8+8/write/8conns;
+#                        ACCEL: cpu, gpu, auto or a variant's name),
+#                        kept in $tmp/records
+#   bench_ratios TITLE   for each ROW recorded with accel cpu and gpu:
+#                        gpu / cpu of the MB/s and of both CPU-s/GB;
+#                        with auto too: auto / the better of the two;
+#                        after an empty line and TITLE, if there is any
 
 progress () { printf '==> %s  [load %s]\n' "$*" "$(cut -d' ' -f1-3 /proc/loadavg)"; }
 ratio () { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
@@ -73,4 +82,33 @@ cpu_per_gb ()
 {
   awk -v t="$1" -v hz="$(getconf CLK_TCK)" -v b="$2" \
     'BEGIN { printf "%.2f", (t / hz) / (b / 1e9) }'
+}
+
+bench_record () { echo "$*" >>"$tmp/records"; }
+
+bench_ratios ()
+{
+  [ -s "$tmp/records" ] || return 0
+  awk -v title="$1" '
+    function r(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
+    { mb[$1, $2] = $3; c[$1, $2] = $4; mc[$1, $2] = $5
+      if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+    END {
+      for (i = 1; i <= n; i++) {
+        k = order[i]
+        if (!(((k, "cpu") in mb) && ((k, "gpu") in mb)))
+          continue
+        line = sprintf("%s: gpu / cpu %s x the MB/s, %s x the server CPU-s/GB, %s x the machine CPU-s/GB",
+                       k, r(mb[k, "gpu"], mb[k, "cpu"]), r(c[k, "gpu"], c[k, "cpu"]),
+                       r(mc[k, "gpu"], mc[k, "cpu"]))
+        if ((k, "auto") in mb) {
+          b = mb[k, "gpu"] > mb[k, "cpu"] ? "gpu" : "cpu"
+          line = line sprintf("; auto / %s (the better) %s x the MB/s", b,
+                              r(mb[k, "auto"], mb[k, b]))
+        }
+        if (!said++)
+          printf "\n%s\n", title
+        print line
+      }
+    }' "$tmp/records"
 }
