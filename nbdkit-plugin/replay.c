@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "format/format.h"
 #include "log.h"
 #include "replay.h"
 
@@ -11,7 +12,16 @@ gr_replay_journal (struct gr_exec *x, struct gr_journal *j,
                    unsigned *nreplayed)
 {
   struct gr_members *ms = gr_exec_members (x);
+  const struct gr_geom *g = gr_exec_geom (x);
   struct gr_plan *p = gr_exec_plan (x);
+  /* An entry's plan is made again after each block of its stripe that
+   * failed its checksum was repaired (one a time: exec.h) and after a
+   * member failed: at most once for each block and each member, and a
+   * last time.  (A crash in its write leaves up to every block of the
+   * chunks written failing: 8 tries refused the start of an array with
+   * chunks of 64 KiB.) */
+  const unsigned max_tries =
+    (unsigned) (g->k + g->m) * (g->chunk / GR_CKSUM_BLOCK + 1) + 1;
   enum gr_replay_outcome out = GR_REPLAY_DONE;
   struct gr_exec_result res = { .rewritten = 0 };
   unsigned q;
@@ -28,9 +38,7 @@ gr_replay_journal (struct gr_exec *x, struct gr_journal *j,
 
     if (!gr_journal_entry (j, q, &e, &payload))
       continue;
-    /* Planned again after a block that failed its checksum was
-     * repaired (exec.h), a few times at most. */
-    for (int tries = 0; tries < 8; tries++) {
+    for (unsigned tries = 0; tries < max_tries; tries++) {
       gr_exec_plan_ctx (x, &sn, &c);
       if (gr_plan_replay (&c, &e, p) == GR_PLAN_REFUSE)
         break;

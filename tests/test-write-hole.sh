@@ -7,8 +7,10 @@
 # 2+1 (and 4+2 with two members gone, with chunks of 4 KiB and of 512
 # KiB): the member holding data chunk 0 of
 # stripe 0 is missing, and a few bytes of data chunk 1 of that stripe are
-# written.  That write reconstructs chunk 0, writes chunk 1, then the
-# parity.  A first run under strace counts the writing thread's pwrite
+# written (2+1 with 64 KiB chunks: the whole of data chunk 1, 16 blocks
+# of 4 KiB, each failing its checksum after a crash at the parity write:
+# the journal's replay repairs every one).  That write reconstructs chunk
+# 0, writes chunk 1, then the parity.  A first run under strace counts the writing thread's pwrite
 # calls; a second run kills nbdkit (SIGKILL) at the last of them, the
 # parity write, after the data write; more runs at each of its pwritev2
 # calls, the bitmap and journal writes before the data.  Restarted still
@@ -23,15 +25,16 @@ requires_cmd strace
 
 ref=$tmpdir/ref.img
 
-# write_one: the partial write of chunk 1 of stripe 0 (no flush).
+# write_one: the partial write of chunk 1 of stripe 0, wlen bytes at
+# byte woff of the array (no flush).
 write_one ()
 {
-  "$PY" - "$uri" $(( chunk + 1024 )) <<'PYEOF' || true
+  "$PY" - "$uri" "$woff" "$wlen" <<'PYEOF' || true
 import nbd, sys
 h = nbd.NBD()
 h.connect_uri(sys.argv[1])
 try:
-    h.pwrite(bytes([0xa7]) * 512, int(sys.argv[2]))
+    h.pwrite(bytes([0xa7]) * int(sys.argv[3]), int(sys.argv[2]))
     h.shutdown()
 except nbd.Error as e:
     print("write: %s (the crash)" % e)
@@ -63,18 +66,21 @@ crash_and_check ()
   : >"$nbdkit_log"
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
   cat "$nbdkit_log"
-  "$PY" - "$uri" "$ref" $chunk <<'PYEOF' ||
+  "$PY" - "$uri" "$ref" $chunk "$woff" "$wlen" <<'PYEOF' ||
 import nbd, sys
 h = nbd.NBD(); h.connect_uri(sys.argv[1])
 ref = open(sys.argv[2], "rb").read()
-chunk = int(sys.argv[3])
+chunk, woff, wlen = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 got = h.pread(chunk, 0)
 if got != ref[:chunk]:
     bad = sum(1 for a, b in zip(got, ref[:chunk]) if a != b)
     sys.exit("chunk 0 of stripe 0, never written, reads back wrong: %d of %d bytes" % (bad, chunk))
-w = h.pread(512, chunk + 1024)
-if w != ref[chunk + 1024:chunk + 1536] and w != bytes([0xa7]) * 512:
+w = h.pread(wlen, woff)
+if w != ref[woff:woff + wlen] and w != bytes([0xa7]) * wlen:
     sys.exit("the written bytes are neither old nor new")
+if woff + wlen < 2 * chunk and \
+   h.pread(2 * chunk - woff - wlen, woff + wlen) != ref[woff + wlen:2 * chunk]:
+    sys.exit("chunk 1 past the written bytes differs")
 rest = h.pread(len(ref) - 2 * chunk, 2 * chunk)
 if rest != ref[2 * chunk:]:
     sys.exit("data outside stripe 0 differs")
@@ -90,13 +96,20 @@ PYEOF
   fi
 }
 
-# k:m:members gone:chunk:member size.  The last has chunks of 512 KiB:
+# k:m:members gone:chunk:member size[:whole].  4+2 with 512 KiB chunks:
 # before arrays were created with room for GR_JOURNAL_MIN_SLOTS journal
 # slots, its 1 MiB metadata area held none, and its degraded writes were
-# not journaled.
-for g in 2:1:0:4096:2M 4:2:0,5:4096:2M 4:2:0,5:524288:12M; do
-  IFS=: read -r k m gone chunk msize <<<"$g"
+# not journaled.  whole: the write is the whole of data chunk 1, more
+# blocks than the replay once repaired (it gave up after 8 and the
+# restart was refused), else 512 bytes at byte 1024 of it.
+for g in 2:1:0:4096:2M 4:2:0,5:4096:2M 4:2:0,5:524288:12M 2:1:0:65536:4M:whole; do
+  IFS=: read -r k m gone chunk msize whole <<<"$g"
   n=$(( k + m ))
+  if [ -n "$whole" ]; then
+    woff=$chunk wlen=$chunk
+  else
+    woff=$(( chunk + 1024 )) wlen=512
+  fi
   echo "=== $k+$m, members $gone gone, chunk $chunk"
   make_members $n "$msize"
   start_array chunk=$chunk create=true || exit 1
