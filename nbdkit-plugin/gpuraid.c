@@ -38,6 +38,9 @@ static struct gr_control *control;      /* control=, or NULL */
 /* -D gpuraid.no_uring=1: member reads one by one with pread (for
  * comparison), even when built with liburing. */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_no_uring = 0;
+/* -D gpuraid.write_turns=0: a batch's buffered writes in its order, not
+ * each in its member file's turn (storage.h; for comparison). */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_write_turns = 1;
 
 static void
 gpuraid_unload (void)
@@ -122,6 +125,7 @@ gpuraid_config_complete (void)
   gr_disk_set_remote ((unsigned) cfg.remote_timeout * 1000,
                       (unsigned) cfg.remote_retries);
   gr_disk_set_uring (!gpuraid_debug_no_uring);
+  gr_disk_set_turns (gpuraid_debug_write_turns != 0);
   gr_disk_set_direct (cfg.direct);
   coding = gr_coding_new (&cfg);
   return coding ? 0 : -1;

@@ -18,7 +18,7 @@
 #include "../common/thread.h"
 
 static unsigned remote_timeout_ms = 30000, remote_retries = 3;
-static bool use_uring = true;
+static bool use_uring = true, use_turns = true;
 static enum gr_disk_direct direct_mode = GR_DIRECT_OFF;
 
 void
@@ -32,6 +32,12 @@ void
 gr_disk_set_uring (bool use)
 {
   use_uring = use;
+}
+
+void
+gr_disk_set_turns (bool use)
+{
+  use_turns = use;
 }
 
 void
@@ -116,6 +122,7 @@ gr_disk_open (const char *path, bool read_only, struct gr_disk **out,
     return GR_DISK_CANNOT_OPEN;
   }
   d->fd = -1;
+  pthread_mutex_init (&d->turn, NULL);
   if (gr_disk_is_uri (path)) {
     static const enum gr_disk_open_outcome map[] = {
       [GR_REMOTE_OPENED] = GR_DISK_OPENED,
@@ -146,6 +153,7 @@ gr_disk_close (struct gr_disk *d)
   if (d->fd >= 0)
     close (d->fd);
   gr_remote_close (d->r);
+  pthread_mutex_destroy (&d->turn);
   free (d->path);
   free (d);
 }
@@ -247,6 +255,87 @@ local_one (struct gr_dio *v)
     else
       v->res = r == -1 ? -errno : 0;
     return;
+  }
+}
+
+/* --- turns: one writer of this process in a file at a time -------------
+ *
+ * A buffered write into a file holds the file's lock (i_rwsem) in the
+ * kernel, and a writer that finds it held spins while the holder runs.
+ * The requests of one GPU batch end together and their threads then
+ * write the same member files in the same order: they spun for the locks
+ * (docs/performance.md, "Where a write's CPU goes now").  So the buffered
+ * writes of a batch into regular files take the file's turn first: a
+ * thread whose next file is being written by another goes on to its
+ * other files, and sleeps until a turn is free only when every access it
+ * has left is behind a busy one.  The accesses of one file keep their
+ * order.  -D gpuraid.write_turns=0 (gr_disk_set_turns) writes in the
+ * batch's order, for comparison. */
+#define TURNS_MAX 64            /* larger batches in order, as given */
+
+static bool
+turned (const struct gr_dio *v)
+{
+  return use_turns && !v->disk->blk && !v->disk->direct &&
+    (v->kind == GR_DIO_WRITE || v->kind == GR_DIO_WRITE_DSYNC);
+}
+
+/* v[0], and every later access of its disk, in the disk's turn. */
+static size_t
+in_turn (struct gr_dio **v, size_t n, bool wait)
+{
+  struct gr_disk *d = v[0]->disk;
+  size_t i, kept = 0;
+
+  if (wait)
+    pthread_mutex_lock (&d->turn);
+  else if (pthread_mutex_trylock (&d->turn) != 0)
+    return n;
+  for (i = 0; i < n; i++) {
+    if (v[i]->disk == d)
+      local_one (v[i]);
+    else
+      v[kept++] = v[i];
+  }
+  pthread_mutex_unlock (&d->turn);
+  return kept;
+}
+
+/* The accesses v[0..n), each by local_one; the turned ones in their
+ * file's turn (v is used up). */
+static void
+by_turns (struct gr_dio **v, size_t n)
+{
+  size_t i, j, kept, was;
+
+  if (n > TURNS_MAX) {
+    for (i = 0; i < n; i++)
+      local_one (v[i]);
+    return;
+  }
+  while (n > 0) {
+    was = n;
+    i = kept = 0;
+    while (i < n) {
+      /* behind an access of its disk still waiting: keeps its place */
+      for (j = 0; j < kept && v[j]->disk != v[i]->disk; j++)
+        ;
+      if (j < kept)
+        v[kept++] = v[i++];
+      else if (!turned (v[i]))
+        local_one (v[i++]);
+      else {
+        const size_t left = in_turn (v + i, n - i, false);
+
+        if (left == n - i)
+          v[kept++] = v[i++];   /* busy */
+        else
+          n = i + left;         /* v[i..n) now what its disk left */
+      }
+    }
+    n = kept;
+    if (n == was)               /* every one behind a busy file */
+      n = in_turn (v, n, true);
   }
 }
 
@@ -405,9 +494,10 @@ local_io (struct gr_dio **v, size_t n)
       free (rv);
     batched = true;
   }
-  for (i = 0; i < n; i++)
+  for (i = 0, nr = 0; i < n; i++)
     if (!batched || v[i]->res != 0)
-      local_one (v[i]);
+      v[nr++] = v[i];           /* in order: the bounce keeps its own */
+  by_turns (v, nr);
  out:
   gr_direct_finish (&bounce);
 }

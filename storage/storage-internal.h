@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -30,6 +31,9 @@ struct gr_disk {
   bool direct;
   uint32_t mem_align, off_align;
   struct gr_disk_bounced bounced;       /* atomic (disk-direct.c) */
+  /* A local file's turn: held by the one thread of this process whose
+   * buffered write is in it (disk.c, "turns"). */
+  pthread_mutex_t turn;
 };
 
 /* --- disk-direct.c: O_DIRECT's rules (of disk.c's module) ---------------

@@ -41,6 +41,13 @@ void gr_disk_set_remote (unsigned timeout_ms, unsigned retries);
  * first access. */
 void gr_disk_set_uring (bool use);
 
+/* The buffered writes of a batch into local files each in its file's
+ * turn, one writer of the process in a file at a time, a thread going
+ * on to its other files while one is busy (the default); use == false:
+ * in the batch's order (for comparison: -D gpuraid.write_turns=0).  Set
+ * once, before the first access. */
+void gr_disk_set_turns (bool use);
+
 /* Whether local members (files, block devices) are opened with O_DIRECT,
  * below the page cache (the plugin's direct=); NBD exports are the
  * server's business.  Set once, before the first open (default off).

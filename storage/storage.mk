@@ -33,3 +33,12 @@ storage/remote.o: CFLAGS_ALL += $(if $(LIBNBD_LIBS),-DGR_HAVE_LIBNBD \
 $(LIBSTORAGE): $(STORAGE_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
+
+# Unit test: the local files' write turns.
+storage/test-disk.o: CFLAGS_ALL += -I.
+storage/test-disk: storage/test-disk.o $(LIBSTORAGE)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(STORAGE_LDLIBS)
+
+CHECK_PROGS += storage/test-disk
+CHECK_TESTS += storage/test-disk
+CLEAN_FILES += storage/test-disk
