@@ -16,8 +16,11 @@
  * backend's plan_init runs once when a plan is built (before it is
  * inserted), plan_fini when it is freed. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <isa-l/crc.h>
 
 #include "gf-internal.h"
 
@@ -459,12 +462,27 @@ gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
   return r;
 }
 
+/* The block checksums of op (gr_code_op's cksums), on the CPU. */
+static void
+sum_blocks (const struct gr_coder *c, const struct gr_code_op *op)
+{
+  const size_t n = (size_t) (c->k + c->m), nb = op->len / GR_SUM_BLOCK;
+
+  for (size_t s = 0; s < op->nstripes; s++)
+    for (size_t i = 0; i < n; i++)
+      for (size_t b = 0; b < nb; b++)
+        op->cksums[(s * n + i) * nb + b] =
+          crc32_iscsi (op->blocks[s * n + i] + b * GR_SUM_BLOCK,
+                       GR_SUM_BLOCK, 0);
+}
+
 int
 gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
 {
   int e[GR_MAX_MEMBERS];
   struct gr_plan **p;
   const struct gr_decode **d;
+  bool *summed;
   size_t i;
   int r = 0;
 
@@ -474,14 +492,16 @@ gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
     if (check_len (c, ops[i].len) < 0 ||
         (ops[i].nerased != 0 &&
          sort_erased (c, ops[i].erased, ops[i].nerased, e) < 0) ||
-        (ops[i].blocks == NULL && ops[i].nstripes > 0 && ops[i].len > 0))
+        (ops[i].blocks == NULL && ops[i].nstripes > 0 && ops[i].len > 0) ||
+        (ops[i].cksums && ops[i].len % GR_SUM_BLOCK))
       return -EINVAL;
   if (nops == 0)
     return 0;
-  p = calloc (nops, sizeof *p + sizeof *d);
+  p = calloc (nops, sizeof *p + sizeof *d + sizeof *summed);
   if (p == NULL)
     return -ENOMEM;
   d = (const struct gr_decode **) (p + nops);
+  summed = (bool *) (d + nops);
   for (i = 0; i < nops && r == 0; i++)
     if (ops[i].nerased != 0) {
       sort_erased (c, ops[i].erased, ops[i].nerased, e);
@@ -490,7 +510,7 @@ gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
         d[i] = &p[i]->d;
     }
   if (r == 0 && c->be->code_many)
-    r = c->be->code_many (c, d, ops, nops);
+    r = c->be->code_many (c, d, ops, nops, summed);
   else
     for (i = 0; i < nops && r == 0; i++) {
       if (ops[i].nstripes == 0 || ops[i].len == 0)
@@ -499,6 +519,9 @@ gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
                                      ops[i].nstripes, ops[i].len)
         : c->be->encode (c, ops[i].blocks, ops[i].nstripes, ops[i].len);
     }
+  for (i = 0; i < nops && r == 0; i++)
+    if (ops[i].cksums && !summed[i])
+      sum_blocks (c, &ops[i]);
   for (i = 0; i < nops; i++)
     if (p[i])
       plan_put (c, p[i]);

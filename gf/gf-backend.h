@@ -49,9 +49,12 @@ struct gr_backend {
                  size_t nstripes, size_t len);
   /* Optional: gr_code_many's operations in one submission, validated;
    * d[i] is operation i's plan, NULL for an encode.  Without it, each
-   * operation is run on its own. */
+   * operation is run on its own.  summed[i] (false on entry): set where
+   * the backend wrote operation i's cksums itself (the others are
+   * computed after it, on the CPU). */
   int (*code_many) (struct gr_coder *c, const struct gr_decode *const *d,
-                    const struct gr_code_op *ops, size_t nops);
+                    const struct gr_code_op *ops, size_t nops,
+                    bool *summed);
 };
 
 /* The backend's per-coder state from coder_init. */

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include <isa-l/crc.h>
 #include <isa-l/erasure_code.h>
 
 #include "gf-backend.h"
@@ -915,12 +916,14 @@ static int cnt_many_calls;
 
 static int
 cnt_code_many (struct gr_coder *c, const struct gr_decode *const *d,
-               const struct gr_code_op *ops, size_t nops)
+               const struct gr_code_op *ops, size_t nops, bool *summed)
 {
   size_t i;
   int r = 0;
 
   cnt_many_calls++;
+  for (i = 0; i < nops; i++)
+    CHECK (!summed[i], "code_many: op %zu summed on entry", i);
   for (i = 0; i < nops && r == 0; i++) {
     if (ops[i].nerased)
       CHECK (d[i] && d[i]->nerased == ops[i].nerased, "code_many: op %zu "
@@ -943,6 +946,7 @@ many_on (const struct gr_backend *be, enum gr_code code)
   const size_t nss[NOPS] = { 3, 1, 2, 4, 1, 2 };
   struct stripes want[NOPS], got[NOPS];
   struct gr_code_op ops[NOPS];
+  uint32_t *ck[NOPS];
   int er[NOPS][GR_MAX_MEMBERS], i, j, r;
   struct gr_coder *c;
   size_t o, st;
@@ -952,7 +956,7 @@ many_on (const struct gr_backend *be, enum gr_code code)
     return;
   }
   for (o = 0; o < NOPS; o++) {
-    const size_t len = lens[o] * gr_coder_len_multiple (c) /
+    size_t len = lens[o] * gr_coder_len_multiple (c) /
       (code == GR_CODE_CRS ? 64 : 1);
 
     stripes_alloc (&want[o], n, nss[o], len, 0);
@@ -968,6 +972,28 @@ many_on (const struct gr_backend *be, enum gr_code code)
     ops[o].nstripes = nss[o];
     ops[o].len = len;
     ops[o].erased = er[o];
+    /* Every other operation with its block checksums, where its length
+     * is whole 4 KiB blocks (the others without, in the same call). */
+    ck[o] = NULL;
+    if (o % 2 == 0) {
+      ops[o].len = len = GR_SUM_BLOCK * (1 + o % 3);
+      stripes_free (&want[o]);
+      stripes_free (&got[o]);
+      stripes_alloc (&want[o], n, nss[o], len, 0);
+      stripes_alloc (&got[o], n, nss[o], len, (int) o);
+      for (st = 0; st < nss[o]; st++) {
+        for (i = 0; i < k; i++)
+          test_fill (want[o].blk[st * n + i], len);
+        model_encode (code, k, m, want[o].blk + st * n, len);
+        for (i = 0; i < n; i++)
+          memcpy (got[o].blk[st * n + i], want[o].blk[st * n + i], len);
+      }
+      ops[o].blocks = got[o].blk;
+      ck[o] = calloc (nss[o] * n * (len / GR_SUM_BLOCK), sizeof *ck[o]);
+      if (ck[o] == NULL)
+        exit (T_EXIT_FAIL);
+    }
+    ops[o].cksums = ck[o];
     if (o % 3 == 0)             /* an encode */
       ops[o].nerased = 0;
     else                        /* a reconstruct: 1 to m erased */
@@ -1009,10 +1035,26 @@ many_on (const struct gr_backend *be, enum gr_code code)
                "stripe %zu, block %d wrong", gr_backend_name (be),
                code_name (code), o, ops[o].nerased ? "reconstruct"
                : "encode", st, i);
+  /* The checksums: ISA-L's CRC of each 4 KiB of every block as coded. */
+  for (o = 0; o < NOPS; o++)
+    for (st = 0; ck[o] && st < nss[o]; st++)
+      for (i = 0; i < n; i++)
+        for (size_t b = 0; b < ops[o].len / GR_SUM_BLOCK; b++)
+          CHECK (ck[o][(st * n + i) * (ops[o].len / GR_SUM_BLOCK) + b] ==
+                 crc32_iscsi (want[o].blk[st * n + i] + b * GR_SUM_BLOCK,
+                              GR_SUM_BLOCK, 0), "%s %s: operation %zu, "
+                 "stripe %zu, block %d, checksum %zu wrong",
+                 gr_backend_name (be), code_name (code), o, st, i, b);
+  /* Checksums of a length not in whole blocks: refused. */
+  ops[1].cksums = ck[0];
+  CHECK (ops[1].len % GR_SUM_BLOCK == 0 ||
+         gr_code_many (c, ops + 1, 1) == -EINVAL,
+         "checksums of %zu-byte blocks accepted", ops[1].len);
   CHECK (gr_code_many (c, NULL, 0) == 0, "no operations");
   for (o = 0; o < NOPS; o++) {
     stripes_free (&want[o]);
     stripes_free (&got[o]);
+    free (ck[o]);
   }
   gr_coder_free (c);
 }

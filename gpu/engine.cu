@@ -44,6 +44,9 @@
 #define CHUNK_MIN ((size_t) 4 << 20)
 #define DIRECT_MIN ((size_t) 64 << 10)
 #define SLOT_BUFS 16            /* chunk buffers per slot (direct path) */
+/* Block checksums a slot holds for one submission (gr_code_many's
+ * direct encodes): those of 1 GiB of blocks; beyond, on the CPU. */
+#define SLOT_CKSUMS ((size_t) 1 << 18)
 #define PIN_SAMPLES 16          /* blocks checked for page-locking */
 
 /* Direct path: data bytes per chunk; 0 = automatic (test hook
@@ -125,6 +128,7 @@ struct slot {
   cudaStream_t st, st_k, st_d;
   cudaEvent_t ev[SLOT_BUFS][3];
   uint8_t *h, *d;
+  uint32_t *h_ck, *d_ck;        /* SLOT_CKSUMS block checksums */
   int busy, ready;
   unsigned long long ncopies;   /* copies the direct path queued (busy
                                  * holder only) */
@@ -453,6 +457,11 @@ slot_destroy (struct slot *s)
   if (s->d)
     cudaFree (s->d);
   s->h = s->d = NULL;
+  if (s->h_ck)
+    cudaFreeHost (s->h_ck);
+  if (s->d_ck)
+    cudaFree (s->d_ck);
+  s->h_ck = s->d_ck = NULL;
   s->ready = 0;
 }
 
@@ -481,6 +490,11 @@ slot_setup (struct slot *s)
     return gr_gpu_fail (e, "cudaHostAlloc (staging)");
   }
   e = cudaMalloc ((void **) &s->d, SLOT_BYTES);
+  if (e == cudaSuccess)
+    e = cudaHostAlloc ((void **) &s->h_ck, SLOT_CKSUMS * 4,
+                       cudaHostAllocDefault);
+  if (e == cudaSuccess)
+    e = cudaMalloc ((void **) &s->d_ck, SLOT_CKSUMS * 4);
   if (e != cudaSuccess) {
     slot_destroy (s);
     return gr_gpu_fail (e, "cudaMalloc (staging)");
@@ -742,6 +756,10 @@ struct job {
   const uint8_t *const *in;     /* nstripes * ncols */
   uint8_t *const *out;          /* nstripes * nrows */
   size_t nstripes, len;
+  /* An encode in gr_code_many's direct submission whose block checksums
+   * the GPU computes: each stripe's place in the operation's cksums
+   * (NULL: an operation without), or NULL. */
+  uint32_t *const *ck;
 };
 
 struct chunk {
@@ -927,7 +945,7 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len, int *known)
  * downloads on sl->st_d, chained by the buffer's events. */
 static int
 chunk_direct (const struct job *j, struct slot *sl, size_t b, uint8_t *d_in,
-              bool reuse, const struct chunk *ch)
+              bool reuse, const struct chunk *ch, uint32_t *d_ck)
 {
   uint8_t *d_out = d_in + ch->ns * j->ncols * ch->wp;
   struct copier cp;
@@ -954,6 +972,24 @@ chunk_direct (const struct job *j, struct slot *sl, size_t b, uint8_t *d_in,
                      ch->ns, ch->wp, sl->st_k);
   if (e != cudaSuccess)
     return gr_gpu_fail (e, "kernel launch");
+  if (d_ck) {
+    /* The chunk's blocks' checksums, at their places in the job's: the
+     * inputs' then the outputs' of each stripe. */
+    const size_t nblk = j->len / GR_SUM_BLOCK;
+    const size_t per_s = (size_t) (j->ncols + j->nrows) * nblk;
+    uint32_t *at = d_ck + ch->s0 * per_s + ch->o0 / GR_SUM_BLOCK;
+
+    e = gr_gpu_cksum_rows (d_in, ch->wp, (unsigned) (ch->ns * j->ncols),
+                           (unsigned) (ch->w / GR_SUM_BLOCK),
+                           (unsigned) j->ncols, per_s, nblk, at, sl->st_k);
+    if (e == cudaSuccess)
+      e = gr_gpu_cksum_rows (d_out, ch->wp, (unsigned) (ch->ns * j->nrows),
+                             (unsigned) (ch->w / GR_SUM_BLOCK),
+                             (unsigned) j->nrows, per_s, nblk,
+                             at + (size_t) j->ncols * nblk, sl->st_k);
+    if (e != cudaSuccess)
+      return gr_gpu_fail (e, "checksum kernel launch");
+  }
   e = cudaEventRecord (sl->ev[b][1], sl->st_k);
   if (e == cudaSuccess)
     e = cudaStreamWaitEvent (sl->st_d, sl->ev[b][1], 0);
@@ -1085,7 +1121,7 @@ run_direct (struct job *j)
     ch.o0 = o0;
     ch.w = cw;
     ch.wp = gr_gpu_padlen (code, cw);
-    r = chunk_direct (j, sl, b, sl->d + b * chunk_dev, ci > nb, &ch);
+    r = chunk_direct (j, sl, b, sl->d + b * chunk_dev, ci > nb, &ch, NULL);
     if (r < 0)
       break;
     /* Next chunk: the rest of this stripe, or the next stripes (a chunk
@@ -1192,6 +1228,34 @@ run_job (struct job *j)
   return r;
 }
 
+/* The block checksums of a direct submission's encodes (ck_at of them
+ * in sl's device area, job after job): down after the last chunk's
+ * kernels, then into their operations.  0 or the failure. */
+static int
+cksums_back (const struct job *js, size_t nj, struct slot *sl, size_t ck_at)
+{
+  cudaError_t e = cudaMemcpyAsync (sl->h_ck, sl->d_ck, ck_at * 4,
+                                   cudaMemcpyDeviceToHost, sl->st_d);
+  size_t at = 0;
+
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize (sl->st_d);
+  if (e != cudaSuccess)
+    return gr_gpu_fail (e, "cudaMemcpyAsync (checksums)");
+  for (size_t x = 0; x < nj; x++) {
+    const struct job *j = &js[x];
+    const size_t per_s = (size_t) (j->ncols + j->nrows) *
+      (j->len / GR_SUM_BLOCK);
+
+    if (j->ck == NULL)
+      continue;
+    for (size_t s = 0; s < j->nstripes; s++, at += per_s)
+      if (j->ck[s])
+        memcpy (j->ck[s], sl->h_ck + at, per_s * sizeof *sl->h_ck);
+  }
+  return 0;
+}
+
 /* gr_code_many's account (gr_gpu_many_account), atomic. */
 static struct gr_gpu_many_stats many_st;
 
@@ -1215,6 +1279,7 @@ gr_gpu_many_account (struct gr_gpu_many_stats *st)
   st->calls = __atomic_load_n (&many_st.calls, __ATOMIC_RELAXED);
   st->direct_jobs = __atomic_load_n (&many_st.direct_jobs, __ATOMIC_RELAXED);
   st->staged_jobs = __atomic_load_n (&many_st.staged_jobs, __ATOMIC_RELAXED);
+  st->summed_jobs = __atomic_load_n (&many_st.summed_jobs, __ATOMIC_RELAXED);
   st->slot_ns = __atomic_load_n (&many_st.slot_ns, __ATOMIC_RELAXED);
   st->enqueue_ns = __atomic_load_n (&many_st.enqueue_ns, __ATOMIC_RELAXED);
   st->wait_ns = __atomic_load_n (&many_st.wait_ns, __ATOMIC_RELAXED);
@@ -1235,7 +1300,7 @@ run_many (const struct job *js, size_t nj)
 {
   const size_t bufsz = SLOT_BYTES / SLOT_BUFS;
   struct slot *sl;
-  size_t ci = 0;
+  size_t ci = 0, ck_at = 0;
   double t0 = gr_now (), t1, t2;
   int r;
 
@@ -1261,12 +1326,15 @@ run_many (const struct job *js, size_t nj)
       w = bufsz / n / unit * unit;
       while (w > unit && n * gr_gpu_padlen (code, w) > bufsz)
         w -= unit;
+      if (j->ck)                /* whole checksum blocks a chunk */
+        w = w / GR_SUM_BLOCK * GR_SUM_BLOCK;
     }
     while (s0 < j->nstripes && r == 0) {
       const size_t b = ci++ % SLOT_BUFS;
       const struct chunk ch = chunk_at (j, s0, o0, cs, w);
 
-      r = chunk_direct (j, sl, b, sl->d + b * bufsz, ci > SLOT_BUFS, &ch);
+      r = chunk_direct (j, sl, b, sl->d + b * bufsz, ci > SLOT_BUFS, &ch,
+                        j->ck ? sl->d_ck + ck_at : NULL);
       if (o0 + ch.w < j->len)
         o0 += ch.w;
       else {
@@ -1274,7 +1342,11 @@ run_many (const struct job *js, size_t nj)
         s0 += ch.ns;
       }
     }
+    if (j->ck)
+      ck_at += j->nstripes * n * (j->len / GR_SUM_BLOCK);
   }
+  if (r == 0 && ck_at > 0)
+    r = cksums_back (js, nj, sl, ck_at);
   t2 = gr_now ();
   many_add (&many_st.copies, sl->ncopies);
   many_add (&many_st.chunks, ci);
@@ -1454,14 +1526,17 @@ cuda_update (struct gr_coder *c, int data_index,
  * submission (run_many), the others each through run_job. */
 static int
 cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
-                const struct gr_code_op *ops, size_t nops)
+                const struct gr_code_op *ops, size_t nops, bool *summed)
 {
   const int k = gr_coder_k (c), n = k + gr_coder_m (c);
   const struct gr_gpu_tab *enc =
     (const struct gr_gpu_tab *) gr_coder_priv (c);
-  size_t total = 0, x, nj = 0, nd = 0, at = 0;
+  size_t total = 0, x, nj = 0, nd = 0, at = 0, nst = 0, ck_n = 0;
+  size_t ck_vals = 0;
   struct job *js;
   const uint8_t **ptrs;
+  uint32_t **ckv;
+  size_t *job_of;
   char *taken;
   int r;
 
@@ -1472,25 +1547,33 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
       return -EINVAL;
     total += ops[x].nstripes * (size_t) (k + (d[x] ? d[x]->nerased
                                               : n - k));
+    nst += ops[x].nstripes;
   }
   r = set_device ();
   if (r < 0)
     return r;
   js = (struct job *) calloc (nops ? nops : 1, sizeof *js);
   ptrs = (const uint8_t **) malloc ((total ? total : 1) * sizeof *ptrs);
+  ckv = (uint32_t **) calloc (nst ? nst : 1, sizeof *ckv);
+  job_of = (size_t *) calloc (nops ? nops : 1, sizeof *job_of);
   taken = (char *) calloc (nops ? nops : 1, 1);
-  if (js == NULL || ptrs == NULL || taken == NULL) {
+  if (js == NULL || ptrs == NULL || ckv == NULL || job_of == NULL ||
+      taken == NULL) {
     free (js);
     free (ptrs);
+    free (ckv);
+    free (job_of);
     free (taken);
     return -ENOMEM;
   }
   for (x = 0; x < nops; x++) {
     const struct gr_decode *dx = d[x];
     const int nout = dx ? dx->nerased : n - k;
+    const size_t nblk = ops[x].len / GR_SUM_BLOCK;
     struct job *j = &js[nj];
     size_t ns = 0, y, s;
     int known_in, known_out;
+    bool sums = false;
 
     if (taken[x] || ops[x].nstripes == 0 || ops[x].len == 0)
       continue;
@@ -1511,9 +1594,13 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
         if (taken[y] || d[y] != dx || ops[y].len != ops[x].len)
           continue;
         taken[y] = 1;
+        job_of[y] = nj;
+        sums |= ops[y].cksums != NULL;
         for (size_t t = 0; t < ops[y].nstripes; t++, s++) {
           uint8_t *const *b = ops[y].blocks + t * n;
 
+          if (ops[y].cksums)
+            ckv[ck_n + s] = ops[y].cksums + t * (size_t) n * nblk;
           for (int i = 0; i < k; i++)
             in[s * k + i] = b[dx ? dx->survivors[i] : i];
           for (int i = 0; i < nout; i++)
@@ -1531,6 +1618,17 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
       all_pinned ((const uint8_t *const *) j->out, ns * nout, j->len,
                   &known_out);
     j->mapped = j->direct && known_in && known_out && mapped_rows ();
+    /* The block checksums of a direct encode, while the slot's area
+     * holds them (the rest: on the CPU, after, gr_code_many). */
+    if (sums && j->direct && dx == NULL && nblk > 0 &&
+        j->len % GR_SUM_BLOCK == 0 &&
+        ck_vals + ns * (size_t) n * nblk <= SLOT_CKSUMS) {
+      j->ck = ckv + ck_n;
+      ck_n += ns;
+      ck_vals += ns * (size_t) n * nblk;
+    }
+    else
+      memset (ckv + ck_n, 0, ns * sizeof *ckv);
     nj++;
   }
   /* The direct ones first, together, in the order they came. */
@@ -1558,8 +1656,16 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
       many_add_since (&many_st.staged_ns, t0);
     many_add (&many_st.calls, 1);
   }
+  for (x = 0; x < nops && r == 0; x++)
+    summed[x] = ops[x].cksums && ops[x].nstripes && ops[x].len &&
+      js[job_of[x]].ck != NULL;
+  for (x = 0; x < nj && r == 0; x++)
+    if (js[x].ck)
+      many_add (&many_st.summed_jobs, 1);
   free (js);
   free (ptrs);
+  free (ckv);
+  free (job_of);
   free (taken);
   return r;
 }

@@ -59,6 +59,16 @@ cudaError_t gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols,
                            int acc, const void *din, void *dout,
                            size_t nstripes, size_t lp, cudaStream_t st);
 
+/* The block checksums (gf.h's gr_code_op cksums; cksum.cu) of rows of
+ * device memory: row r (r < nrows) at base + r * pitch, its blocks t <
+ * nblk of GR_SUM_BLOCK bytes, each to out[(r / per) * stride_s + (r %
+ * per) * stride_r + t] (device memory).  base and pitch multiples of 16.
+ * One launch on st; returns its cudaError_t. */
+cudaError_t gr_gpu_cksum_rows (const void *base, size_t pitch,
+                               unsigned nrows, unsigned nblk, unsigned per,
+                               size_t stride_s, size_t stride_r,
+                               uint32_t *out, cudaStream_t st);
+
 /* Copies run by the GPU's cores instead of its copy engines: row i of
  * len[i] bytes from src[i] to dst[i], each pointer in device memory or in
  * page-locked host memory mapped into the device's address space (host

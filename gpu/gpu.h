@@ -37,7 +37,11 @@
  * every block of such a job lies in the engine's page-locked allocations
  * or registered ranges in use, a chunk's copies are one launch of a copy
  * kernel per direction, reading and writing host memory through the
- * device's mapping of it, instead of a CUDA copy per block.
+ * device's mapping of it, instead of a CUDA copy per block.  The block
+ * checksums an operation asks for (gr_code_op's cksums) are computed on
+ * the GPU for the encodes of that one submission, where the blocks are,
+ * up to those of 1 GiB of blocks; gr_code_many computes the others on
+ * the CPU.
  * docs/performance.md has the measured figures.
  */
 #ifndef GPURAID_GPU_H
@@ -98,6 +102,8 @@ void gr_gpu_release (void);
  * kernels, waiting for them to end, and the staged jobs. */
 struct gr_gpu_many_stats {
   unsigned long long calls, direct_jobs, staged_jobs;
+  unsigned long long summed_jobs;       /* direct encodes whose block
+                                         * checksums the GPU computed */
   unsigned long long chunks, copies;    /* the direct jobs' chunks and
                                          * the copies queued for them */
   unsigned long long slot_ns, enqueue_ns, wait_ns, staged_ns;

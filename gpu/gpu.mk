@@ -18,7 +18,7 @@ GPU_ARCH = -gencode arch=compute_90,code=sm_90 \
            -gencode arch=compute_90,code=compute_90
 NVCCFLAGS = -O3 -std=c++17 -lineinfo $(GPU_ARCH) -Werror all-warnings \
             -Xcompiler -fPIC,-pthread,-Wall,-Wextra,-Werror,-Wshadow,-Wvla
-GPU_OBJS = gpu/engine.o gpu/kernels.o gpu/jit.o
+GPU_OBJS = gpu/engine.o gpu/kernels.o gpu/jit.o gpu/cksum.o
 COMPUTE_SANITIZER ?= $(CUDA_HOME)/bin/compute-sanitizer
 
 gpu/%.o: gpu/%.cu $(HEADERS)

@@ -44,6 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <isa-l/crc.h>
+
 #include "gf/gf.h"
 #include "tests/testkit.h"
 
@@ -609,6 +611,7 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
       goto out;
     }
     batch_copy (&work[x], &good[x]);
+    ops[x].cksums = NULL;
     ops[x].blocks = work[x].blk;
     ops[x].nstripes = ns;
     ops[x].len = l;
@@ -671,6 +674,121 @@ run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
     }
     else
       many_case (cr, cg, 4, (size_t) 1 << 20, 65536);
+    gr_coder_free (cg);
+    gr_coder_free (cr);
+  }
+}
+
+/* The block checksums of encodes in one submission (gr_code_op's
+ * cksums): every block's page-locked, so the encodes go directly and the
+ * GPU computes them (its account says so), for the data and the parity
+ * as coded; an operation without checksums among them; each value ISA-L's
+ * crc32_iscsi (block, 4096, 0) of the reference coder's block.  Then the
+ * same with unaligned ordinary memory: staged, summed on the CPU by
+ * gr_code_many, the same values. */
+static void
+cksum_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
+            int pinned)
+{
+  const int k = gr_coder_k (cg), m = gr_coder_m (cg), n = k + m;
+  const char *code = code_name (gr_coder_code (cg));
+  const size_t nblk = len / GR_SUM_BLOCK;
+  struct batch good[16], work[16];
+  struct gr_code_op ops[16];
+  uint32_t *ck[16];
+  struct gr_gpu_many_stats a, b;
+  int x, r;
+
+  if (nops > 16)
+    nops = 16;
+  printf ("  block checksums %d+%d %s: %d encodes of %zu bytes, %s\n",
+          k, m, code, nops, len, pinned ? "page-locked" : "ordinary memory");
+  fflush (stdout);
+  memset (good, 0, sizeof good);
+  memset (work, 0, sizeof work);
+  memset (ck, 0, sizeof ck);
+  for (x = 0; x < nops; x++) {
+    const size_t ns = 1 + rnd () % 3;
+
+    if (batch_new (&good[x], ns, n, k, len, 0, 0, &rng) < 0 ||
+        batch_new (&work[x], ns, n, k, len, !pinned, pinned ? 2 : 0,
+                   &rng) < 0 ||
+        (x % 4 != 3 && (ck[x] = calloc (ns * n * nblk, 4)) == NULL)) {
+      FAIL ("out of memory");
+      nops = x + 1;
+      goto out;
+    }
+    if (gr_encode (cr, good[x].blk, ns, len) < 0) {
+      FAIL ("ref encode");
+      nops = x + 1;
+      goto out;
+    }
+    batch_copy (&work[x], &good[x]);
+    for (size_t st = 0; st < ns; st++)
+      for (int i = k; i < n; i++)
+        fill_r (&rng, work[x].blk[st * n + i], len);
+    ops[x] = (struct gr_code_op) { .blocks = work[x].blk, .nstripes = ns,
+                                   .len = len, .cksums = ck[x] };
+  }
+  gr_gpu_many_account (&a);
+  r = gr_code_many (cg, ops, (size_t) nops);
+  gr_gpu_many_account (&b);
+  if (r < 0) {
+    FAIL ("gr_code_many %d+%d %s with checksums: error %d", k, m, code, r);
+    goto out;
+  }
+  if (pinned && b.summed_jobs == a.summed_jobs)
+    FAIL ("%d+%d %s: page-locked encodes' checksums not computed on the "
+          "GPU", k, m, code);
+  if (!pinned && b.summed_jobs != a.summed_jobs)
+    FAIL ("%d+%d %s: staged encodes' checksums counted as the GPU's", k, m,
+          code);
+  for (x = 0; x < nops; x++) {
+    if (batch_cmp (&good[x], &work[x], 0, n, "gr_code_many (encode, "
+                   "checksums)", k, m, code) < 0)
+      break;
+    for (size_t st = 0; ck[x] && st < good[x].ns; st++)
+      for (int i = 0; i < n; i++)
+        for (size_t t = 0; t < nblk; t++) {
+          const uint32_t want =
+            crc32_iscsi (good[x].blk[st * n + i] + t * GR_SUM_BLOCK,
+                         GR_SUM_BLOCK, 0);
+          const uint32_t got = ck[x][(st * n + i) * nblk + t];
+
+          if (got != want) {
+            FAIL ("%d+%d %s: operation %d, stripe %zu, block %d, checksum "
+                  "%zu: %08x, not %08x", k, m, code, x, st, i, t, got, want);
+            goto out;
+          }
+        }
+  }
+ out:
+  for (x = 0; x < nops; x++) {
+    batch_free (&good[x]);
+    batch_free (&work[x]);
+    free (ck[x]);
+  }
+}
+
+static void
+run_cksums (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  static const int geo[][4] = { { 8, 8, GR_CODE_RS, 65536 },
+                                { 10, 4, GR_CODE_CRS, 65536 },
+                                { 16, 16, GR_CODE_RS, 1 << 20 },
+                                { 6, 3, GR_CODE_RS, 1 << 18 } };
+
+  for (int gi = 0; gi < 4; gi++) {
+    const enum gr_code code = (enum gr_code) geo[gi][2];
+    struct gr_coder *cr = NULL, *cg = NULL;
+
+    if (gr_coder_new (&cr, geo[gi][0], geo[gi][1], code, ref) < 0 ||
+        gr_coder_new (&cg, geo[gi][0], geo[gi][1], code, gpu) < 0)
+      FAIL ("coder %d+%d %s", geo[gi][0], geo[gi][1], code_name (code));
+    else {
+      cksum_case (cr, cg, gi == 2 ? 3 : 12, (size_t) geo[gi][3], 1);
+      cksum_case (cr, cg, 4, (size_t) geo[gi][3], 0);
+    }
     gr_coder_free (cg);
     gr_coder_free (cr);
   }
@@ -826,6 +944,8 @@ main (void)
     run_suite (ref, gpu);
     printf ("several operations in one submission\n");
     run_many (ref, gpu);
+    printf ("block checksums of encodes\n");
+    run_cksums (ref, gpu);
   }
   /* The run-time compiled XOR networks on every batch, reduced. */
   if (!part || strcmp (part, "default") != 0) {

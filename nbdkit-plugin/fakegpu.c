@@ -236,7 +236,7 @@ working_update (struct gr_coder *c, int data_index,
 /* Several operations: one round trip for all, as the GPU's submission. */
 static int
 working_many (struct gr_coder *c, const struct gr_decode *const *d,
-              const struct gr_code_op *ops, size_t nops)
+              const struct gr_code_op *ops, size_t nops, bool *summed)
 {
   const int k = gr_coder_k (c), n = k + gr_coder_m (c);
   const uint8_t *used[GR_MAX_MEMBERS];
@@ -258,6 +258,9 @@ working_many (struct gr_coder *c, const struct gr_decode *const *d,
         used[nu++] = b[d[i]->erased[j]];
       classify (used, nu, ops[i].len);
     }
+  /* The CPU coder behind sums them all. */
+  for (i = 0; i < nops; i++)
+    summed[i] = ops[i].cksums != NULL;
   return gr_code_many (gr_coder_priv (c), ops, nops);
 }
 
