@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <isa-l/crc.h>
+
 #include "format/format.h"
 #include "tests/testkit.h"
 
@@ -292,6 +294,15 @@ main (void)
       CHECK (gr_cksum_block (blk) == (gr_crc32c (0, blk, sizeof blk) ^
                                       gr_crc32c (0, zeros, sizeof zeros)));
       CHECK (gr_cksum_block (blk) != 0);
+    }
+    /* ... which is the CRC without its inversions, the value the coding
+     * computes with an encode (gf.h, gr_code_op's cksums), for any
+     * block. */
+    for (int t = 0; t < 64; t++) {
+      for (size_t j = 0; j < sizeof blk; j++)
+        blk[j] = (uint8_t) (j * 131 + (size_t) t * 7919 + (j >> 7) * t);
+      CHECK (gr_cksum_block (blk) == crc32_iscsi (blk, sizeof blk, 0),
+             "block %d", t);
     }
   }
 

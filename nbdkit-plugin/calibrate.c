@@ -67,7 +67,7 @@ cal_op (const struct cal *c, bool gpu)
     if (gpu)
       for (i = 0; i < c->k; i++)
         blk[i] = c->req + (size_t) i * c->L;
-    return gr_coding_encode (c->coding, gpu, blk, 1, c->L);
+    return gr_coding_encode (c->coding, gpu, blk, 1, c->L, NULL);
   case GR_ROUTE_UPDATE:
     /* Delta and parity in scratch. */
     return gr_coding_update (c->coding, gpu, 0, blk[0], &blk[c->k],
@@ -182,7 +182,7 @@ cal_verify (struct cal *c)
   /* Same stripe in both places; erase m data blocks of the GPU copy. */
   c->kind = GR_ROUTE_ENCODE;
   cal_blocks (c, false, blk);
-  if (gr_coding_encode (c->coding, false, blk, 1, c->L) == -1)
+  if (gr_coding_encode (c->coding, false, blk, 1, c->L, NULL) == -1)
     return -1;
   memcpy (c->pin, c->req, len);
   memcpy (c->pin + len, c->pg + len, (size_t) c->m * c->L);

@@ -405,6 +405,17 @@ gr_cksum_update (struct gr_cksum *cs, int i, uint64_t off,
 }
 
 int
+gr_cksum_set (struct gr_cksum *cs, int i, uint64_t off, const uint32_t *vals,
+              uint64_t len)
+{
+  uint64_t bad;
+
+  return apply (cs, OP_SET, i, (off - cs->data_offset) / GR_CKSUM_BLOCK,
+                vals, (size_t) (len / GR_CKSUM_BLOCK), &bad)
+    == GR_CKSUM_MATCH ? 0 : -1;
+}
+
+int
 gr_cksum_zeroed (struct gr_cksum *cs, int i, uint64_t off, uint64_t len)
 {
   uint64_t bad;

@@ -54,6 +54,10 @@ enum gr_cksum_outcome gr_cksum_verify (struct gr_cksum *cs, int i,
  * checksums set.  -1 if a page could not be read (the member failed). */
 int gr_cksum_update (struct gr_cksum *cs, int i, uint64_t off,
                      const uint8_t *buf, uint64_t len);
+/* The same, their values given (gr_cksum_block's, computed with the
+ * coding: gr_code_op's cksums are the same values). */
+int gr_cksum_set (struct gr_cksum *cs, int i, uint64_t off,
+                  const uint32_t *vals, uint64_t len);
 /* They are zeros (punched or zeroed by fallocate). */
 int gr_cksum_zeroed (struct gr_cksum *cs, int i, uint64_t off, uint64_t len);
 /* Their pages are written again as they are (a member's live

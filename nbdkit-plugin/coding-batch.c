@@ -25,12 +25,39 @@
  * and is woken alone: by its result, or (the leader) by each writer that
  * joins.  The queue is bounded: a writer whose stripes do not fit waits
  * for the current batch to go. */
+/* A batch whose requests want their block checksums (some of them):
+ * each request an operation of one gr_code_many, which the GPU merges
+ * into one job and sums where the blocks are. */
+static int
+encode_summed (struct gr_coding *c, const struct enc_req *list, size_t len)
+{
+  struct gr_code_op ops[64] = { { 0 } }, *v = ops;
+  const struct enc_req *q;
+  size_t nq = 0, i = 0;
+  int r;
+
+  for (q = list; q; q = q->next)
+    nq++;
+  if (nq > sizeof ops / sizeof ops[0] &&
+      (v = malloc (nq * sizeof *v)) == NULL)
+    return -ENOMEM;
+  for (q = list; q; q = q->next)
+    v[i++] = (struct gr_code_op) { .blocks = q->blocks,
+                                   .nstripes = q->nstripes, .len = len,
+                                   .cksums = q->cksums };
+  r = gr_code_many (c->gpu, v, nq);
+  if (v != ops)
+    free (v);
+  return r;
+}
+
 int
 gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
-                           size_t nstripes, size_t len)
+                           size_t nstripes, size_t len, uint32_t *cksums)
 {
   size_t max = BATCH_MAX_BYTES / ((size_t) c->k * len);
-  struct enc_req me = { .blocks = blocks, .nstripes = nstripes };
+  struct enc_req me = { .blocks = blocks, .nstripes = nstripes,
+                        .cksums = cksums };
   struct enc_req *list, *q, *next;
   size_t total, at, n = (size_t) c->k + c->m;
   struct timespec deadline;
@@ -81,8 +108,11 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
     pthread_cond_broadcast (&c->comb_room);     /* held-back writers */
   pthread_mutex_unlock (&c->comb_lock);
 
-  all = malloc (total * n * sizeof *all);
-  if (all == NULL)
+  for (q = list; q && q->cksums == NULL; q = q->next)
+    ;
+  if (q)
+    r = encode_summed (c, list, len);
+  else if ((all = malloc (total * n * sizeof *all)) == NULL)
     r = -ENOMEM;
   else {
     for (at = 0, q = list; q; q = q->next) {

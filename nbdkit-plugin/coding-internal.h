@@ -70,6 +70,7 @@ struct gather_item {
 struct enc_req {
   uint8_t *const *blocks;
   size_t nstripes;
+  uint32_t *cksums;             /* its block checksums, or NULL */
   int rc;
   bool done;
   pthread_cond_t cv;            /* its own: woken alone */
@@ -138,7 +139,8 @@ void gr_coding_gpu_failed (struct gr_coding *c, const char *op, int r);
  * data go to be gathered; the reconstructs ops[0..nops) (bytes of data)
  * gathered with others (0, or -EIO after nbdkit_error). */
 int gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
-                               size_t nstripes, size_t len);
+                               size_t nstripes, size_t len,
+                               uint32_t *cksums);
 bool gr_coding_gather_this (struct gr_coding *c, size_t bytes);
 int gr_coding_reconstruct_gathered (struct gr_coding *c,
                                     const struct gr_code_op *ops,

@@ -430,26 +430,38 @@ cpu_latency (const struct gr_coding *c)
     gr_fakegpu_cpu_latency ();
 }
 
+/* An encode with its block checksums, on coder cd. */
+static int
+encode_summed (struct gr_coder *cd, uint8_t *const *blocks, size_t nstripes,
+               size_t len, uint32_t *cksums)
+{
+  const struct gr_code_op op = { .blocks = blocks, .nstripes = nstripes,
+                                 .len = len, .cksums = cksums };
+
+  return cksums ? gr_code_many (cd, &op, 1)
+    : gr_encode (cd, blocks, nstripes, len);
+}
+
 /* Encodes of whole chunks on the GPU go through the group commit, others
  * on their own. */
 int
 gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
-                  size_t nstripes, size_t len)
+                  size_t nstripes, size_t len, uint32_t *cksums)
 {
   int r;
 
   if (gpu && claim (c)) {
     if (len == c->chunk && gpuraid_debug_group_commit)
-      r = gr_coding_encode_combined (c, blocks, nstripes, len);
+      r = gr_coding_encode_combined (c, blocks, nstripes, len, cksums);
     else
-      r = gr_encode (c->gpu, blocks, nstripes, len);
+      r = encode_summed (c->gpu, blocks, nstripes, len, cksums);
     gr_coding_release (c);
     if (r == 0)
       return 0;
     gr_coding_gpu_failed (c, "encode", r);
   }
   cpu_latency (c);
-  r = gr_encode (c->cpu, blocks, nstripes, len);
+  r = encode_summed (c->cpu, blocks, nstripes, len, cksums);
   return r == 0 ? 0 : coding_error ("encode", r);
 }
 
@@ -507,7 +519,7 @@ static int
 plan_encode (void *arg, bool gpu, uint8_t *const *blocks, size_t nstripes,
              size_t len)
 {
-  return gr_coding_encode (arg, gpu, blocks, nstripes, len);
+  return gr_coding_encode (arg, gpu, blocks, nstripes, len, NULL);
 }
 
 static int
@@ -543,7 +555,7 @@ plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
                                     ops[i].blocks, ops[i].nstripes,
                                     ops[i].len)
          : gr_coding_encode (c, gpu, ops[i].blocks, ops[i].nstripes,
-                             ops[i].len)) == -1)
+                             ops[i].len, ops[i].cksums)) == -1)
       return -1;
   return 0;
 }

@@ -83,9 +83,11 @@ void gr_coding_set_gpu_from (struct gr_coding *c,
 bool gr_coding_route (void *arg, enum gr_op op, size_t bytes, int nerased);
 
 /* One operation on the GPU coder if gpu (and it is still usable and has
- * room), else on the CPU coder.  0, or -1 with errno EIO. */
+ * room), else on the CPU coder.  0, or -1 with errno EIO.  cksums, if not
+ * NULL: the block checksums of the stripes' blocks as coded, as
+ * gr_code_op's (gf.h), filled on success (by the GPU where it can). */
 int gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
-                      size_t nstripes, size_t len);
+                      size_t nstripes, size_t len, uint32_t *cksums);
 int gr_coding_reconstruct (struct gr_coding *c, bool gpu, const int *erased,
                            int nerased, uint8_t *const *blocks, size_t len);
 /* The same for nstripes stripes of one erasure pattern (blocks: nstripes

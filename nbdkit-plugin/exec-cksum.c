@@ -164,6 +164,10 @@ gr_exec_cksum_written (struct gr_exec *x, const struct gr_mio *v)
     (void) gr_cksum_touch (x->cksum, v->member, v->off, v->len);
   else if (v->kind == GR_MIO_PUNCH || v->kind == GR_MIO_ZERO)
     (void) gr_cksum_zeroed (x->cksum, v->member, v->off, v->len);
+  else if (v->sums) {
+    (void) gr_cksum_set (x->cksum, v->member, v->off, v->sums, v->len);
+    __atomic_add_fetch (&x->sums_given, 1, __ATOMIC_RELAXED);
+  }
   else
     (void) gr_cksum_update (x->cksum, v->member, v->off, v->buf, v->len);
 }

@@ -28,6 +28,9 @@ struct gr_exec {
   uint8_t *zero;                        /* a chunk of zeros */
   pthread_key_t work_key;
   uint64_t requests;                    /* atomic: the clients' */
+  uint64_t sums_given;                  /* atomic: writes whose block
+                                         * checksums came with their
+                                         * coding (gpu_sums) */
 };
 
 /* Hold (release) plan p's stripes in its lock mode (table order). */

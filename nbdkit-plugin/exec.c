@@ -16,6 +16,11 @@
 #include "steps.h"
 #include "members.h"
 
+/* -D gpuraid.gpu_sums=0: a write's block checksums computed from its
+ * blocks once written, as before, not by its GPU encode (for
+ * comparison). */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_gpu_sums = 1;
+
 /* Each thread's plan and the member I/O vector its reads and writes go
  * through. */
 struct work {
@@ -77,6 +82,9 @@ gr_exec_free (struct gr_exec *x)
 
   if (x == NULL)
     return;
+  if (x->sums_given)
+    gr_debug ("block checksums set from the coding's: %" PRIu64 " writes",
+              x->sums_given);
   /* The calling thread's work; other threads' went with them. */
   work_free (pthread_getspecific (x->work_key));
   pthread_key_delete (x->work_key);
@@ -341,8 +349,30 @@ gr_exec_code_stage (struct gr_exec *x, struct gr_plan *p,
   struct gr_plan_coder coder = gr_coding_plan_coder (x->coding);
 
   coder.pool = pool;
+  coder.sums = x->cksum != NULL && gpuraid_debug_gpu_sums;
   return gr_steps_run (p, &x->g, b, &coder) == -1 ? GR_EXEC_ERROR
     : GR_EXEC_DONE;
+}
+
+/* The checksums the coding computed of the bytes write io takes from a
+ * block of p (from its start, whole checksum blocks), or NULL; *at: the
+ * block to look at first (a plan's writes follow its blocks). */
+static const uint32_t *
+block_sums (const struct gr_plan *p, const struct gr_io *io, size_t *at)
+{
+  if (p->sum_len == 0 || io->len > p->sum_len ||
+      io->len % GR_CKSUM_BLOCK || p->nblk == 0)
+    return NULL;
+  for (size_t t = 0; t < p->nblk; t++) {
+    const size_t j = (*at + t) % p->nblk;
+
+    if (p->bsum[j] && p->blk[j].space == io->buf.space &&
+        p->blk[j].off == io->buf.off) {
+      *at = j + 1;
+      return p->bsum[j];
+    }
+  }
+  return NULL;
 }
 
 /* The plan's writes as member accesses into mio; how many. */
@@ -351,7 +381,7 @@ write_list (struct gr_exec *x, const struct gr_plan *p,
             const struct gr_bufs *b, struct gr_mio *mio,
             struct gr_exec_result *res)
 {
-  size_t i, nw = 0;
+  size_t i, nw = 0, at = 0;
 
   for (i = 0; i < p->nwrite; i++) {
     const struct gr_io *io = &p->write[i];
@@ -403,7 +433,9 @@ write_list (struct gr_exec *x, const struct gr_plan *p,
       continue;
     mio[nw++] = (struct gr_mio) { .kind = mio_kind (io->kind),
                                   .member = member, .off = io->off,
-                                  .len = io->len, .buf = src };
+                                  .len = io->len, .buf = src,
+                                  .sums = io->kind == GR_IO_WRITE
+                                  ? block_sums (p, io, &at) : NULL };
   }
   return nw;
 }

@@ -186,6 +186,8 @@ struct gr_mio {
   uint64_t off, len;
   void *buf;
   enum gr_mio_result result;
+  const uint32_t *sums;         /* a write's block checksums, computed
+                                 * with its coding (exec.h), or NULL */
 };
 
 /* What an error on a member does. */

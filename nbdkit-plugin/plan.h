@@ -200,6 +200,13 @@ struct gr_plan {
   bool rb_adv[GR_MAX_MEMBERS];
   uint64_t rb_end;
   struct gr_verdict *verdict;   /* CHECK: one a stripe (VERIFY's) */
+  /* gr_steps_run, asked for them (steps.h): the block checksums its GPU
+   * encodes computed with the coding, in a plan of those alone (a
+   * full-stripe write): bsum[i] those of block i, of its first sum_len
+   * bytes (0: none); sums holds them (cap_sums). */
+  size_t sum_len, cap_sums;
+  uint32_t **bsum;
+  uint32_t *sums;
   int *wer, *wner;              /* the planner's work arrays (batch
                                  * plans: cap_stripes * m and
                                  * cap_stripes entries) */

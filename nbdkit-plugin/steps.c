@@ -291,9 +291,50 @@ coding_many (struct gr_plan *p, const struct gr_step *st, size_t nsteps,
     ops[j] = (struct gr_code_op) {
       .erased = rec ? p->er + st[j].er0 : NULL, .nerased = rec ? st[j].ner
       : 0, .blocks = p->ptr + st[j].blk0, .nstripes = st[j].nstripes,
-      .len = st[j].len };
+      .len = st[j].len,
+      .cksums = p->sum_len && !rec ? p->bsum[st[j].blk0] : NULL };
   }
   return cd->many (cd->arg, true, ops, nsteps);
+}
+
+/* A plan of GPU encodes alone, of one length in whole checksum blocks
+ * (a full-stripe write; so no later step changes a block once summed):
+ * room for its blocks' checksums, bsum pointing into it, and sum_len
+ * set; else sum_len 0. */
+static void
+plan_sums (struct gr_plan *p, const struct gr_geom *g)
+{
+  const size_t n = (size_t) g->k + g->m;
+  size_t need = 0, at = 0, nb, i, j;
+  uint32_t *s;
+
+  p->sum_len = 0;
+  if (p->nstep == 0 || p->step[0].len % GR_SUM_BLOCK)
+    return;
+  for (i = 0; i < p->nstep; i++) {
+    const struct gr_step *st = &p->step[i];
+
+    if (st->kind != GR_STEP_ENCODE || !st->gpu || st->len != p->step[0].len)
+      return;
+    need += st->nstripes * n;
+  }
+  nb = p->step[0].len / GR_SUM_BLOCK;
+  need *= nb;
+  if (need > p->cap_sums) {
+    if ((s = realloc (p->sums, need * sizeof *s)) == NULL)
+      return;                   /* set by the executor, as without */
+    p->sums = s;
+    p->cap_sums = need;
+  }
+  memset (p->bsum, 0, p->nblk * sizeof *p->bsum);
+  for (i = 0; i < p->nstep; i++) {
+    const struct gr_step *st = &p->step[i];
+
+    for (j = 0; j < st->nstripes * n; j++)
+      p->bsum[st->blk0 + j] = p->sums + at + j * nb;
+    at += st->nstripes * n * nb;
+  }
+  p->sum_len = p->step[0].len;
 }
 
 int
@@ -305,6 +346,9 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
 
   for (i = 0; i < p->nblk; i++)
     p->ptr[i] = gr_steps_at (b, p->blk[i]);
+  p->sum_len = 0;
+  if (cd->sums && cd->many && gr_pool_width (cd->pool) <= 1)
+    plan_sums (p, g);
   for (i = 0; i < p->nstep; i++) {
     const struct gr_step *st = &p->step[i];
     uint8_t **bp = p->ptr + st->blk0;
@@ -403,8 +447,10 @@ plan_alloc (const struct gr_geom *g, uint64_t max_stripes)
   p->blk = malloc (p->cap_blk * sizeof *p->blk);
   p->step = malloc (p->cap_step * sizeof *p->step);
   p->ptr = malloc (p->cap_blk * sizeof *p->ptr);
+  p->bsum = malloc (p->cap_blk * sizeof *p->bsum);
   p->er = malloc (p->cap_er * sizeof *p->er);
-  if (p->read && p->write && p->blk && p->step && p->ptr && p->er)
+  if (p->read && p->write && p->blk && p->step && p->ptr && p->bsum &&
+      p->er)
     return p;
  nomem:
   gr_plan_free (p);
@@ -432,6 +478,8 @@ gr_plan_free (struct gr_plan *p)
     free (p->blk);
     free (p->step);
     free (p->ptr);
+    free (p->bsum);
+    free (p->sums);
     free (p->er);
     free (p->verdict);
     free (p->wer);

@@ -66,6 +66,10 @@ struct gr_plan_coder {
    * (pool.h; NULL: the calling thread alone); a step on the GPU is never
    * split. */
   struct gr_pool *pool;
+  /* A plan of GPU encodes alone (no pool) asks them for the checksums of
+   * its blocks (gr_code_op's cksums, into the plan's bsum), so that the
+   * executor sets them without reading the blocks again. */
+  bool sums;
 };
 
 /* d ^= s over len bytes (the XOR move). */

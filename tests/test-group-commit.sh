@@ -8,7 +8,9 @@
 # = 4 whole stripes of a 4+2 array with 64K chunks) writes a random
 # image; the log must show batches taken from several requests; the
 # array is then read back on the plain CPU path, healthy and with two
-# members gone, and its parity is checked offline.  Then the degraded
+# members gone (every block verified against the checksums that came
+# with the stand-in's encodes), and its parity is checked offline.  Then
+# the degraded
 # reads on the stand-in GPU: their reconstructs, gathered across
 # requests (the exit log counts more operations than submissions), give
 # the image back; and with a stand-in whose every operation fails, the
@@ -54,6 +56,12 @@ for code in rs crs; do
     echo "$0: FAIL: no encode batch gathered stripes of several requests"; exit 1
   fi
   check_parity $k $m $chunk $code "${members[@]}"
+  # The writes' block checksums came with their (stand-in) GPU encodes;
+  # the reads below, on the CPU, verify every block against them.
+  given=$(sed -n 's/.*block checksums set from the coding.s: \([0-9]*\) writes.*/\1/p' "$nbdkit_log")
+  echo "writes whose block checksums came with the encode: ${given:-none}"
+  [ "${given:-0}" -gt 0 ] ||
+    fail "no write's block checksums came with its GPU encode"
 
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
   rm -f "$tmpdir/out"
