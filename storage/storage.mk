@@ -41,4 +41,5 @@ storage/test-disk: storage/test-disk.o $(LIBSTORAGE)
 
 CHECK_PROGS += storage/test-disk
 CHECK_TESTS += storage/test-disk
+TSAN_TESTS += storage/test-disk
 CLEAN_FILES += storage/test-disk
