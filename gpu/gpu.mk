@@ -37,6 +37,10 @@ gpu/bench-gpu: gpu/bench-gpu.o $(LIBGPU) $(LIBGF)
 bench-gpu: gpu/bench-gpu
 	gpu/bench-gpu
 
+# Built with the tests wherever CUDA is, so that a change to the engine's
+# interface cannot leave the benchmark unbuildable unnoticed.
+CHECK_PROGS += gpu/bench-gpu
+
 check-gpu-sanitize: gpu/test-gpu
 	QUICK=1 $(COMPUTE_SANITIZER) --tool memcheck --leak-check full \
 	  --error-exitcode 1 gpu/test-gpu
