@@ -15,21 +15,11 @@
 
 /* --- group commit -------------------------------------------------------- */
 
-/* The full-stripe encodes of concurrent write requests are gathered into
- * one GPU batch by flat combining: the first thread to queue becomes the
- * leader, waits (at most BATCH_WAIT_US, and only while other write
- * requests are in flight and not yet queued) for more stripes, up to
- * BATCH_MAX_BYTES of data, then encodes everything queued in one call
- * and wakes the others with the result.  The next writer to queue leads
- * the next batch meanwhile.  Each writer sleeps on its own condition
- * and is woken alone: by its result, or (the leader) by each writer that
- * joins.  The queue is bounded: a writer whose stripes do not fit waits
- * for the current batch to go. */
 /* A batch whose requests want their block checksums (some of them):
  * each request an operation of one gr_code_many, which the GPU merges
  * into one job and sums where the blocks are. */
 static int
-encode_summed (struct gr_coding *c, const struct enc_req *list, size_t len)
+batch_summed (struct gr_coding *c, const struct enc_req *list, size_t len)
 {
   struct gr_code_op ops[64] = { { 0 } }, *v = ops;
   const struct enc_req *q;
@@ -51,6 +41,16 @@ encode_summed (struct gr_coding *c, const struct enc_req *list, size_t len)
   return r;
 }
 
+/* The full-stripe encodes of concurrent write requests are gathered into
+ * one GPU batch by flat combining: the first thread to queue becomes the
+ * leader, waits (at most BATCH_WAIT_US, and only while other write
+ * requests are in flight and not yet queued) for more stripes, up to
+ * BATCH_MAX_BYTES of data, then encodes everything queued in one call
+ * and wakes the others with the result.  The next writer to queue leads
+ * the next batch meanwhile.  Each writer sleeps on its own condition
+ * and is woken alone: by its result, or (the leader) by each writer that
+ * joins.  The queue is bounded: a writer whose stripes do not fit waits
+ * for the current batch to go. */
 int
 gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
                            size_t nstripes, size_t len, uint32_t *cksums)
@@ -111,7 +111,7 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
   for (q = list; q && q->cksums == NULL; q = q->next)
     ;
   if (q)
-    r = encode_summed (c, list, len);
+    r = batch_summed (c, list, len);
   else if ((all = malloc (total * n * sizeof *all)) == NULL)
     r = -ENOMEM;
   else {
