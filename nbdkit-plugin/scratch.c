@@ -36,13 +36,23 @@ struct tls {
  * (docs/performance.md). */
 #define SPARE_MAX 256
 
+/* Large buffers given back, kept mapped for the next large plans within
+ * the cap: a partial-stripe write of 10+4 or 16+16 with 64 KiB chunks
+ * needs 1.1 to 3 MiB, and each mapped afresh faults in every page. */
+#define CACHE_MAX 256
+#define BIG_ROUND ((size_t) 256 << 10)  /* large sizes rounded up to */
+
 struct gr_scratch {
   struct gr_coding *coding;
   pthread_key_t key;
   uint64_t cap;
-  pthread_mutex_t lock;         /* big_used, spare */
+  pthread_mutex_t lock;         /* big_used, cache, spare */
   pthread_cond_t cond;
-  uint64_t big_used;
+  uint64_t big_used;            /* large buffers held by plans */
+  struct buf cache[CACHE_MAX];  /* large buffers kept: with big_used, */
+  int ncache;                   /* within the cap */
+  uint64_t cache_bytes;
+  uint64_t big_mapped, big_reused;      /* under lock */
   struct buf spare[SPARE_MAX];
   int nspare;
   size_t pool_used;             /* atomic: page-locked bytes (spares
@@ -231,6 +241,12 @@ gr_scratch_free (struct gr_scratch *sc)
   pthread_key_delete (sc->key);
   for (int i = 0; i < sc->nspare; i++)
     buf_free (sc, &sc->spare[i], false);
+  for (int i = 0; i < sc->ncache; i++)
+    buf_free (sc, &sc->cache[i], true);
+  if (sc->big_mapped > 0)
+    gr_debug ("large scratch: %" PRIu64 " buffers mapped, %" PRIu64
+              " plans served from those kept", sc->big_mapped,
+              sc->big_reused);
   if (sc->pinned_new > 0)
     gr_debug ("page-locked scratch: %" PRIu64 " buffers allocated, %" PRIu64
               " taken over from threads that ended", sc->pinned_new,
@@ -284,12 +300,42 @@ gr_scratch_get (struct gr_scratch *sc, size_t size)
     return buf_alloc (&t->keep, size < 65536 ? 65536 : size, false)
       ? t->keep.p : NULL;
   }
-  /* A large one, within the cap: wait while others hold too much. */
-  pthread_mutex_lock (&sc->lock);
-  while (sc->big_used > 0 && sc->big_used + size > sc->cap)
-    pthread_cond_wait (&sc->cond, &sc->lock);
-  sc->big_used += size;
-  pthread_mutex_unlock (&sc->lock);
+  /* A large one, within the cap: wait while plans hold too much, then
+   * a kept one that fits, else a new one, unmapping kept ones to make
+   * room. */
+  size = (size + BIG_ROUND - 1) / BIG_ROUND * BIG_ROUND;
+  {
+    struct buf drop[CACHE_MAX];
+    int ndrop = 0, best = -1;
+
+    pthread_mutex_lock (&sc->lock);
+    while (sc->big_used > 0 && sc->big_used + size > sc->cap)
+      pthread_cond_wait (&sc->cond, &sc->lock);
+    for (int i = 0; i < sc->ncache; i++)
+      if (sc->cache[i].size >= size && sc->cache[i].size <= 2 * size &&
+          (best == -1 || sc->cache[i].size < sc->cache[best].size))
+        best = i;
+    if (best >= 0 && (sc->big_used == 0 ||
+                      sc->big_used + sc->cache[best].size <= sc->cap)) {
+      t->big = sc->cache[best];
+      sc->cache[best] = sc->cache[--sc->ncache];
+      sc->cache_bytes -= t->big.size;
+      sc->big_used += t->big.size;
+      sc->big_reused++;
+      pthread_mutex_unlock (&sc->lock);
+      return t->big.p;
+    }
+    while (sc->ncache > 0 &&
+           sc->big_used + sc->cache_bytes + size > sc->cap) {
+      drop[ndrop] = sc->cache[--sc->ncache];
+      sc->cache_bytes -= drop[ndrop++].size;
+    }
+    sc->big_used += size;
+    sc->big_mapped++;
+    pthread_mutex_unlock (&sc->lock);
+    for (int i = 0; i < ndrop; i++)
+      buf_free (sc, &drop[i], true);
+  }
   if (!buf_alloc (&t->big, size, true)) {
     pthread_mutex_lock (&sc->lock);
     sc->big_used -= size;
@@ -304,14 +350,21 @@ void
 gr_scratch_put (struct gr_scratch *sc)
 {
   struct tls *t = pthread_getspecific (sc->key);
-  size_t size;
+  struct buf b;
 
   if (t == NULL || t->big.size == 0)
     return;
-  size = t->big.size;
-  buf_free (sc, &t->big, true);
+  b = t->big;
+  t->big = (struct buf) { 0 };
   pthread_mutex_lock (&sc->lock);
-  sc->big_used -= size;
+  sc->big_used -= b.size;
+  if (sc->ncache < CACHE_MAX &&
+      sc->big_used + sc->cache_bytes + b.size <= sc->cap) {
+    sc->cache[sc->ncache++] = b;
+    sc->cache_bytes += b.size;
+    b.p = NULL;
+  }
   pthread_cond_broadcast (&sc->cond);
   pthread_mutex_unlock (&sc->lock);
+  buf_free (sc, &b, true);
 }

@@ -4,10 +4,12 @@
  * A plan's scratch (scratch_len bytes: blocks read, rebuilt or encoded)
  * comes from here.  Each thread keeps one buffer of up to
  * GR_SCRATCH_KEEP bytes for reuse; a plan needing more gets a buffer of
- * its own (mapped, and unmapped when the plan is done, so that no
- * allocator keeps it), and those together stay within the configured cap
- * (scratch-max=): a plan that would go over waits until others give
- * theirs back (one alone may always run).  While a GPU is in use the
+ * its own (mapped, not from an allocator that would keep it), and those
+ * held by plans and those kept mapped for the next large plans (so that
+ * their pages are not faulted in again each plan) together stay within
+ * the configured cap (scratch-max=): a plan that would go over waits
+ * until others give theirs back (one alone may always run), and kept
+ * ones are unmapped to make room.  While a GPU is in use the
  * kept buffer is page-locked, up to 64 MiB, where the page-locked pool
  * (1 GiB) allows, so that GPU operations skip the engine's staging copy;
  * it is at least GR_SCRATCH_KEEP bytes, and when its thread ends it is
