@@ -462,18 +462,25 @@ gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
   return r;
 }
 
-/* The block checksums of op (gr_code_op's cksums), on the CPU. */
+/* The block checksums of op (gr_code_op's cksums), on the CPU: every
+ * block of an encode, a reconstruct's survivors and erased blocks (d). */
 static void
-sum_blocks (const struct gr_coder *c, const struct gr_code_op *op)
+sum_blocks (const struct gr_coder *c, const struct gr_code_op *op,
+            const struct gr_decode *d)
 {
   const size_t n = (size_t) (c->k + c->m), nb = op->len / GR_SUM_BLOCK;
+  const size_t nused = d ? (size_t) (c->k + d->nerased) : n;
 
   for (size_t s = 0; s < op->nstripes; s++)
-    for (size_t i = 0; i < n; i++)
+    for (size_t u = 0; u < nused; u++) {
+      const size_t i = d == NULL ? u : u < (size_t) c->k
+        ? (size_t) d->survivors[u] : (size_t) d->erased[u - c->k];
+
       for (size_t b = 0; b < nb; b++)
         op->cksums[(s * n + i) * nb + b] =
           crc32_iscsi (op->blocks[s * n + i] + b * GR_SUM_BLOCK,
                        GR_SUM_BLOCK, 0);
+    }
 }
 
 int
@@ -521,7 +528,7 @@ gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
     }
   for (i = 0; i < nops && r == 0; i++)
     if (ops[i].cksums && !summed[i])
-      sum_blocks (c, &ops[i]);
+      sum_blocks (c, &ops[i], d[i]);
   for (i = 0; i < nops; i++)
     if (p[i])
       plan_put (c, p[i]);

@@ -82,13 +82,16 @@ int gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
  * reconstruct of erased[0..nerased-1], of its own blocks, nstripes and
  * len, as gr_encode and gr_reconstruct take them.  cksums, if not NULL:
  * after the coding, the CRC-32C of every GR_SUM_BLOCK bytes of the
- * stripes' k + m blocks (len a multiple of GR_SUM_BLOCK), block i of
+ * blocks it read or wrote (len a multiple of GR_SUM_BLOCK): an encode's
+ * k + m blocks, a reconstruct's k survivors (gr_reconstruct_choose's,
+ * as they were read) and its erased blocks as rebuilt; block i of
  * stripe s at cksums[(s * (k + m) + i) * (len / GR_SUM_BLOCK) + b] for
- * its bytes [b * GR_SUM_BLOCK, (b + 1) * GR_SUM_BLOCK); the CRC without
- * its inversions, ISA-L's crc32_iscsi (p, GR_SUM_BLOCK, 0), which is
- * linear (0 for zeros): the array's block checksum (format.h).  The GPU
- * computes those of the encodes it copies directly where the blocks
- * are; the rest are computed on the CPU. */
+ * its bytes [b * GR_SUM_BLOCK, (b + 1) * GR_SUM_BLOCK), the other
+ * blocks' values left as they were.  The CRC without its inversions,
+ * ISA-L's crc32_iscsi (p, GR_SUM_BLOCK, 0), which is linear (0 for
+ * zeros): the array's block checksum (format.h).  The GPU computes those
+ * of the operations it copies directly where the blocks are; the rest
+ * are computed on the CPU. */
 #define GR_SUM_BLOCK 4096
 struct gr_code_op {
   const int *erased;
