@@ -756,10 +756,12 @@ struct job {
   const uint8_t *const *in;     /* nstripes * ncols */
   uint8_t *const *out;          /* nstripes * nrows */
   size_t nstripes, len;
-  /* An encode in gr_code_many's direct submission whose block checksums
-   * the GPU computes: each stripe's place in the operation's cksums
-   * (NULL: an operation without), or NULL. */
+  /* An operation in gr_code_many's direct submission whose block
+   * checksums the GPU computes: each stripe's place in the operation's
+   * cksums (NULL: an operation without), or NULL; the block of each
+   * input and output row (NULL: an encode's, in order). */
   uint32_t *const *ck;
+  const int *ck_in, *ck_out;
 };
 
 struct chunk {
@@ -1247,11 +1249,23 @@ cksums_back (const struct job *js, size_t nj, struct slot *sl, size_t ck_at)
     const size_t per_s = (size_t) (j->ncols + j->nrows) *
       (j->len / GR_SUM_BLOCK);
 
+    const size_t nblk = j->len / GR_SUM_BLOCK;
+
     if (j->ck == NULL)
       continue;
-    for (size_t s = 0; s < j->nstripes; s++, at += per_s)
-      if (j->ck[s])
+    for (size_t s = 0; s < j->nstripes; s++, at += per_s) {
+      if (j->ck[s] == NULL)
+        continue;
+      if (j->ck_in == NULL) {
         memcpy (j->ck[s], sl->h_ck + at, per_s * sizeof *sl->h_ck);
+        continue;
+      }
+      /* A reconstruct's: its survivors' then its erased blocks'. */
+      for (int i = 0; i < j->ncols + j->nrows; i++)
+        memcpy (j->ck[s] + (size_t) (i < j->ncols ? j->ck_in[i]
+                                     : j->ck_out[i - j->ncols]) * nblk,
+                sl->h_ck + at + (size_t) i * nblk, nblk * sizeof *sl->h_ck);
+    }
   }
   return 0;
 }
@@ -1618,14 +1632,15 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
       all_pinned ((const uint8_t *const *) j->out, ns * nout, j->len,
                   &known_out);
     j->mapped = j->direct && known_in && known_out && mapped_rows ();
-    /* The block checksums of a direct encode, while the slot's area
+    /* The block checksums of a direct operation, while the slot's area
      * holds them (the rest: on the CPU, after, gr_code_many). */
-    if (sums && j->direct && dx == NULL && nblk > 0 &&
-        j->len % GR_SUM_BLOCK == 0 &&
-        ck_vals + ns * (size_t) n * nblk <= SLOT_CKSUMS) {
+    if (sums && j->direct && nblk > 0 && j->len % GR_SUM_BLOCK == 0 &&
+        ck_vals + ns * (size_t) (k + nout) * nblk <= SLOT_CKSUMS) {
       j->ck = ckv + ck_n;
+      j->ck_in = dx ? dx->survivors : NULL;
+      j->ck_out = dx ? dx->erased : NULL;
       ck_n += ns;
-      ck_vals += ns * (size_t) n * nblk;
+      ck_vals += ns * (size_t) (k + nout) * nblk;
     }
     else
       memset (ckv + ck_n, 0, ns * sizeof *ckv);

@@ -679,10 +679,12 @@ run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
   }
 }
 
-/* The block checksums of encodes in one submission (gr_code_op's
- * cksums): every block's page-locked, so the encodes go directly and the
- * GPU computes them (its account says so), for the data and the parity
- * as coded; an operation without checksums among them; each value ISA-L's
+/* The block checksums of encodes and reconstructs in one submission
+ * (gr_code_op's cksums): every block's page-locked, so the operations go
+ * directly and the GPU computes them (its account says so), for an
+ * encode's data and parity as coded, a reconstruct's survivors and
+ * rebuilt blocks (the other blocks' values left as they were); an
+ * operation without checksums among them; each value ISA-L's
  * crc32_iscsi (block, 4096, 0) of the reference coder's block.  Then the
  * same with unaligned ordinary memory: staged, summed on the CPU by
  * gr_code_many, the same values. */
@@ -696,13 +698,16 @@ cksum_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
   struct batch good[16], work[16];
   struct gr_code_op ops[16];
   uint32_t *ck[16];
+  int er[16][GR_MAX_MEMBERS];
+  bool used[16][GR_MAX_MEMBERS];
   struct gr_gpu_many_stats a, b;
   int x, r;
 
   if (nops > 16)
     nops = 16;
-  printf ("  block checksums %d+%d %s: %d encodes of %zu bytes, %s\n",
-          k, m, code, nops, len, pinned ? "page-locked" : "ordinary memory");
+  printf ("  block checksums %d+%d %s: %d encodes and reconstructs of %zu "
+          "bytes, %s\n", k, m, code, nops, len,
+          pinned ? "page-locked" : "ordinary memory");
   fflush (stdout);
   memset (good, 0, sizeof good);
   memset (work, 0, sizeof work);
@@ -713,22 +718,51 @@ cksum_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
     if (batch_new (&good[x], ns, n, k, len, 0, 0, &rng) < 0 ||
         batch_new (&work[x], ns, n, k, len, !pinned, pinned ? 2 : 0,
                    &rng) < 0 ||
-        (x % 4 != 3 && (ck[x] = calloc (ns * n * nblk, 4)) == NULL)) {
+        (x % 4 != 3 && (ck[x] = malloc (ns * n * nblk * 4)) == NULL)) {
       FAIL ("out of memory");
       nops = x + 1;
       goto out;
     }
+    for (size_t v = 0; ck[x] && v < ns * n * nblk; v++)
+      ck[x][v] = 0xdeadbeefu;
     if (gr_encode (cr, good[x].blk, ns, len) < 0) {
       FAIL ("ref encode");
       nops = x + 1;
       goto out;
     }
     batch_copy (&work[x], &good[x]);
-    for (size_t st = 0; st < ns; st++)
-      for (int i = k; i < n; i++)
-        fill_r (&rng, work[x].blk[st * n + i], len);
     ops[x] = (struct gr_code_op) { .blocks = work[x].blk, .nstripes = ns,
                                    .len = len, .cksums = ck[x] };
+    for (int i = 0; i < n; i++)
+      used[x][i] = x % 3 != 1;
+    if (x % 3 == 1) {           /* a reconstruct of 1 to m blocks */
+      bool lost[GR_MAX_MEMBERS] = { false };
+      int surv[GR_MAX_MEMBERS], erl[GR_MAX_MEMBERS], ne;
+
+      ops[x].nerased = 1 + (int) (rnd () % (unsigned) m);
+      for (int e = 0; e < ops[x].nerased; e++) {
+        int i;
+
+        do
+          i = (int) (rnd () % (unsigned) n);
+        while (lost[i]);
+        lost[i] = true;
+        er[x][e] = i;
+      }
+      ops[x].erased = er[x];
+      ne = gr_reconstruct_choose (k, m, lost, lost, erl, surv);
+      for (int i = 0; i < k; i++)
+        used[x][surv[i]] = true;
+      for (int e = 0; e < ne; e++)
+        used[x][erl[e]] = true;
+    }
+    /* The outputs spoiled: an encode's parity, a reconstruct's lost. */
+    for (size_t st = 0; st < ns; st++) {
+      for (int i = k; i < n && ops[x].nerased == 0; i++)
+        fill_r (&rng, work[x].blk[st * n + i], len);
+      for (int e = 0; e < ops[x].nerased; e++)
+        fill_r (&rng, work[x].blk[st * n + er[x][e]], len);
+    }
   }
   gr_gpu_many_account (&a);
   r = gr_code_many (cg, ops, (size_t) nops);
@@ -740,24 +774,33 @@ cksum_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
   if (pinned && b.summed_jobs == a.summed_jobs)
     FAIL ("%d+%d %s: page-locked encodes' checksums not computed on the "
           "GPU", k, m, code);
+  /* The first two operations: an encode and a reconstruct, each a job
+   * of its own, both with checksums. */
+  if (pinned && nops >= 2 && b.summed_jobs - a.summed_jobs < 2)
+    FAIL ("%d+%d %s: page-locked reconstructs' checksums not computed on "
+          "the GPU (%llu jobs summed)", k, m, code,
+          (unsigned long long) (b.summed_jobs - a.summed_jobs));
   if (!pinned && b.summed_jobs != a.summed_jobs)
     FAIL ("%d+%d %s: staged encodes' checksums counted as the GPU's", k, m,
           code);
   for (x = 0; x < nops; x++) {
-    if (batch_cmp (&good[x], &work[x], 0, n, "gr_code_many (encode, "
-                   "checksums)", k, m, code) < 0)
+    if (batch_cmp (&good[x], &work[x], 0, n, ops[x].nerased
+                   ? "gr_code_many (reconstruct, checksums)"
+                   : "gr_code_many (encode, checksums)", k, m, code) < 0)
       break;
     for (size_t st = 0; ck[x] && st < good[x].ns; st++)
       for (int i = 0; i < n; i++)
         for (size_t t = 0; t < nblk; t++) {
-          const uint32_t want =
+          const uint32_t want = !used[x][i] ? 0xdeadbeefu :
             crc32_iscsi (good[x].blk[st * n + i] + t * GR_SUM_BLOCK,
                          GR_SUM_BLOCK, 0);
           const uint32_t got = ck[x][(st * n + i) * nblk + t];
 
           if (got != want) {
-            FAIL ("%d+%d %s: operation %d, stripe %zu, block %d, checksum "
-                  "%zu: %08x, not %08x", k, m, code, x, st, i, t, got, want);
+            FAIL ("%d+%d %s: operation %d (%s), stripe %zu, block %d (%s), "
+                  "checksum %zu: %08x, not %08x", k, m, code, x,
+                  ops[x].nerased ? "reconstruct" : "encode", st, i,
+                  used[x][i] ? "coded" : "not used", t, got, want);
             goto out;
           }
         }
@@ -944,7 +987,7 @@ main (void)
     run_suite (ref, gpu);
     printf ("several operations in one submission\n");
     run_many (ref, gpu);
-    printf ("block checksums of encodes\n");
+    printf ("block checksums of encodes and reconstructs\n");
     run_cksums (ref, gpu);
   }
   /* The run-time compiled XOR networks on every batch, reduced. */
