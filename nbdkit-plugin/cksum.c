@@ -394,6 +394,14 @@ gr_cksum_verify (struct gr_cksum *cs, int i, uint64_t off,
   return each (cs, OP_VERIFY, i, off, buf, len, bad, 0);
 }
 
+enum gr_cksum_outcome
+gr_cksum_check (struct gr_cksum *cs, int i, uint64_t off,
+                const uint32_t *vals, uint64_t len, uint64_t *bad)
+{
+  return apply (cs, OP_VERIFY, i, (off - cs->data_offset) / GR_CKSUM_BLOCK,
+                vals, (size_t) (len / GR_CKSUM_BLOCK), bad);
+}
+
 int
 gr_cksum_update (struct gr_cksum *cs, int i, uint64_t off,
                  const uint8_t *buf, uint64_t len)

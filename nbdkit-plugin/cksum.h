@@ -50,6 +50,11 @@ enum gr_cksum_outcome {
 enum gr_cksum_outcome gr_cksum_verify (struct gr_cksum *cs, int i,
                                        uint64_t off, const uint8_t *buf,
                                        uint64_t len, uint64_t *bad);
+/* The same, the blocks' values given (gr_cksum_block's, computed by the
+ * coding that read them: gr_code_op's cksums). */
+enum gr_cksum_outcome gr_cksum_check (struct gr_cksum *cs, int i,
+                                      uint64_t off, const uint32_t *vals,
+                                      uint64_t len, uint64_t *bad);
 /* They were written (or read and found right) with these bytes: their
  * checksums set.  -1 if a page could not be read (the member failed). */
 int gr_cksum_update (struct gr_cksum *cs, int i, uint64_t off,

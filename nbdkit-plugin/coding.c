@@ -532,6 +532,28 @@ plan_reconstruct (void *arg, bool gpu, const int *erased, int nerased,
 
 /* A request's run of independent GPU coding steps: its reconstructs
  * gathered as one (a degraded read's stripes), else each on its own. */
+/* A reconstruct of gr_code_many's, with its block checksums if it asks
+ * for them (gr_code_op's cksums). */
+static int
+reconstruct_op (struct gr_coding *c, bool gpu, const struct gr_code_op *op)
+{
+  int r;
+
+  if (op->cksums == NULL)
+    return gr_coding_reconstruct_n (c, gpu, op->erased, op->nerased,
+                                    op->blocks, op->nstripes, op->len);
+  if (gpu && claim (c)) {
+    r = gr_code_many (c->gpu, op, 1);
+    gr_coding_release (c);
+    if (r == 0)
+      return 0;
+    gr_coding_gpu_failed (c, "reconstruct", r);
+  }
+  cpu_latency (c);
+  r = gr_code_many (c->cpu, op, 1);
+  return r == 0 ? 0 : coding_error ("reconstruct", r);
+}
+
 static int
 plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
 {
@@ -551,9 +573,7 @@ plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
   }
   for (i = 0; i < nops; i++)
     if ((ops[i].nerased > 0
-         ? gr_coding_reconstruct_n (c, gpu, ops[i].erased, ops[i].nerased,
-                                    ops[i].blocks, ops[i].nstripes,
-                                    ops[i].len)
+         ? reconstruct_op (c, gpu, &ops[i])
          : gr_coding_encode (c, gpu, ops[i].blocks, ops[i].nstripes,
                              ops[i].len, ops[i].cksums)) == -1)
       return -1;

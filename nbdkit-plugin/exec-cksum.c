@@ -50,10 +50,16 @@ read_bad_one (struct gr_exec *x, const struct gr_plan *p,
               gr_plan_kind_name (p->kind), v->member, v->off, v->len);
     return false;
   }
+  /* Against the values the coding computed of the blocks, if it did
+   * (exec.c: a degraded read's GPU reconstruct), else of its bytes. */
   while (pos < v->off + v->len)
-    switch (gr_cksum_verify (x->cksum, v->member, pos,
-                             (const uint8_t *) v->buf + (pos - v->off),
-                             v->off + v->len - pos, off)) {
+    switch (v->sums
+            ? gr_cksum_check (x->cksum, v->member, pos,
+                              v->sums + (pos - v->off) / GR_CKSUM_BLOCK,
+                              v->off + v->len - pos, off)
+            : gr_cksum_verify (x->cksum, v->member, pos,
+                               (const uint8_t *) v->buf + (pos - v->off),
+                               v->off + v->len - pos, off)) {
     case GR_CKSUM_MATCH:
       pos = v->off + v->len;
       break;

@@ -31,6 +31,11 @@ struct gr_exec {
   uint64_t sums_given;                  /* atomic: writes whose block
                                          * checksums came with their
                                          * coding (gpu_sums) */
+  uint64_t sums_read;                   /* atomic: reads verified against
+                                         * the checksums their coding
+                                         * computed (gpu_sums) */
+  int sums_wrong;                       /* atomic: the GPU's were found
+                                         * wrong (said once) */
 };
 
 /* Hold (release) plan p's stripes in its lock mode (table order). */
@@ -46,6 +51,11 @@ struct gr_exec_bad {
                                  * len) failed (GR_MIO_READ_ERROR) */
   const struct gr_exec_result *skip;    /* may be NULL: its rows are
                                  * passed over (known past repair) */
+  bool after_coding;            /* the read stage leaves the checksums
+                                 * of the reads to be verified after
+                                 * the coding, which computes them (a
+                                 * request's degraded read on the GPU:
+                                 * exec.c) */
 };
 
 /* The stages of a plan, in this order, on its buffers b; mio: room for

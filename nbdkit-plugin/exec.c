@@ -85,6 +85,9 @@ gr_exec_free (struct gr_exec *x)
   if (x->sums_given)
     gr_debug ("block checksums set from the coding's: %" PRIu64 " writes",
               x->sums_given);
+  if (x->sums_read)
+    gr_debug ("block checksums verified against the coding's: %" PRIu64
+              " reads", x->sums_read);
   /* The calling thread's work; other threads' went with them. */
   work_free (pthread_getspecific (x->work_key));
   pthread_key_delete (x->work_key);
@@ -334,7 +337,7 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
   /* Salvage (read-only) serves what is there, as it says: a member it
    * brought back missed the writes, and the checksums, made after it
    * failed, and nothing may be repaired. */
-  if (x->cksum && !gr_members_read_only_p (x->ms) &&
+  if (x->cksum && !gr_members_read_only_p (x->ms) && !bad->after_coding &&
       gr_exec_read_bad (x, p, mio, bad->skip, pool, &member, &off)) {
     /* member -1: a member failed (again without it); else repair it. */
     bad->member = member;
@@ -375,6 +378,44 @@ block_sums (const struct gr_plan *p, const struct gr_io *io, size_t *at)
     }
   }
   return NULL;
+}
+
+/* The reads of p (accesses mio) verified against the checksums its
+ * coding computed of their blocks (a read it did not sum: of its bytes):
+ * DONE, or REPLAN with bad->member (-1: a member failed while its
+ * checksums were read) and bad->off, as the read stage. */
+static enum gr_exec_outcome
+verify_coded (struct gr_exec *x, const struct gr_plan *p, struct gr_mio *mio,
+              struct gr_exec_bad *bad)
+{
+  size_t at = 0, given = 0;
+  int member;
+  uint64_t off;
+
+  for (size_t i = 0; i < p->nread; i++) {
+    mio[i].sums = block_sums (p, &p->read[i], &at);
+    given += mio[i].sums != NULL;
+  }
+  __atomic_add_fetch (&x->sums_read, given, __ATOMIC_RELAXED);
+  if (!gr_exec_read_bad (x, p, mio, bad->skip, NULL, &member, &off))
+    return GR_EXEC_DONE;
+  /* Confirmed from the blocks' bytes, else the GPU computed wrong
+   * checksums (and may have rebuilt wrong data): it is not used again,
+   * and the plan is run again on the CPU. */
+  for (size_t i = 0; i < p->nread; i++)
+    mio[i].sums = NULL;
+  if (member >= 0 &&
+      !gr_exec_read_bad (x, p, mio, bad->skip, NULL, &member, &off)) {
+    if (!__atomic_exchange_n (&x->sums_wrong, 1, __ATOMIC_RELAXED))
+      nbdkit_error ("GPU: the checksums its reconstruct computed disagree "
+                    "with the blocks it read: coding on the CPU from now "
+                    "on");
+    gr_coding_gpu_off (x->coding);
+    return GR_EXEC_REPLAN;
+  }
+  bad->member = member;
+  bad->off = off;
+  return GR_EXEC_REPLAN;
 }
 
 /* The plan's writes as member accesses into mio; how many. */
@@ -575,7 +616,18 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
     gr_exec_lock_plan (x, p);
     locked = true;
   }
+  /* A degraded read whose GPU reconstructs compute the checksums of the
+   * blocks they read: verified after the coding, against those (nothing
+   * leaves the plan before, and a bad block is repaired and the request
+   * planned again, as when found before the coding). */
+  bad.after_coding = x->cksum != NULL && gpuraid_debug_gpu_sums &&
+    p->nwrite == 0 && !gr_members_read_only_p (x->ms) &&
+    gr_steps_sums_reads (p);
   r = gr_exec_read_stage (x, p, &b, w->mio, policy, NULL, &bad);
+  if (r == GR_EXEC_DONE)
+    r = gr_exec_code_stage (x, p, &b, NULL);
+  if (r == GR_EXEC_DONE && bad.after_coding)
+    r = verify_coded (x, p, w->mio, &bad);
   if (bad.member >= 0) {
     /* Not holding the stripe: the repair takes it exclusively. */
     if (locked)
@@ -586,8 +638,6 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
       r = GR_EXEC_ERROR;
     goto out;
   }
-  if (r == GR_EXEC_DONE)
-    r = gr_exec_code_stage (x, p, &b, NULL);
   if (r != GR_EXEC_DONE)
     goto out;
   if (p->nwrite > 0 && !locked && p->lock != GR_LOCK_NONE) {

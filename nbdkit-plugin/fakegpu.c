@@ -26,7 +26,7 @@ gr_fakegpu_mode (void)
 {
   int v = gpuraid_debug_fake_gpu;
 
-  return v >= GR_FAKE_FAILING && v <= GR_FAKE_WRONG ? (enum gr_fake_gpu) v
+  return v >= GR_FAKE_FAILING && v <= GR_FAKE_BAD_SUMS ? (enum gr_fake_gpu) v
     : GR_FAKE_NONE;
 }
 
@@ -45,6 +45,7 @@ gr_fakegpu_name (void)
   switch (gr_fakegpu_mode ()) {
   case GR_FAKE_WORKING: return "working";
   case GR_FAKE_WRONG: return "wrong";
+  case GR_FAKE_BAD_SUMS: return "wrong-checksums";
   default: return "failing";
   }
 }
@@ -276,6 +277,34 @@ static const struct gr_backend working_backend = {
   .code_many = working_many,
 };
 
+/* The working one, but every checksum of its reconstructs one bit off. */
+static int
+bad_sums_many (struct gr_coder *c, const struct gr_decode *const *d,
+               const struct gr_code_op *ops, size_t nops, bool *summed)
+{
+  const size_t n = (size_t) (gr_coder_k (c) + gr_coder_m (c));
+  int r = working_many (c, d, ops, nops, summed);
+
+  for (size_t i = 0; i < nops && r == 0; i++)
+    if (d[i] && ops[i].cksums)
+      for (size_t v = 0; v < ops[i].nstripes * n * (ops[i].len / GR_SUM_BLOCK);
+           v++)
+        ops[i].cksums[v] ^= 1;
+  return r;
+}
+
+static const struct gr_backend bad_sums_backend = {
+  .name = "wrong-checksums-gpu",
+  .prefer = -1000,
+  .probe = any_probe,
+  .coder_init = working_init,
+  .coder_fini = wrong_fini,
+  .encode = working_encode,
+  .reconstruct = working_reconstruct,
+  .update = working_update,
+  .code_many = bad_sums_many,
+};
+
 int
 gr_fakegpu_coder (struct gr_coder **out, int k, int m, enum gr_code code,
                   const struct gr_backend *cpu)
@@ -286,6 +315,9 @@ gr_fakegpu_coder (struct gr_coder **out, int k, int m, enum gr_code code,
     return gr_coder_new (out, k, m, code, &working_backend);
   case GR_FAKE_WRONG:
     return gr_coder_new (out, k, m, code, &wrong_backend);
+  case GR_FAKE_BAD_SUMS:
+    working_cpu = cpu;
+    return gr_coder_new (out, k, m, code, &bad_sums_backend);
   case GR_FAKE_FAILING:
     return gr_coder_new (out, k, m, code, &failing_backend);
   default:

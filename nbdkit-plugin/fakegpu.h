@@ -7,7 +7,10 @@
  *                          every GPU-only path (group commit, staging)
  *                          runs;
  *   -D gpuraid.fake_gpu=3  one whose rebuilt blocks are wrong (one byte
- *                          flipped), which accel=auto's check must catch.
+ *                          flipped), which accel=auto's check must catch;
+ *   -D gpuraid.fake_gpu=4  a working one whose reconstructs give wrong
+ *                          block checksums (gr_code_op's cksums), which
+ *                          the reads verified against them must catch.
  *   -D gpuraid.fake_gpu_us=N  the working one takes N us more for each
  *                          submission, as a GPU's round trip does (so
  *                          that batches gathered across requests form);
@@ -37,7 +40,7 @@
 #include "gf/gf.h"
 
 enum gr_fake_gpu { GR_FAKE_NONE, GR_FAKE_FAILING, GR_FAKE_WORKING,
-                   GR_FAKE_WRONG };
+                   GR_FAKE_WRONG, GR_FAKE_BAD_SUMS };
 enum gr_fake_auto { GR_FAKE_AUTO_OFF, GR_FAKE_AUTO_MEASURED,
                     GR_FAKE_AUTO_ALL };
 

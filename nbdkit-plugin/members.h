@@ -187,7 +187,9 @@ struct gr_mio {
   void *buf;
   enum gr_mio_result result;
   const uint32_t *sums;         /* a write's block checksums, computed
-                                 * with its coding (exec.h), or NULL */
+                                 * with its coding, or a read's,
+                                 * computed by the coding that used it
+                                 * (exec.h), or NULL */
 };
 
 /* What an error on a member does. */

@@ -292,15 +292,60 @@ coding_many (struct gr_plan *p, const struct gr_step *st, size_t nsteps,
       .erased = rec ? p->er + st[j].er0 : NULL, .nerased = rec ? st[j].ner
       : 0, .blocks = p->ptr + st[j].blk0, .nstripes = st[j].nstripes,
       .len = st[j].len,
-      .cksums = p->sum_len && !rec ? p->bsum[st[j].blk0] : NULL };
+      .cksums = p->sum_len ? p->bsum[st[j].blk0] : NULL };
   }
   return cd->many (cd->arg, true, ops, nsteps);
 }
 
-/* A plan of GPU encodes alone, of one length in whole checksum blocks
- * (a full-stripe write; so no later step changes a block once summed):
- * room for its blocks' checksums, bsum pointing into it, and sum_len
- * set; else sum_len 0. */
+/* Does p's coding sum its blocks: coding steps all on the GPU, of one
+ * length in whole checksum blocks (a full-stripe write, a degraded
+ * read), and no move that could change a block once summed: none before
+ * the last coding step, and after it only copies into the request when
+ * no block lies there (a degraded read's rebuilt part copied out of
+ * scratch)? */
+static bool
+summable (const struct gr_plan *p)
+{
+  size_t last = p->nstep, i;
+
+  for (i = 0; i < p->nstep; i++)
+    if (coding (&p->step[i]))
+      last = i;
+  if (last == p->nstep || p->step[last].len % GR_SUM_BLOCK)
+    return false;
+  for (i = 0; i <= last; i++) {
+    const struct gr_step *st = &p->step[i];
+
+    if (!coding (st) || !st->gpu || st->len != p->step[last].len)
+      return false;
+  }
+  if (last + 1 == p->nstep)
+    return true;
+  for (i = 0; i < p->nblk; i++)
+    if (p->blk[i].space == GR_SPACE_REQ)
+      return false;
+  for (i = last + 1; i < p->nstep; i++)
+    if (p->step[i].kind != GR_STEP_COPY ||
+        p->step[i].dst.space != GR_SPACE_REQ)
+      return false;
+  return true;
+}
+
+bool
+gr_steps_sums_reads (const struct gr_plan *p)
+{
+  if (!summable (p))
+    return false;
+  for (size_t i = 0; i < p->nstep; i++)
+    if (p->step[i].kind == GR_STEP_RECONSTRUCT)
+      return true;
+  return false;
+}
+
+/* A summable plan: room for its blocks' checksums, bsum pointing into
+ * it for the blocks its coding sums (an encode's all, a reconstruct's
+ * survivors and erased blocks: gr_code_op's cksums), and sum_len set;
+ * else sum_len 0. */
 static void
 plan_sums (struct gr_plan *p, const struct gr_geom *g)
 {
@@ -309,15 +354,11 @@ plan_sums (struct gr_plan *p, const struct gr_geom *g)
   uint32_t *s;
 
   p->sum_len = 0;
-  if (p->nstep == 0 || p->step[0].len % GR_SUM_BLOCK)
+  if (!summable (p))
     return;
-  for (i = 0; i < p->nstep; i++) {
-    const struct gr_step *st = &p->step[i];
-
-    if (st->kind != GR_STEP_ENCODE || !st->gpu || st->len != p->step[0].len)
-      return;
-    need += st->nstripes * n;
-  }
+  for (i = 0; i < p->nstep; i++)
+    if (coding (&p->step[i]))
+      need += p->step[i].nstripes * n;
   nb = p->step[0].len / GR_SUM_BLOCK;
   need *= nb;
   if (need > p->cap_sums) {
@@ -329,9 +370,24 @@ plan_sums (struct gr_plan *p, const struct gr_geom *g)
   memset (p->bsum, 0, p->nblk * sizeof *p->bsum);
   for (i = 0; i < p->nstep; i++) {
     const struct gr_step *st = &p->step[i];
+    bool used[GR_MAX_MEMBERS];
+    int nsurv = 0;
 
+    if (!coding (st))
+      continue;                 /* the copies out, after */
+
+    /* A reconstruct reads the first k blocks not erased (gf.h). */
+    for (j = 0; j < n; j++) {
+      bool erased = false;
+
+      for (int e = 0; st->kind == GR_STEP_RECONSTRUCT && e < st->ner; e++)
+        erased |= p->er[st->er0 + (size_t) e] == (int) j;
+      used[j] = st->kind == GR_STEP_ENCODE || erased || nsurv < g->k;
+      nsurv += !erased && st->kind == GR_STEP_RECONSTRUCT;
+    }
     for (j = 0; j < st->nstripes * n; j++)
-      p->bsum[st->blk0 + j] = p->sums + at + j * nb;
+      if (used[j % n])
+        p->bsum[st->blk0 + j] = p->sums + at + j * nb;
     at += st->nstripes * n * nb;
   }
   p->sum_len = p->step[0].len;

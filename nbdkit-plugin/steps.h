@@ -66,11 +66,17 @@ struct gr_plan_coder {
    * (pool.h; NULL: the calling thread alone); a step on the GPU is never
    * split. */
   struct gr_pool *pool;
-  /* A plan of GPU encodes alone (no pool) asks them for the checksums of
-   * its blocks (gr_code_op's cksums, into the plan's bsum), so that the
-   * executor sets them without reading the blocks again. */
+  /* A plan of GPU coding steps alone (no pool) asks them for the
+   * checksums of its blocks (gr_code_op's cksums, into the plan's bsum),
+   * so that the executor sets those of its writes, and verifies those of
+   * its reads, without reading the blocks again. */
   bool sums;
 };
+
+/* Would the coding of p, given sums, compute the checksums of the blocks
+ * it reads (a plan of GPU coding steps alone with a reconstruct: a
+ * degraded read), so that they can be verified after it? */
+bool gr_steps_sums_reads (const struct gr_plan *p);
 
 /* d ^= s over len bytes (the XOR move). */
 void gr_steps_xor (uint8_t *d, const uint8_t *s, size_t len);

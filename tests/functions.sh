@@ -368,6 +368,10 @@ gpu_worked ()
     echo "gpu_worked: the GPU failed, the CPU took over: $(grep -m 1 'GPU .* failed' "$log")"
     return 1
   fi
+  if grep -q 'the checksums its reconstruct computed disagree' "$log"; then
+    echo "gpu_worked: the GPU's checksums were wrong, the CPU took over"
+    return 1
+  fi
   ops=$(sed -n 's/.*coding operations on the GPU: \([0-9]*\);.*/\1/p' "$log" | tail -n 1)
   if [ -z "$ops" ] || [ "$ops" -eq 0 ]; then
     echo "gpu_worked: no coding operation on the GPU (count: '${ops}')"

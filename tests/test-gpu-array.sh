@@ -145,6 +145,11 @@ for code in rs crs; do
   verify "degraded, written and read by gpu"
   stop_nbdkit "$pid"
   gpu_worked "$nbdkit_log" || fail "$code: accel=gpu degraded session"
+  # Its degraded reads were verified against the checksums the GPU's
+  # reconstructs computed of the blocks they read.
+  given=$(sed -n "s/.*block checksums verified against the coding's: \([0-9]*\) reads.*/\1/p" "$nbdkit_log")
+  echo "$code: degraded reads verified against the GPU's checksums: ${given:-none}"
+  [ "${given:-0}" -gt 0 ] || fail "$code: no degraded read verified against the GPU's checksums"
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" accel=cpu || exit 1
   verify "degraded, written by gpu, read by cpu"
   stop_nbdkit "$pid"

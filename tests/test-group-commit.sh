@@ -14,7 +14,10 @@
 # reads on the stand-in GPU: their reconstructs, gathered across
 # requests (the exit log counts more operations than submissions), give
 # the image back; and with a stand-in whose every operation fails, the
-# gathered batches are redone on the CPU.
+# gathered batches are redone on the CPU.  The gathered reconstructs
+# compute the checksums of the blocks they read, and the reads are
+# verified against them: blocks corrupt on the members (one member lost)
+# are found so, repaired, and the right data served.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -102,8 +105,55 @@ for code in rs crs; do
     if [ $fake = 1 ]; then
       grep -q 'GPU reconstruct failed' "$nbdkit_log" ||
         fail "fake_gpu=1: the failing stand-in was not seen to fail"
+    else
+      # The reads of the gathered reconstructs were verified against the
+      # checksums the (stand-in) GPU computed of the blocks it read.
+      given=$(sed -n "s/.*block checksums verified against the coding's: \([0-9]*\) reads.*/\1/p" "$nbdkit_log")
+      echo "fake_gpu=2: reads verified against the coding's checksums: ${given:-none}"
+      [ "${given:-0}" -gt 0 ] ||
+        fail "fake_gpu=2: no degraded read verified against its reconstruct's checksums"
     fi
   done
-  rm -f "${members[@]}" "$tmpdir"/gone* "$tmpdir/img" "$tmpdir/out"
+  # Silent corruption of blocks the GPU's reconstructs read, with one
+  # member lost: found by those checksums (after the reconstruct), rebuilt
+  # from the others, rewritten, and the right data served.
+  mv "$tmpdir/gone0" "${members[0]}"; mv "$tmpdir/gone3" "${members[3]}"
+  width=$(( k * chunk ))
+  for (( s = 2; s < 10; s++ )); do
+    "$top/scripts/gpuraid-fault" corrupt $(( s * width + chunk + 8192 )) 4096 \
+      "${members[@]}" >>"$tmpdir/damage" || fail "corrupt"
+  done
+  ncorrupt=$(grep -vc "(${members[0]})" "$tmpdir/damage")
+  mv "${members[0]}" "$tmpdir/gone0"
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.fake_gpu=2 \
+    "$PLUGIN" "${args[@]}" || exit 1
+  rm -f "$tmpdir/out"
+  nbdcopy -C 4 --request-size=1048576 "$uri" "$tmpdir/out" &&
+    cmp "$tmpdir/out" "$tmpdir/img" ||
+    fail "degraded read of corrupt blocks on the stand-in GPU differs"
+  stop_nbdkit "$pid"
+  repaired=$(grep -c 'checksum error at byte .* rebuilt from the other chunks and rewritten' "$nbdkit_log")
+  given=$(sed -n "s/.*block checksums verified against the coding's: \([0-9]*\) reads.*/\1/p" "$nbdkit_log")
+  echo "corrupt blocks on surviving members: $ncorrupt, repaired: $repaired, reads verified against the coding's checksums: ${given:-none}"
+  [ "$repaired" = "$ncorrupt" ] ||
+    fail "$ncorrupt corrupt blocks on surviving members, $repaired repaired"
+  [ "${given:-0}" -gt 0 ] || fail "no read verified against its reconstruct's checksums"
+  # A GPU whose checksums are wrong (the stand-in of fake_gpu=4): caught
+  # at its first reconstruct, not used again, nothing repaired that was
+  # not broken, the right data served.
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.fake_gpu=4 \
+    "$PLUGIN" "${args[@]}" || exit 1
+  rm -f "$tmpdir/out"
+  nbdcopy -C 4 --request-size=1048576 "$uri" "$tmpdir/out" &&
+    cmp "$tmpdir/out" "$tmpdir/img" ||
+    fail "degraded read with the GPU's checksums wrong differs"
+  stop_nbdkit "$pid"
+  [ "$(grep -c 'the checksums its reconstruct computed disagree' "$nbdkit_log")" = 1 ] ||
+    fail "wrong checksums from the GPU not caught once"
+  ! grep -q 'rebuilt from the other chunks and rewritten' "$nbdkit_log" ||
+    fail "a block repaired on the word of wrong checksums"
+  rm -f "${members[@]}" "$tmpdir"/gone* "$tmpdir/img" "$tmpdir/out" "$tmpdir/damage"
 done
 echo "$0: PASS"
