@@ -102,7 +102,8 @@ void gr_gpu_release (void);
  * kernels, waiting for them to end, and the staged jobs. */
 struct gr_gpu_many_stats {
   unsigned long long calls, direct_jobs, staged_jobs;
-  unsigned long long summed_jobs;       /* direct encodes whose block
+  unsigned long long summed_jobs;       /* direct encodes and
+                                         * reconstructs whose block
                                          * checksums the GPU computed */
   unsigned long long chunks, copies;    /* the direct jobs' chunks and
                                          * the copies queued for them */

@@ -530,8 +530,6 @@ plan_reconstruct (void *arg, bool gpu, const int *erased, int nerased,
                                   nstripes, len);
 }
 
-/* A request's run of independent GPU coding steps: its reconstructs
- * gathered as one (a degraded read's stripes), else each on its own. */
 /* A reconstruct of gr_code_many's, with its block checksums if it asks
  * for them (gr_code_op's cksums). */
 static int
@@ -554,6 +552,8 @@ reconstruct_op (struct gr_coding *c, bool gpu, const struct gr_code_op *op)
   return r == 0 ? 0 : coding_error ("reconstruct", r);
 }
 
+/* A request's run of independent GPU coding steps: its reconstructs
+ * gathered as one (a degraded read's stripes), else each on its own. */
 static int
 plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
 {
