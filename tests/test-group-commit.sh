@@ -29,6 +29,27 @@ k=4 m=2 chunk=65536 n=6
 member_size=34M
 [ "${TEST_SMALL:-0}" = 1 ] && member_size=9M
 
+# read_on_fake FAKE WHAT: the image read back degraded (nbdcopy, 4
+# connections) from a server on stand-in GPU FAKE, its log afresh; fail
+# with WHAT if it differs.
+read_on_fake ()
+{
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.fake_gpu=$1 \
+    "$PLUGIN" "${args[@]}" || exit 1
+  rm -f "$tmpdir/out"
+  nbdcopy -C 4 --request-size=1048576 "$uri" "$tmpdir/out" &&
+    cmp "$tmpdir/out" "$tmpdir/img" || fail "$2"
+  stop_nbdkit "$pid"
+}
+
+# The server's count at exit of reads verified against the checksums
+# their coding computed (empty: none).
+coding_verified ()
+{
+  sed -n "s/.*block checksums verified against the coding's: \([0-9]*\) reads.*/\1/p" "$nbdkit_log"
+}
+
 for code in rs crs; do
   echo "=== code=$code"
   make_members $n $member_size
@@ -108,7 +129,7 @@ for code in rs crs; do
     else
       # The reads of the gathered reconstructs were verified against the
       # checksums the (stand-in) GPU computed of the blocks it read.
-      given=$(sed -n "s/.*block checksums verified against the coding's: \([0-9]*\) reads.*/\1/p" "$nbdkit_log")
+      given=$(coding_verified)
       echo "fake_gpu=2: reads verified against the coding's checksums: ${given:-none}"
       [ "${given:-0}" -gt 0 ] ||
         fail "fake_gpu=2: no degraded read verified against its reconstruct's checksums"
@@ -125,16 +146,9 @@ for code in rs crs; do
   done
   ncorrupt=$(grep -vc "(${members[0]})" "$tmpdir/damage")
   mv "${members[0]}" "$tmpdir/gone0"
-  : >"$nbdkit_log"
-  start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.fake_gpu=2 \
-    "$PLUGIN" "${args[@]}" || exit 1
-  rm -f "$tmpdir/out"
-  nbdcopy -C 4 --request-size=1048576 "$uri" "$tmpdir/out" &&
-    cmp "$tmpdir/out" "$tmpdir/img" ||
-    fail "degraded read of corrupt blocks on the stand-in GPU differs"
-  stop_nbdkit "$pid"
+  read_on_fake 2 "degraded read of corrupt blocks on the stand-in GPU differs"
   repaired=$(grep -c 'checksum error at byte .* rebuilt from the other chunks and rewritten' "$nbdkit_log")
-  given=$(sed -n "s/.*block checksums verified against the coding's: \([0-9]*\) reads.*/\1/p" "$nbdkit_log")
+  given=$(coding_verified)
   echo "corrupt blocks on surviving members: $ncorrupt, repaired: $repaired, reads verified against the coding's checksums: ${given:-none}"
   [ "$repaired" = "$ncorrupt" ] ||
     fail "$ncorrupt corrupt blocks on surviving members, $repaired repaired"
@@ -142,14 +156,7 @@ for code in rs crs; do
   # A GPU whose checksums are wrong (the stand-in of fake_gpu=4): caught
   # at its first reconstruct, not used again, nothing repaired that was
   # not broken, the right data served.
-  : >"$nbdkit_log"
-  start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.fake_gpu=4 \
-    "$PLUGIN" "${args[@]}" || exit 1
-  rm -f "$tmpdir/out"
-  nbdcopy -C 4 --request-size=1048576 "$uri" "$tmpdir/out" &&
-    cmp "$tmpdir/out" "$tmpdir/img" ||
-    fail "degraded read with the GPU's checksums wrong differs"
-  stop_nbdkit "$pid"
+  read_on_fake 4 "degraded read with the GPU's checksums wrong differs"
   [ "$(grep -c 'the checksums its reconstruct computed disagree' "$nbdkit_log")" = 1 ] ||
     fail "wrong checksums from the GPU not caught once"
   ! grep -q 'rebuilt from the other chunks and rewritten' "$nbdkit_log" ||
