@@ -16,51 +16,28 @@
 /* --- group commit -------------------------------------------------------- */
 
 /* A batch whose requests want their block checksums (some of them):
- * each request's encodes operations of one gr_code_many, which the GPU
- * merges into one job and sums where the blocks are. */
+ * each request an operation of one gr_code_many, which the GPU merges
+ * into one job and sums where the blocks are. */
 static int
-batch_summed (struct gr_coding *c, const struct enc_req *list)
+batch_summed (struct gr_coding *c, const struct enc_req *list, size_t len)
 {
   struct gr_code_op ops[64] = { { 0 } }, *v = ops;
   const struct enc_req *q;
-  size_t nops = 0, i = 0;
+  size_t nq = 0, i = 0;
   int r;
 
   for (q = list; q; q = q->next)
-    nops += q->nops;
-  if (nops > sizeof ops / sizeof ops[0] &&
-      (v = malloc (nops * sizeof *v)) == NULL)
+    nq++;
+  if (nq > sizeof ops / sizeof ops[0] &&
+      (v = malloc (nq * sizeof *v)) == NULL)
     return -ENOMEM;
-  for (q = list; q; q = q->next) {
-    memcpy (v + i, q->ops, q->nops * sizeof *v);
-    i += q->nops;
-  }
-  r = gr_code_many (c->gpu, v, nops);
+  for (q = list; q; q = q->next)
+    v[i++] = (struct gr_code_op) { .blocks = q->blocks,
+                                   .nstripes = q->nstripes, .len = len,
+                                   .cksums = q->cksums };
+  r = gr_code_many (c->gpu, v, nq);
   if (v != ops)
     free (v);
-  return r;
-}
-
-/* A batch of no checksums: every request's stripes one encode. */
-static int
-batch_plain (struct gr_coding *c, const struct enc_req *list, size_t total)
-{
-  const size_t n = (size_t) c->k + c->m;
-  const struct enc_req *q;
-  uint8_t **all = malloc (total * n * sizeof *all);
-  size_t at = 0, i;
-  int r;
-
-  if (all == NULL)
-    return -ENOMEM;
-  for (q = list; q; q = q->next)
-    for (i = 0; i < q->nops; i++) {
-      memcpy (all + at * n, q->ops[i].blocks,
-              q->ops[i].nstripes * n * sizeof *all);
-      at += q->ops[i].nstripes;
-    }
-  r = gr_encode (c->gpu, all, total, c->chunk);
-  free (all);
   return r;
 }
 
@@ -75,20 +52,18 @@ batch_plain (struct gr_coding *c, const struct enc_req *list, size_t total)
  * joins.  The queue is bounded: a writer whose stripes do not fit waits
  * for the current batch to go. */
 int
-gr_coding_encode_combined (struct gr_coding *c, const struct gr_code_op *ops,
-                           size_t nops)
+gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
+                           size_t nstripes, size_t len, uint32_t *cksums)
 {
-  size_t max = BATCH_MAX_BYTES / ((size_t) c->k * c->chunk), nstripes = 0;
-  struct enc_req me = { .ops = ops, .nops = nops };
+  size_t max = BATCH_MAX_BYTES / ((size_t) c->k * len);
+  struct enc_req me = { .blocks = blocks, .nstripes = nstripes,
+                        .cksums = cksums };
   struct enc_req *list, *q, *next;
+  size_t total, at, n = (size_t) c->k + c->m;
   struct timespec deadline;
-  bool summed = false;
-  size_t total, i;
+  uint8_t **all;
   int r;
 
-  for (i = 0; i < nops; i++)
-    nstripes += ops[i].nstripes;
-  me.nstripes = nstripes;
   if (max < 1)
     max = 1;
   pthread_cond_init (&me.cv, NULL);
@@ -128,10 +103,7 @@ gr_coding_encode_combined (struct gr_coding *c, const struct gr_code_op *ops,
   list = c->comb_head;
   total = c->comb_stripes;
   c->comb_batches++;
-  for (q = list; q; q = q->next) {
-    c->comb_entries++;
-    c->comb_ops += q->nops;
-  }
+  c->comb_reqs_done += c->comb_reqs;
   c->comb_head = NULL;
   c->comb_tail = &c->comb_head;
   c->comb_stripes = c->comb_reqs = 0;
@@ -140,10 +112,20 @@ gr_coding_encode_combined (struct gr_coding *c, const struct gr_code_op *ops,
     pthread_cond_broadcast (&c->comb_room);     /* held-back writers */
   pthread_mutex_unlock (&c->comb_lock);
 
-  for (q = list; q && !summed; q = q->next)
-    for (i = 0; i < q->nops; i++)
-      summed |= q->ops[i].cksums != NULL;
-  r = summed ? batch_summed (c, list) : batch_plain (c, list, total);
+  for (q = list; q && q->cksums == NULL; q = q->next)
+    ;
+  if (q)
+    r = batch_summed (c, list, len);
+  else if ((all = malloc (total * n * sizeof *all)) == NULL)
+    r = -ENOMEM;
+  else {
+    for (at = 0, q = list; q; q = q->next) {
+      memcpy (all + at * n, q->blocks, q->nstripes * n * sizeof *all);
+      at += q->nstripes;
+    }
+    r = gr_encode (c->gpu, all, total, len);
+    free (all);
+  }
   if (total > nstripes)
     gr_verbose ("group commit: %zu stripes from several requests in one "
                 "GPU batch", total);

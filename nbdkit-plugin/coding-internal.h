@@ -68,8 +68,9 @@ struct gather_item {
 };
 
 struct enc_req {
-  const struct gr_code_op *ops; /* its encodes (a plan's, together) */
-  size_t nops, nstripes;        /* nstripes: theirs, all told */
+  uint8_t *const *blocks;
+  size_t nstripes;
+  uint32_t *cksums;             /* its block checksums, or NULL */
   int rc;
   bool done;
   pthread_cond_t cv;            /* its own: woken alone */
@@ -111,10 +112,9 @@ struct gr_coding {
   size_t comb_stripes, comb_reqs;
   struct enc_req *comb_leader;
   int comb_held;
-  /* The group commit's batches, the requests' entries in them, their
-   * encodes (a plan's several together: one entry) and the leaders'
+  /* The group commit's batches, the requests in them and the leaders'
    * windows that ran out waiting for writers in flight. */
-  uint64_t comb_batches, comb_entries, comb_ops, comb_timeouts;
+  uint64_t comb_batches, comb_reqs_done, comb_timeouts;
   int writers;                  /* atomic: requests inside a write */
 
   /* Gathered reconstructs, under gather_lock: the queue (not yet in a
@@ -137,13 +137,13 @@ struct gr_coding {
 void gr_coding_release (struct gr_coding *c);
 void gr_coding_gpu_failed (struct gr_coding *c, const char *op, int r);
 
-/* coding-batch.c: the encodes ops[0..nops) of whole chunks (one
- * request's, in one batch) through the group commit (0 or a negative
- * errno); does a GPU reconstruct of `bytes` of data go to be gathered;
- * the reconstructs ops[0..nops) (bytes of data) gathered with others (0,
- * or -EIO after nbdkit_error). */
-int gr_coding_encode_combined (struct gr_coding *c,
-                               const struct gr_code_op *ops, size_t nops);
+/* coding-batch.c: full-stripe encodes of whole chunks through the group
+ * commit (0 or a negative errno); does a GPU reconstruct of `bytes` of
+ * data go to be gathered; the reconstructs ops[0..nops) (bytes of data)
+ * gathered with others (0, or -EIO after nbdkit_error). */
+int gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
+                               size_t nstripes, size_t len,
+                               uint32_t *cksums);
 bool gr_coding_gather_this (struct gr_coding *c, size_t bytes);
 int gr_coding_reconstruct_gathered (struct gr_coding *c,
                                     const struct gr_code_op *ops,

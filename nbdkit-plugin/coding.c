@@ -239,10 +239,9 @@ gr_coding_free (struct gr_coding *c)
               __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED),
               c->gathered_ops, c->gathered_plans, c->gathered_batches);
   if (c->comb_batches > 0)
-    gr_debug ("encodes in the group commit (batches, requests, "
-              "operations, windows run out): %" PRIu64 ", %" PRIu64 ", %"
-              PRIu64 ", %" PRIu64, c->comb_batches, c->comb_entries,
-              c->comb_ops, c->comb_timeouts);
+    gr_debug ("encodes in the group commit (batches, requests, windows "
+              "run out): %" PRIu64 ", %" PRIu64 ", %" PRIu64,
+              c->comb_batches, c->comb_reqs_done, c->comb_timeouts);
   if (c->gpu) {
     char acct[400];
 
@@ -435,48 +434,39 @@ cpu_latency (const struct gr_coding *c)
     gr_fakegpu_cpu_latency ();
 }
 
-/* Encodes ops[0..nops) with their block checksums, on coder cd. */
+/* An encode with its block checksums, on coder cd. */
 static int
-encode_summed (struct gr_coder *cd, const struct gr_code_op *ops,
-               size_t nops)
+encode_summed (struct gr_coder *cd, uint8_t *const *blocks, size_t nstripes,
+               size_t len, uint32_t *cksums)
 {
-  return nops > 1 || ops[0].cksums ? gr_code_many (cd, ops, nops)
-    : gr_encode (cd, ops[0].blocks, ops[0].nstripes, ops[0].len);
+  const struct gr_code_op op = { .blocks = blocks, .nstripes = nstripes,
+                                 .len = len, .cksums = cksums };
+
+  return cksums ? gr_code_many (cd, &op, 1)
+    : gr_encode (cd, blocks, nstripes, len);
 }
 
-/* Encodes (a request's, together): of whole chunks on the GPU through
- * the group commit, in one batch, others on their own. */
-static int
-encode_ops (struct gr_coding *c, bool gpu, const struct gr_code_op *ops,
-            size_t nops)
+/* Encodes of whole chunks on the GPU go through the group commit, others
+ * on their own. */
+int
+gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
+                  size_t nstripes, size_t len, uint32_t *cksums)
 {
-  bool chunks = gpuraid_debug_group_commit;
-  size_t i;
   int r;
 
-  for (i = 0; i < nops; i++)
-    chunks &= ops[i].len == c->chunk;
   if (gpu && claim (c)) {
-    r = chunks ? gr_coding_encode_combined (c, ops, nops)
-      : encode_summed (c->gpu, ops, nops);
+    if (len == c->chunk && gpuraid_debug_group_commit)
+      r = gr_coding_encode_combined (c, blocks, nstripes, len, cksums);
+    else
+      r = encode_summed (c->gpu, blocks, nstripes, len, cksums);
     gr_coding_release (c);
     if (r == 0)
       return 0;
     gr_coding_gpu_failed (c, "encode", r);
   }
   cpu_latency (c);
-  r = encode_summed (c->cpu, ops, nops);
+  r = encode_summed (c->cpu, blocks, nstripes, len, cksums);
   return r == 0 ? 0 : coding_error ("encode", r);
-}
-
-int
-gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
-                  size_t nstripes, size_t len, uint32_t *cksums)
-{
-  const struct gr_code_op op = { .blocks = blocks, .nstripes = nstripes,
-                                 .len = len, .cksums = cksums };
-
-  return encode_ops (c, gpu, &op, 1);
 }
 
 int
@@ -567,19 +557,17 @@ reconstruct_op (struct gr_coding *c, bool gpu, const struct gr_code_op *op)
 }
 
 /* A request's run of independent GPU coding steps: its reconstructs
- * gathered as one (a degraded read's stripes), its encodes in one batch
- * (a write's stripes, whole and in part), else each on its own. */
+ * gathered as one (a degraded read's stripes), else each on its own. */
 static int
 plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
 {
   struct gr_coding *c = arg;
   size_t bytes = 0, i;
-  bool recon = true, enc = true;
+  bool recon = true;
 
   for (i = 0; i < nops; i++) {
     bytes += ops[i].nstripes * (size_t) c->k * ops[i].len;
     recon &= ops[i].nerased > 0;
-    enc &= ops[i].nerased == 0;
   }
   if (gpu && recon && gr_coding_gather_this (c, bytes)) {
     if (gr_coding_reconstruct_gathered (c, ops, nops, bytes) == 0)
@@ -587,8 +575,6 @@ plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
     errno = EIO;
     return -1;
   }
-  if (enc)
-    return encode_ops (c, gpu, ops, nops);
   for (i = 0; i < nops; i++)
     if ((ops[i].nerased > 0
          ? reconstruct_op (c, gpu, &ops[i])

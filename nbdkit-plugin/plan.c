@@ -19,7 +19,7 @@ gr_plan_kind_name (enum gr_plan_kind kind)
 {
   static const char *const names[] = {
     "read", "read-degraded", "write-full", "write-rcw", "write-rmw",
-    "write-degraded", "write-stripes", "fallocate", "skip", "resync", "rebuild", "check",
+    "write-degraded", "fallocate", "skip", "resync", "rebuild", "check",
     "replay", "repair", "refuse",
   };
   _Static_assert (sizeof names / sizeof names[0] == GR_PLAN_REFUSE + 1,
@@ -66,13 +66,11 @@ read_and_reconstruct (const struct gr_plan_ctx *c, struct gr_plan *p,
   add_reconstruct (p, 0, 1, L, er, ne, gpu);
 }
 
-/* The writes of stripe piece pc whose blocks are blk[blk0 ...] and whose
- * request bytes start at source offset at: the touched data from the
- * source, the live parity from its blocks. */
+/* The writes of a partial-stripe plan: the touched data from the source,
+ * the live parity from its blocks. */
 static void
 write_piece (const struct gr_plan_ctx *c, struct gr_plan *p,
-             const struct piece *pc, enum gr_space src, size_t blk0,
-             size_t at)
+             const struct piece *pc, enum gr_space src)
 {
   int k = c->g->k, n = k + c->g->m, i;
 
@@ -92,56 +90,16 @@ write_piece (const struct gr_plan_ctx *c, struct gr_plan *p,
 
       add_write (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, a4),
                  b4 - a4, loc (GR_SPACE_SCRATCH,
-                               p->blk[blk0 + i].off + (a4 - pc->lo)));
+                               p->blk[i].off + (a4 - pc->lo)));
     }
     else
       add_write (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, a),
-                 b - a, loc (src, at + off));
+                 b - a, loc (src, off));
   }
   for (i = k; i < n; i++)
     if (!lost (c, pc->s, i))
       add_write (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, pc->lo),
-                 pc->hi - pc->lo, p->blk[blk0 + i]);
-}
-
-/* The blocks of a reconstruct-write of stripe piece pc, its request
- * bytes from source offset at, from blk[p->nblk]: the data chunks it
- * covers over [lo, hi) in the source, the others and the parity in
- * scratch from p->scratch_len; the data it does not cover read and its
- * new bytes copied over them.  Its first block (the encode is the
- * caller's). */
-static size_t
-rcw_blocks (const struct gr_plan_ctx *c, const struct piece *pc,
-            enum gr_space src, size_t at, struct gr_plan *p)
-{
-  const int k = c->g->k, n = k + c->g->m;
-  const size_t blk0 = p->nblk, L = pc->hi - pc->lo;
-  int i;
-
-  for (i = 0; i < n; i++) {
-    struct gr_loc *b = &p->blk[blk0 + i];
-    uint32_t ca, cb;
-    size_t off;
-
-    if (i < k && piece_covers (pc, i)) {
-      *b = loc (src, at + piece_lo_off (pc, i));
-      continue;
-    }
-    *b = loc (GR_SPACE_SCRATCH, p->scratch_len);
-    p->scratch_len += L;
-    if (i >= k)
-      continue;
-    add_read (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, pc->lo), L,
-              *b);
-    if (i >= pc->i0 && i <= pc->i1) {
-      piece_range (pc, i, &ca, &cb, &off);
-      add_move (p, GR_STEP_COPY, loc (GR_SPACE_SCRATCH,
-                                      b->off + (ca - pc->lo)),
-                loc (src, at + off), cb - ca);
-    }
-  }
-  p->nblk += (size_t) n;
-  return blk0;
+                 pc->hi - pc->lo, p->blk[i]);
 }
 
 /* Part of one stripe.  Read-modify-write when it reads fewer chunks than
@@ -250,13 +208,29 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
   else {
     /* Read the data not overwritten, overlay the new data, encode. */
     start (p, GR_PLAN_WRITE_RCW, GR_LOCK_EXCL, sp);
-    p->nblk = 0;
-    p->scratch_len = 0;
-    rcw_blocks (c, &pc, src, 0, p);
+    p->nblk = n;
+    p->scratch_len = (size_t) n * L;
+    for (i = 0; i < k; i++) {
+      if (piece_covers (&pc, i)) {
+        p->blk[i] = loc (src, piece_lo_off (&pc, i));
+        continue;
+      }
+      add_read (p, gr_map_member (c->g, s, i), moff (c, s, pc.lo), L,
+                p->blk[i]);
+      if (i >= pc.i0 && i <= pc.i1) {
+        uint32_t a, b;
+        size_t off;
+
+        piece_range (&pc, i, &a, &b, &off);
+        add_move (p, GR_STEP_COPY,
+                  loc (GR_SPACE_SCRATCH, p->blk[i].off + (a - pc.lo)),
+                  loc (src, off), b - a);
+      }
+    }
     add_coding (p, GR_STEP_ENCODE, 1, L, 0,
                 c->gpu (c->gpu_arg, GR_OP_ENCODE, (size_t) k * L, 0));
   }
-  write_piece (c, p, &pc, src, 0, 0);
+  write_piece (c, p, &pc, src);
   p->lo = pc.lo;
   p->hi = pc.hi;
   p->journal = degraded (c);
@@ -335,106 +309,6 @@ plan_write_full (const struct gr_plan_ctx *c, struct gr_walk *w,
   p->scratch_len = p->nstripes * m * C;
   add_coding (p, GR_STEP_ENCODE, p->nstripes, C, 0,
               c->gpu (c->gpu_arg, GR_OP_ENCODE, p->nstripes * k * C, 0));
-}
-
-/* Several stripes, in part or whole, on a healthy array with every
- * coding operation on the GPU (plan.h: gpu_all): the parts by
- * reconstruct-write, the whole stripes encoded from the source (parity
- * in scratch), every encode after every move, so that they go to the
- * coder in one call (steps.h) and the request waits for the GPU once,
- * not once a part.  Only a range's first and last stripes can be parts:
- * three encodes at most.  As many stripes as the plan's arrays and
- * FULL_BATCH_PARITY of scratch take (two at least). */
-struct encode_run {
-  size_t blk0, nstripes, len;
-  bool whole;                   /* whole stripes (more may follow on) */
-};
-
-static void
-plan_write_stripes (const struct gr_plan_ctx *c, struct gr_walk *w,
-                    const struct gr_span *first, enum gr_space src,
-                    struct gr_plan *p)
-{
-  const int k = c->g->k, n = k + c->g->m;
-  const uint32_t C = c->g->chunk;
-  struct encode_run enc[3];
-  struct gr_span sp = *first;
-  struct gr_walk save;
-  size_t nenc = 0, e;
-  int i;
-
-  start (p, GR_PLAN_WRITE_STRIPES, GR_LOCK_EXCL, &sp);
-  p->len = 0;
-  p->nstripes = 0;
-  p->nblk = 0;
-  p->scratch_len = 0;
-  for (;;) {
-    const size_t at = (size_t) (sp.logical - p->offset), blk0 = p->nblk;
-
-    if (gr_map_span_whole (c->g, &sp)) {
-      for (i = 0; i < n; i++) {
-        struct gr_loc *b = &p->blk[blk0 + (size_t) i];
-
-        if (i < k)
-          *b = loc (src, at + (size_t) i * C);
-        else {
-          *b = loc (GR_SPACE_SCRATCH, p->scratch_len);
-          p->scratch_len += C;
-        }
-        if (!lost (c, sp.stripe, i))
-          add_write (p, gr_map_member (c->g, sp.stripe, i),
-                     moff (c, sp.stripe, 0), C, *b);
-      }
-      p->nblk += (size_t) n;
-      if (nenc > 0 && enc[nenc - 1].whole)
-        enc[nenc - 1].nstripes++;       /* their blocks follow on */
-      else
-        enc[nenc++] = (struct encode_run) { blk0, 1, C, true };
-    }
-    else {
-      struct piece pc;
-
-      piece_init (&pc, c->g, c->lm, &sp);
-      rcw_blocks (c, &pc, src, at, p);
-      write_piece (c, p, &pc, src, blk0, at);
-      enc[nenc++] = (struct encode_run) { blk0, 1, pc.hi - pc.lo, false };
-    }
-    p->len += sp.len;
-    p->nstripes++;
-    save = *w;
-    /* Room for one more stripe: its reads, writes, blocks, two moves,
-     * the encodes, and its parity. */
-    if (!gr_map_walk_next (w, &sp) || nenc == 3 ||
-        p->nread + (size_t) k > p->cap_io ||
-        p->nwrite + (size_t) n > p->cap_io ||
-        p->nblk + (size_t) n > p->cap_blk ||
-        p->nstep + 2 + nenc + 1 > p->cap_step ||
-        p->scratch_len + (size_t) n * C > FULL_BATCH_PARITY) {
-      *w = save;
-      break;
-    }
-  }
-  for (e = 0; e < nenc; e++)
-    add_coding (p, GR_STEP_ENCODE, enc[e].nstripes, enc[e].len, 0,
-                c->gpu (c->gpu_arg, GR_OP_ENCODE,
-                        enc[e].nstripes * (size_t) k * enc[e].len, 0))
-      ->blk0 = enc[e].blk0;
-  p->lo = 0;
-  p->hi = C;
-  p->journal = false;
-}
-
-/* Is the write of [offset, offset + len), its first span sp, one for
- * plan_write_stripes: every coding operation on the GPU, healthy, more
- * than one stripe and not whole stripes alone (those are one encode
- * already)? */
-static bool
-write_stripes (const struct gr_plan_ctx *c, const struct gr_span *sp,
-               uint64_t offset, uint64_t len)
-{
-  return c->gpu_all && !degraded (c) && sp->len < len &&
-    (!gr_map_span_whole (c->g, sp) ||
-     (offset + len) % gr_map_stripe_width (c->g) != 0);
 }
 
 /* Whole stripes zeroed by fallocate: the chunk of stripe s is at the same
@@ -594,9 +468,7 @@ gr_plan_next (const struct gr_plan_ctx *c0, enum gr_req req, uint64_t offset,
   case GR_REQ_ZERO_MAY_TRIM:
   case GR_REQ_WRITE:
     mode = falloc_mode (c, req);
-    if (req == GR_REQ_WRITE && write_stripes (c, &sp, offset, len))
-      plan_write_stripes (c, &w, &sp, src, p);
-    else if (!gr_map_span_whole (c->g, &sp)) {
+    if (!gr_map_span_whole (c->g, &sp)) {
       if (req == GR_REQ_TRIM) {
         start (p, GR_PLAN_SKIP, GR_LOCK_NONE, &sp);
         p->nstripes = 0;

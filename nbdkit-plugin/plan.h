@@ -142,10 +142,6 @@ enum gr_plan_kind {
   GR_PLAN_WRITE_RCW,            /* read the untouched data, encode */
   GR_PLAN_WRITE_RMW,            /* read old data and parity, update */
   GR_PLAN_WRITE_DEGRADED,       /* reconstruct, overlay, encode */
-  GR_PLAN_WRITE_STRIPES,        /* accel=gpu, healthy: several stripes,
-                                 * whole ones encoded from the request,
-                                 * parts by reconstruct-write, the
-                                 * encodes given to the coder together */
   GR_PLAN_FALLOCATE,            /* whole stripes: the same range of every
                                  * live member punched or zeroed */
   GR_PLAN_SKIP,                 /* nothing to do (trim of part of a stripe) */

@@ -67,12 +67,11 @@ struct sim {
   uint8_t *shadow;                /* a live replacement's image (one) */
   bool gpu_all;                   /* every coding operation on the GPU
                                    * (accel=gpu): no parity updates */
-  bool route_gpu;                 /* every route the GPU (else at random) */
 };
 
 static const char *const kind_names[] = {
   "read", "read-degraded", "write-full", "write-rcw", "write-rmw",
-  "write-degraded", "write-stripes", "fallocate", "skip", "resync", "rebuild", "check",
+  "write-degraded", "fallocate", "skip", "resync", "rebuild", "check",
   "replay", "repair", "refuse",
 };
 
@@ -113,7 +112,6 @@ sim_update (void *arg, bool gpu, int index, const uint8_t *delta,
 
 /* Several steps at once (a request's run of GPU steps). */
 static uint64_t sim_many_runs;      /* calls of several operations */
-static uint64_t sim_many_calls;     /* calls */
 
 static int
 sim_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
@@ -124,18 +122,14 @@ sim_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
   CHECK (gpu && nops >= 1, "many: %zu operations, gpu %d", nops, gpu);
   CHECK (r == 0, "many: %d", r);
   sim_many_runs += nops > 1;
-  sim_many_calls++;
   return r == 0 ? 0 : -1;
 }
 
-/* The route: at random, so that both block placements are planned
- * (the GPU alone where the test asks). */
+/* The route: at random, so that both block placements are planned. */
 static bool
 sim_gpu (void *arg, enum gr_op op, size_t bytes, int nerased)
 {
-  const struct sim *s = arg;
-
-  return (s && s->route_gpu) || (test_rand () & 1);
+  return test_rand () & 1;
 }
 
 /* --- what a plan may read ------------------------------------------------- */
@@ -222,48 +216,6 @@ check_reads (struct sim *s, const struct gr_plan *p)
            io_bytes (p->read, p->nread) == want, "read-degraded: %zu reads "
            "of %" PRIu64 " bytes, want %" PRIu64 " of %" PRIu64,
            p->nread, io_bytes (p->read, p->nread), k * p->nstripes, want);
-    return;
-  }
-  case GR_PLAN_WRITE_STRIPES: {
-    /* accel=gpu on a healthy array: stripes in part or whole, more than
-     * one; a part reads the data chunks it does not cover over its
-     * coding range (a reconstruct-write). */
-    const uint64_t W = (uint64_t) k * C, end = p->offset + p->len;
-    uint64_t want = 0, nr = 0, pos = p->offset;
-
-    CHECK (s->gpu_all && p->nstripes >= 2 &&
-           (end - 1) / W - p->offset / W + 1 == p->nstripes,
-           "write-stripes over %" PRIu64 " stripes (gpu_all %d)",
-           p->nstripes, s->gpu_all);
-    for (i = 0; i < n; i++)
-      CHECK (!s->failed[i], "write-stripes with member %d failed", i);
-    while (pos < end) {
-      const uint64_t st = pos / W, e = end < (st + 1) * W ? end : (st + 1) * W;
-      const int a0 = (int) (pos % W / C), a1 = (int) ((e - 1) % W / C);
-
-      lo = 0;
-      hi = C;
-      if (a0 == a1) {
-        lo = (uint32_t) (pos % C) / s->lm * s->lm;
-        hi = ((uint32_t) ((e - 1) % C) + s->lm) / s->lm * s->lm;
-        if (hi > C)
-          hi = C;
-      }
-      for (i = 0; i < k; i++) {
-        const uint64_t a = i == a0 ? pos % C : 0;
-        const uint64_t b = i == a1 ? (e - 1) % C + 1 : C;
-
-        if (i < a0 || i > a1 || a > lo || b < hi) {
-          nr++;
-          want += hi - lo;
-        }
-      }
-      pos = e;
-    }
-    CHECK (p->nread == nr && io_bytes (p->read, p->nread) == want,
-           "write-stripes: %zu reads of %" PRIu64 " bytes, want %" PRIu64
-           " of %" PRIu64, p->nread, io_bytes (p->read, p->nread), nr,
-           want);
     return;
   }
   case GR_PLAN_WRITE_FULL:
@@ -395,7 +347,7 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
                               .arg = s, .pool = NULL };
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .falloc = falloc, .gpu = sim_gpu,
-                           .gpu_arg = s, .rb_front = NULL, .cksum = s->cksum,
+                           .rb_front = NULL, .cksum = s->cksum,
                            .blocks = s->blocks, .gpu_all = s->gpu_all };
   uint64_t pos = offset, end = offset + len;
   int nfailed = 0, i;
@@ -1207,42 +1159,6 @@ check_replay (struct sim *s, const char *what)
   free (chunk);
 }
 
-/* accel=gpu, healthy: a write of part of a stripe, whole stripes and
- * part of another (chunk-aligned, as a client's 1 MiB requests are on
- * 10+4 with 64 KiB chunks) is one plan, and its encodes go to the coder
- * in one call: one wait for the GPU a request, not one a part. */
-static void
-check_write_stripes (struct sim *s, const char *what)
-{
-  const uint64_t width = gr_map_stripe_width (&s->g), C = s->g.chunk;
-  const uint64_t off = width + C, len = 2 * width;
-  uint64_t plans = 0, stripes, calls = sim_many_calls;
-  uint8_t *buf;
-
-  if (s->g.k < 2)
-    return;                     /* chunk-aligned is whole stripes */
-  for (size_t i = 0; i <= GR_PLAN_REFUSE; i++)
-    plans -= s->nplans[i];
-  stripes = s->nplans[GR_PLAN_WRITE_STRIPES];
-  buf = malloc (len);
-  test_fill (buf, len);
-  s->gpu_all = s->route_gpu = true;
-  CHECK (sim_request (s, GR_REQ_WRITE, off, len, buf, 0) == 0,
-         "%s: write of stripes", what);
-  s->gpu_all = s->route_gpu = false;
-  memcpy (s->ref + off, buf, len);
-  for (size_t i = 0; i <= GR_PLAN_REFUSE; i++)
-    plans += s->nplans[i];
-  CHECK (plans == 1 && s->nplans[GR_PLAN_WRITE_STRIPES] == stripes + 1,
-         "%s: a write of part, whole and part stripes took %" PRIu64
-         " plans, want one write-stripes", what, plans);
-  CHECK (sim_many_calls == calls + 1, "%s: its encodes went to the coder "
-         "in %" PRIu64 " calls, want 1", what, sim_many_calls - calls);
-  free (buf);
-  check_read_all (s, what);
-  check_consistent (s, what);
-}
-
 /* One geometry: fill it healthy, then every failed set. */
 static void
 test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum,
@@ -1290,21 +1206,18 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum,
   /* accel=gpu: partial stripes by reconstruct-write alone. */
   {
     const uint64_t rmw = s.nplans[GR_PLAN_WRITE_RMW];
-    const uint64_t rcw = s.nplans[GR_PLAN_WRITE_RCW] +
-      s.nplans[GR_PLAN_WRITE_STRIPES];
+    const uint64_t rcw = s.nplans[GR_PLAN_WRITE_RCW];
 
     s.gpu_all = true;
     random_ops (&s, 4 * ops, false, what);
     s.gpu_all = false;
     CHECK (s.nplans[GR_PLAN_WRITE_RMW] == rmw, "%s: read-modify-write "
            "with every operation on the GPU", what);
-    CHECK (k == 1 || s.nplans[GR_PLAN_WRITE_RCW] +
-           s.nplans[GR_PLAN_WRITE_STRIPES] > rcw,
+    CHECK (k == 1 || s.nplans[GR_PLAN_WRITE_RCW] > rcw,
            "%s: no reconstruct-write with every operation on the GPU",
            what);
     check_read_all (&s, what);
     check_consistent (&s, what);
-    check_write_stripes (&s, what);
   }
   for (i = 0; i < 3; i++) {
     uint64_t st = test_rand () % s.g.stripes;

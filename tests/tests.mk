@@ -53,7 +53,7 @@ TESTS_SCRIPTS = \
 	tests/test-remote.sh \
 	tests/test-remote-tls.sh \
 	tests/test-drill.sh \
-	tests/test-group-commit.sh tests/test-write-stripes.sh \
+	tests/test-group-commit.sh \
 	tests/test-accel-auto.sh \
 	tests/test-request-pin.sh \
 	tests/test-direct-io.sh \
