@@ -534,30 +534,33 @@ plan_reconstruct (void *arg, bool gpu, const int *erased, int nerased,
                                   nstripes, len);
 }
 
-/* A reconstruct of gr_code_many's, with its block checksums if it asks
- * for them (gr_code_op's cksums). */
+/* Reconstructs of gr_code_many's in one call, with their block
+ * checksums where they ask for them (gr_code_op's cksums). */
 static int
-reconstruct_op (struct gr_coding *c, bool gpu, const struct gr_code_op *op)
+reconstruct_ops (struct gr_coding *c, bool gpu, const struct gr_code_op *ops,
+                 size_t nops)
 {
   int r;
 
-  if (op->cksums == NULL)
-    return gr_coding_reconstruct_n (c, gpu, op->erased, op->nerased,
-                                    op->blocks, op->nstripes, op->len);
+  if (nops == 1 && ops[0].cksums == NULL)
+    return gr_coding_reconstruct_n (c, gpu, ops[0].erased, ops[0].nerased,
+                                    ops[0].blocks, ops[0].nstripes,
+                                    ops[0].len);
   if (gpu && claim (c)) {
-    r = gr_code_many (c->gpu, op, 1);
+    r = gr_code_many (c->gpu, ops, nops);
     gr_coding_release (c);
     if (r == 0)
       return 0;
     gr_coding_gpu_failed (c, "reconstruct", r);
   }
   cpu_latency (c);
-  r = gr_code_many (c->cpu, op, 1);
+  r = gr_code_many (c->cpu, ops, nops);
   return r == 0 ? 0 : coding_error ("reconstruct", r);
 }
 
-/* A request's run of independent GPU coding steps: its reconstructs
- * gathered as one (a degraded read's stripes), else each on its own. */
+/* A run of independent GPU coding steps: a request's reconstructs
+ * gathered as one (a degraded read's stripes), a large batch's in one
+ * submission (a rebuild's erasure patterns), else each on its own. */
 static int
 plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
 {
@@ -575,9 +578,11 @@ plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
     errno = EIO;
     return -1;
   }
+  if (recon)
+    return reconstruct_ops (c, gpu, ops, nops);
   for (i = 0; i < nops; i++)
     if ((ops[i].nerased > 0
-         ? reconstruct_op (c, gpu, &ops[i])
+         ? reconstruct_ops (c, gpu, &ops[i], 1)
          : gr_coding_encode (c, gpu, ops[i].blocks, ops[i].nstripes,
                              ops[i].len, ops[i].cksums)) == -1)
       return -1;

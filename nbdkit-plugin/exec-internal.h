@@ -54,9 +54,25 @@ struct gr_exec_bad {
   bool after_coding;            /* the read stage leaves the checksums
                                  * of the reads to be verified after
                                  * the coding, which computes them (a
-                                 * request's degraded read on the GPU:
-                                 * exec.c) */
+                                 * request's degraded read, a rebuild's
+                                 * batch, on the GPU: exec.c,
+                                 * exec-lanes.c) */
 };
+
+/* Does plan p's coding compute the checksums of the blocks it reads, to
+ * verify its reads against after it (gr_exec_verify_coded), not before
+ * (a plan of GPU reconstructs, summed: steps.h)? */
+bool gr_exec_sums_after (const struct gr_exec *x, const struct gr_plan *p);
+/* After the code stage: the reads of p (accesses mio) verified against
+ * the checksums its coding computed of their blocks (a read it did not
+ * sum: of its bytes): DONE, or REPLAN with bad->member (-1: a member
+ * failed while its checksums were read, or the GPU's checksums proved
+ * wrong and the GPU is not used again) and bad->off, as the read
+ * stage. */
+enum gr_exec_outcome gr_exec_verify_coded (struct gr_exec *x,
+                                           const struct gr_plan *p,
+                                           struct gr_mio *mio,
+                                           struct gr_exec_bad *bad);
 
 /* The stages of a plan, in this order, on its buffers b; mio: room for
  * p->cap_io accesses.  Read: REPLAN if a member failed since the plan

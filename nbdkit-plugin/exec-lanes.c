@@ -73,19 +73,38 @@ pass_turn (struct gr_exec_lanes *l, enum step st)
   pthread_cond_broadcast (&l->pc);
 }
 
+/* A block of the batch that failed its checksum (or a read error)
+ * repaired, its stripes held: DONE (or past repair: its row recorded,
+ * and skipped when the batch is read again, where the job goes on over
+ * such rows), else ERROR. */
+static enum gr_exec_outcome
+repair (struct gr_exec_lanes *l, struct gr_exec_bad *bad,
+        struct gr_exec_result *res)
+{
+  const size_t nrows = res->nrows;
+
+  if (gr_exec_repair_bad (l->x, bad, true, false, res) == GR_EXEC_DONE)
+    return GR_EXEC_DONE;
+  if (!l->ops.go_on_unrecoverable || errno != EIO || res->nrows == nrows)
+    return GR_EXEC_ERROR;
+  res->unrecoverable++;
+  return GR_EXEC_DONE;
+}
+
 /* Plan and read the batch on lane ln, its stripes held: planned again
  * while a member fails under it, or after a block that failed its
- * checksum was repaired. */
+ * checksum was repaired.  bad->after_coding: the reads are verified
+ * after the coding (a rebuild's GPU reconstructs sum them). */
 static enum gr_exec_outcome
 plan_and_read (struct gr_exec_lanes *l, struct lane *ln,
-               const struct gr_bufs *b, struct gr_exec_result *res)
+               const struct gr_bufs *b, struct gr_exec_result *res,
+               struct gr_exec_bad *bad)
 {
   struct gr_exec *x = l->x;
   struct gr_plan *p = ln->p;
   enum gr_exec_outcome r;
   struct gr_exec_snap sn;
   struct gr_plan_ctx c;
-  struct gr_exec_bad bad = { .skip = res };
 
   do {
     gr_exec_plan_ctx (x, &sn, &c);
@@ -105,24 +124,39 @@ plan_and_read (struct gr_exec_lanes *l, struct lane *ln,
       errno = ENOMEM;
       return GR_EXEC_ERROR;
     }
+    bad->after_coding = gr_exec_sums_after (x, p);
     r = gr_exec_read_stage (x, p, b, ln->mio, l->ops.policy, l->pool,
-                            &bad);
+                            bad);
     /* The batch's stripes are held: the repair runs under them. */
-    if (bad.member >= 0) {
-      const size_t nrows = res->nrows;
-
-      if (gr_exec_repair_bad (x, &bad, true, false, res) !=
-          GR_EXEC_DONE) {
-        /* Past repair: gone on over (its row recorded, and skipped
-         * when the batch is read again), or the batch fails. */
-        if (!l->ops.go_on_unrecoverable || errno != EIO ||
-            res->nrows == nrows)
-          return GR_EXEC_ERROR;
-        res->unrecoverable++;
-      }
-    }
+    if (bad->member >= 0 && repair (l, bad, res) != GR_EXEC_DONE)
+      return GR_EXEC_ERROR;
   } while (r == GR_EXEC_REPLAN);
   return r;
+}
+
+/* Code the batch on lane ln (read, its stripes held); reads verified
+ * after the coding against the checksums it computed: a bad block
+ * repaired and the batch planned, read and coded again. */
+static enum gr_exec_outcome
+code_batch (struct gr_exec_lanes *l, struct lane *ln,
+            const struct gr_bufs *b, struct gr_exec_result *res,
+            struct gr_exec_bad *bad)
+{
+  struct gr_plan *p = ln->p;
+  enum gr_exec_outcome r;
+
+  for (;;) {
+    r = gr_exec_code_stage (l->x, p, b, l->pool);
+    if (r != GR_EXEC_DONE || !bad->after_coding ||
+        gr_exec_verify_coded (l->x, p, ln->mio, bad) == GR_EXEC_DONE)
+      return r;
+    if (bad->member >= 0 && repair (l, bad, res) != GR_EXEC_DONE)
+      return GR_EXEC_ERROR;
+    p->kind = GR_PLAN_SKIP;
+    r = plan_and_read (l, ln, b, res, bad);
+    if (r != GR_EXEC_DONE || p->kind == GR_PLAN_SKIP)
+      return r;
+  }
 }
 
 /* One batch on lane ln: lock, plan and read, code, write, each step in
@@ -136,6 +170,7 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
                                 .lock = l->ops.lock };
   struct gr_bufs b = { .scratch = ln->buf, .zero = x->zero };
   struct gr_exec_result res = { .rewritten = 0 };
+  struct gr_exec_bad bad = { .skip = &res };
   enum gr_exec_outcome r;
   double t[4];
 
@@ -149,14 +184,14 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
 
   t[0] = gr_now ();
   p->kind = GR_PLAN_SKIP;
-  r = plan_and_read (l, ln, &b, &res);
+  r = plan_and_read (l, ln, &b, &res, &bad);
   t[1] = gr_now ();
   pthread_mutex_lock (&l->pl);
   wait_turn (l, STEP_CODE, ln->seq);
   pthread_mutex_unlock (&l->pl);
   t[2] = gr_now ();
   if (r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP)
-    r = gr_exec_code_stage (x, p, &b, l->pool);
+    r = code_batch (l, ln, &b, &res, &bad);
   t[3] = gr_now ();
 
   pthread_mutex_lock (&l->pl);

@@ -347,6 +347,13 @@ gr_exec_read_stage (struct gr_exec *x, const struct gr_plan *p,
   return GR_EXEC_DONE;
 }
 
+bool
+gr_exec_sums_after (const struct gr_exec *x, const struct gr_plan *p)
+{
+  return x->cksum != NULL && gpuraid_debug_gpu_sums &&
+    !gr_members_read_only_p (x->ms) && gr_steps_sums_reads (p);
+}
+
 enum gr_exec_outcome
 gr_exec_code_stage (struct gr_exec *x, struct gr_plan *p,
                     const struct gr_bufs *b, struct gr_pool *pool)
@@ -380,13 +387,9 @@ block_sums (const struct gr_plan *p, const struct gr_io *io, size_t *at)
   return NULL;
 }
 
-/* The reads of p (accesses mio) verified against the checksums its
- * coding computed of their blocks (a read it did not sum: of its bytes):
- * DONE, or REPLAN with bad->member (-1: a member failed while its
- * checksums were read) and bad->off, as the read stage. */
-static enum gr_exec_outcome
-verify_coded (struct gr_exec *x, const struct gr_plan *p, struct gr_mio *mio,
-              struct gr_exec_bad *bad)
+enum gr_exec_outcome
+gr_exec_verify_coded (struct gr_exec *x, const struct gr_plan *p,
+                      struct gr_mio *mio, struct gr_exec_bad *bad)
 {
   size_t at = 0, given = 0;
   int member;
@@ -620,14 +623,12 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
    * blocks they read: verified after the coding, against those (nothing
    * leaves the plan before, and a bad block is repaired and the request
    * planned again, as when found before the coding). */
-  bad.after_coding = x->cksum != NULL && gpuraid_debug_gpu_sums &&
-    p->nwrite == 0 && !gr_members_read_only_p (x->ms) &&
-    gr_steps_sums_reads (p);
+  bad.after_coding = p->nwrite == 0 && gr_exec_sums_after (x, p);
   r = gr_exec_read_stage (x, p, &b, w->mio, policy, NULL, &bad);
   if (r == GR_EXEC_DONE)
     r = gr_exec_code_stage (x, p, &b, NULL);
   if (r == GR_EXEC_DONE && bad.after_coding)
-    r = verify_coded (x, p, w->mio, &bad);
+    r = gr_exec_verify_coded (x, p, w->mio, &bad);
   if (bad.member >= 0) {
     /* Not holding the stripe: the repair takes it exclusively. */
     if (locked)

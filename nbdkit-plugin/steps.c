@@ -403,7 +403,10 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
   for (i = 0; i < p->nblk; i++)
     p->ptr[i] = gr_steps_at (b, p->blk[i]);
   p->sum_len = 0;
-  if (cd->sums && cd->many && gr_pool_width (cd->pool) <= 1)
+  /* A request's, and a rebuild's batch (its reads verified against them
+   * after the coding, its writes' checksums set from them: exec.h). */
+  if (cd->sums && cd->many &&
+      (gr_pool_width (cd->pool) <= 1 || p->kind == GR_PLAN_REBUILD))
     plan_sums (p, g);
   for (i = 0; i < p->nstep; i++) {
     const struct gr_step *st = &p->step[i];
@@ -411,10 +414,11 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
     int r = 0;
 
     /* A request's GPU coding step, with those that follow it and are
-     * independent (a degraded read's stripes): one call of the coder's
-     * many (which gathers reconstructs across requests: coding.h). */
+     * independent (a degraded read's stripes; a rebuild's erasure
+     * patterns, with their checksums): one call of the coder's many
+     * (which gathers reconstructs across requests: coding.h). */
     if (coding (st) && st->gpu && cd->many &&
-        gr_pool_width (cd->pool) <= 1) {
+        (gr_pool_width (cd->pool) <= 1 || p->sum_len > 0)) {
       const size_t run = coding_run (p, i, g);
 
       if (coding_many (p, st, run, cd) == -1)

@@ -55,9 +55,10 @@ struct gr_plan_coder {
   int (*update) (void *arg, bool gpu, int index, const uint8_t *delta,
                  uint8_t *const *parity, uint8_t *const *pdelta,
                  size_t len);
-  /* Optional: a request's GPU coding steps (no pool), one or several
-   * independent ones that follow one another (a degraded read's
-   * stripes), in one call (one submission, one wait); NULL: each step
+  /* Optional: a request's GPU coding steps (no pool), or a rebuild's
+   * batch's summed (below), one or several independent ones that follow
+   * one another (a degraded read's stripes, a batch's erasure
+   * patterns), in one call (one submission, one wait); NULL: each step
    * through encode or reconstruct. */
   int (*many) (void *arg, bool gpu, const struct gr_code_op *ops,
                size_t nops);
@@ -66,16 +67,18 @@ struct gr_plan_coder {
    * (pool.h; NULL: the calling thread alone); a step on the GPU is never
    * split. */
   struct gr_pool *pool;
-  /* A plan of GPU coding steps alone (no pool) asks them for the
-   * checksums of its blocks (gr_code_op's cksums, into the plan's bsum),
-   * so that the executor sets those of its writes, and verifies those of
-   * its reads, without reading the blocks again. */
+  /* A plan of GPU coding steps alone (a request's, with no pool, or a
+   * rebuild's batch) asks them for the checksums of its blocks
+   * (gr_code_op's cksums, into the plan's bsum), so that the executor
+   * sets those of its writes, and verifies those of its reads, without
+   * reading the blocks again. */
   bool sums;
 };
 
 /* Would the coding of p, given sums, compute the checksums of the blocks
  * it reads (a plan of GPU coding steps alone with a reconstruct: a
- * degraded read), so that they can be verified after it? */
+ * degraded read, a rebuild's batch), so that they can be verified after
+ * it? */
 bool gr_steps_sums_reads (const struct gr_plan *p);
 
 /* d ^= s over len bytes (the XOR move). */

@@ -186,6 +186,18 @@ ctl_serve ()
   [ -S "$ctl" ] || fail "no control socket at $ctl"
 }
 
+# ctl_create_filled [plugin options...]: create the array of ${args[@]}
+# (m=$m chunk=$chunk, with ctl_serve), fill it with random bytes, kept in
+# $tmpdir/expect ($size: the array's size), and stop it.
+ctl_create_filled ()
+{
+  ctl_serve m="$m" chunk="$chunk" create=true "$@"
+  size=$(nbdinfo --size "$uri")
+  head -c "$size" /dev/urandom >"$tmpdir/expect"
+  nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
+  stop_nbdkit "$pid"
+}
+
 # wait_log PATTERN [SECS]: wait (30 s at most) for a line of $nbdkit_log
 # matching PATTERN (grep's); false if none came.  For what the server says
 # in the background after its start, such as a rebuild's resumption.

@@ -61,11 +61,7 @@ crash_and_resume ()
 make_members $n 8M
 saved=("${members[@]}")
 set_args
-ctl_serve m=$m chunk=$chunk create=true
-size=$(nbdinfo --size "$uri")
-head -c "$size" /dev/urandom >"$tmpdir/expect"
-nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
-stop_nbdkit "$pid"
+ctl_create_filled
 snapshot_members "$tmpdir/snap"
 cp "$tmpdir/expect" "$tmpdir/expect0"
 

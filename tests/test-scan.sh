@@ -47,11 +47,7 @@ for i in 0 1 2 3 4 5; do
   members+=("$f")
 done
 set_args
-ctl_serve m=$m chunk=$chunk create=true
-size=$(nbdinfo --size "$uri")
-head -c "$size" /dev/urandom >"$tmpdir/expect"
-nbdcopy "$tmpdir/expect" "$uri" || fail "fill"
-stop_nbdkit "$pid"
+ctl_create_filled
 A=$(array_uuid "${members[0]}")
 truncate -s 8M "$dir/b0.img" "$dir/b1.img" "$dir/b2.img"
 run_nbdkit -U - "$PLUGIN" member="$dir/b0.img" member="$dir/b1.img" \

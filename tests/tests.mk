@@ -43,6 +43,7 @@ TESTS_SCRIPTS = \
 	tests/test-events.sh \
 	tests/test-rebuild.sh \
 	tests/test-rebuild-resume.sh tests/test-rebuild-crash.sh \
+	tests/test-rebuild-gpu-sums.sh \
 	tests/test-readd.sh tests/test-written.sh tests/test-scan.sh \
 	tests/test-replace-live.sh \
 	tests/test-crash-corrupt.sh \
