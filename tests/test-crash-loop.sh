@@ -67,7 +67,10 @@ for g in $geometries; do
         { echo "$0: FAIL: restart after crash $c refused"; cat "$nbdkit_log"; exit 1; }
       restarts=$(( restarts + 1 ))
       "$PY" "$top/tests/crashloop.py" verify "$uri" "$tmpdir/state.json" ||
-        { echo "$0: FAIL: $k+$m $state: crash $c lost or corrupted data"; exit 1; }
+        { echo "$0: FAIL: $k+$m $state: crash $c lost or corrupted data"
+          echo "the server's last errors and what it did since its start:"
+          grep -E 'error|EIO|resync|journal|replay' "$nbdkit_log" | tail -n 12
+          exit 1; }
       wait_resync
       stop_nbdkit "$pid"
       check_parity $k $m $chunk $code "${check[@]}" >/dev/null
