@@ -403,10 +403,10 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
   for (i = 0; i < p->nblk; i++)
     p->ptr[i] = gr_steps_at (b, p->blk[i]);
   p->sum_len = 0;
-  /* A request's, and a rebuild's batch (its reads verified against them
-   * after the coding, its writes' checksums set from them: exec.h). */
+  /* A request's, and a job's batch whose reads they verify after the
+   * coding (a rebuild's: exec.h), its writes' checksums set from them. */
   if (cd->sums && cd->many &&
-      (gr_pool_width (cd->pool) <= 1 || p->kind == GR_PLAN_REBUILD))
+      (gr_pool_width (cd->pool) <= 1 || gr_steps_sums_reads (p)))
     plan_sums (p, g);
   for (i = 0; i < p->nstep; i++) {
     const struct gr_step *st = &p->step[i];
