@@ -12,8 +12,10 @@
  *     large plan: plans of one stripe of 10+4 or 16+16 with 64 KiB
  *     chunks take 1.1 to 3 MiB, and mapping each afresh faulted in every
  *     page of it (counted: the thread's minor page faults);
- *   - with a stand-in GPU, buffers come from the page-locked pool (kept
- *     per thread, bounded by the pool, not by the cap) and all of it is
+ *   - with a stand-in GPU, every buffer handed out is a live one from
+ *     the page-locked pool (kept per thread, bounded by the pool, not by
+ *     the cap; a thread that ends leaves its own to the next, so how many
+ *     are allocated depends on how the threads overlap) and all of it is
  *     given back when the threads end.
  * Exit 0 on success, 1 on a failed check. */
 #include <errno.h>
@@ -35,7 +37,35 @@
 static bool gpu_usable;
 static long pinned_live;                /* atomic: host_alloc - host_free */
 static long pinned_calls;               /* atomic: host_alloc calls */
+static pthread_mutex_t pinned_mu = PTHREAD_MUTEX_INITIALIZER;
+#define PINNED_MAX 1024
+static void *pinned[PINNED_MAX];        /* under pinned_mu: live ones */
+static long pinned_served;              /* atomic: gets given one */
 
+static void
+pinned_track (void *p, bool add)
+{
+  pthread_mutex_lock (&pinned_mu);
+  for (int i = 0; i < PINNED_MAX; i++)
+    if (pinned[i] == (add ? NULL : p)) {
+      pinned[i] = add ? p : NULL;
+      break;
+    }
+  pthread_mutex_unlock (&pinned_mu);
+}
+
+/* Is p the start of a live page-locked buffer? */
+static bool
+pinned_is (const void *p)
+{
+  bool found = false;
+
+  pthread_mutex_lock (&pinned_mu);
+  for (int i = 0; i < PINNED_MAX && !found; i++)
+    found = pinned[i] == p;
+  pthread_mutex_unlock (&pinned_mu);
+  return found;
+}
 
 bool
 gr_coding_gpu_usable (const struct gr_coding *c)
@@ -54,6 +84,7 @@ gr_coding_host_alloc (struct gr_coding *c, size_t size)
     return NULL;
   __atomic_add_fetch (&pinned_live, 1, __ATOMIC_RELAXED);
   __atomic_add_fetch (&pinned_calls, 1, __ATOMIC_RELAXED);
+  pinned_track (p, true);
   return p;
 }
 
@@ -61,6 +92,7 @@ void
 gr_coding_host_free (struct gr_coding *c, void *p)
 {
   (void) c;
+  pinned_track (p, false);
   free (p);
   __atomic_sub_fetch (&pinned_live, 1, __ATOMIC_RELAXED);
 }
@@ -113,6 +145,10 @@ worker (void *arg)
     if (p == NULL)
       continue;
     check ((uintptr_t) p % 4096 == 0, "not 4096-aligned", size);
+    if (gpu_usable) {
+      check (pinned_is (p), "not a live page-locked buffer", size);
+      __atomic_add_fetch (&pinned_served, 1, __ATOMIC_RELAXED);
+    }
     if (!big && !gpu_usable) {
       if (size <= kept_size)
         check (p == kept, "small buffer not kept", size);
@@ -166,9 +202,10 @@ run (bool gpu, uint64_t c)
     pthread_join (t[i], NULL);
   gr_scratch_free (sc);
   if (gpu) {
-    printf ("stand-in GPU: %ld page-locked buffers, %ld left\n",
-            pinned_calls, pinned_live);
-    CHECK (pinned_calls >= THREADS);
+    printf ("stand-in GPU: %ld plans served from %ld page-locked buffers, "
+            "%ld left\n", pinned_served, pinned_calls, pinned_live);
+    CHECK (pinned_served == THREADS * ROUNDS);
+    CHECK (pinned_calls >= 1);
   }
   else {
     printf ("cap %3llu MiB: large buffers at most %llu bytes in %u "
