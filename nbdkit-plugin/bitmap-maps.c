@@ -129,10 +129,12 @@ gr_bitmap_trimmed (struct gr_bitmap *b, uint64_t s0, uint64_t ns)
 int
 gr_bitmap_load_maps (struct gr_bitmap *b, bool crashed)
 {
+  const bool maps = b->maps.kept && (b->written_kept || b->degraded_on);
+  const bool bits = crashed && b->room;
   uint8_t *buf;
   bool lost = false;
 
-  if (!b->maps.kept || (!b->written_kept && !b->degraded_on))
+  if (!maps && !bits)
     return 0;
   buf = aligned_alloc (4096, b->total);  /* O_DIRECT: no bounce */
   if (buf == NULL) {
@@ -151,6 +153,14 @@ gr_bitmap_load_maps (struct gr_bitmap *b, bool crashed)
       lost = true;
       break;
     }
+    /* The crash's regions, kept set from now on: the start may write
+     * the bits before they are loaded (bitmap.h). */
+    if (bits)
+      for (uint64_t r = 0; r < b->nregions; r++)
+        if (gr_bit_test (buf, r))
+          gr_bit_set (b->bits, r);
+    if (!maps)
+      continue;
     for (size_t j = 0; j < b->maps.bytes; j++) {
       b->written[j] |= buf[b->nbytes + j];
       b->degraded[j] |= buf[b->nbytes + b->maps.bytes + j];
@@ -164,13 +174,15 @@ gr_bitmap_load_maps (struct gr_bitmap *b, bool crashed)
           mark (b, b->degraded, r * b->region, b->region);
   }
   free (buf);
-  if (lost) {
+  if (lost && maps) {
     /* Taken as all written (since the member left) rather than guessed. */
     gr_debug ("bitmap: a member's maps cannot be read: every region taken "
               "as written");
     memset (b->written, 0xff, b->maps.bytes);
     memset (b->degraded, 0xff, b->maps.bytes);
   }
+  /* Bits that cannot be read: gr_bitmap_load and gr_bitmap_load_suspect
+   * take every region then. */
   return 0;
 }
 

@@ -112,7 +112,12 @@ void gr_bitmap_checkpoint (struct gr_bitmap *b);
  * hold them (written: with GR_SB_FLAG_WRITTEN; degraded: while
  * sb.degraded_since, and after a crash (crashed) the write-intent bits
  * on disk counted in: a write in flight when a member failed, before
- * the degraded map was written).  0, or -1 after nbdkit_error. */
+ * the degraded map was written).  After a crash the bits set on a live
+ * member are set in memory too, neither pending nor suspect yet: a
+ * degraded start replays the journal before it loads them
+ * (gr_bitmap_load_suspect), and a block the replay repairs is written
+ * with its region's bit set, which writes every bit as memory has it.
+ * 0, or -1 after nbdkit_error. */
 int gr_bitmap_load_maps (struct gr_bitmap *b, bool crashed);
 /* At a clean shutdown, before the members are closed: a member that
  * failed since the last write has the degraded map it needs on disk

@@ -28,6 +28,9 @@
 #   torn      torn writes (see torn_case and torn_row): a full stripe of
 #             which a parity did not land, one block, half a stripe:
 #             taken as written
+#   replay    a degraded array's crash: the journal's replay repairs a
+#             block, and a torn row elsewhere in the regions written at
+#             the crash is still decided (see replay_case)
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -39,7 +42,7 @@ requires_py
 k=4 m=2 n=6 chunk=16384
 width=$(( k * chunk ))
 crashes=${CRASHES:-3}
-cases=${CASES:-rebuild takeover scrub-on scrub-off resync-on resync-off beyond torn}
+cases=${CASES:-rebuild takeover scrub-on scrub-off resync-on resync-off beyond torn replay}
 fault=$top/scripts/gpuraid-fault
 RANDOM=$TEST_SEED
 total_corrupt=0 total_crash=0 total_restart=0 beyond_eio=0
@@ -407,6 +410,65 @@ PY
   echo "  $label: no EIO, the row as the crash left it"
 }
 
+# replay: a degraded array (the member of stripe A's data chunk 2 failed
+# at run time) crashes after writes to stripes A and B = A + 1 (regions of
+# one stripe, both journaled; the checksums of what they wrote not on
+# the members: the cache is written when a region's bit is cleared).  In
+# A the write of data chunk 0 landed and its parity did not (put back from
+# before the write): the journal's replay at start-up finds that block
+# failing its checksum, rebuilds it from the others and writes it.  B's
+# write landed whole.  B's region must still be verified at the start
+# (it was written at the crash): its row, whose data and parity blocks
+# disagree with their old checksums, is taken as written, never EIO.
+# Before, the bits were read from the members after the replay, whose
+# repair had written its own over them: B's region was not verified and
+# its row answered EIO ("3 blocks failed their checksums and the others
+# cannot rebuild them"; test-crash-loop met it under load).
+replay_case ()
+{
+  local a=100 b=101 j mb at failed out
+  local -a old=()
+  fresh on-bm on bitmap-chunk=16K
+  "$CTL" map $(( a * width + 2 * chunk )) "${members[@]}" >"$tmpdir/map" || fail "map"
+  failed=$(sed -n 's/^  data *member \([0-9]*\) .*/\1/p' "$tmpdir/map")
+  "$CTL" map $(( a * width + 8192 )) "${members[@]}" >"$tmpdir/map" || fail "map"
+  mapfile -t old < <(sed -n 's/^  parity *member [0-9]* (\(.*\)) at byte \([0-9]*\).*/\1 \2/p' "$tmpdir/map")
+  [ -n "$failed" ] && [ ${#old[@]} = "$m" ] || fail "replay: map: $(cat "$tmpdir/map")"
+  restart
+  "$CTL" -c "$ctl" fail "$failed" >/dev/null || fail "replay: fail $failed"
+  small_writes $a $(( a + 1 ))          # A: data chunk 0, 8 KiB in
+  head -c 4096 /dev/urandom >"$tmpdir/b-row0"
+  python3 - "$sock" $(( b * width )) "$tmpdir/b-row0" <<'PY' || fail "replay: the write of B"
+import sys, nbd
+h = nbd.NBD(); h.connect_unix(sys.argv[1])
+h.pwrite(open(sys.argv[3], "rb").read(), int(sys.argv[2])); h.flush(); h.shutdown()
+PY
+  dd if="$tmpdir/b-row0" of="$tmpdir/expect" bs=4096 seek=$(( b * width / 4096 )) conv=notrunc status=none
+  kill9
+  # A's parity as before the write; its data block then reads back old.
+  for j in "${old[@]}"; do
+    read -r mb at <<<"$j"
+    dd if="$tmpdir/snap-on-bm/$(basename "$mb")" of="$mb" bs=4096 skip=$(( at / 4096 )) \
+      seek=$(( at / 4096 )) count=1 conv=notrunc status=none
+  done
+  dd if="$tmpdir/expect-on-bm" of="$tmpdir/expect" bs=4096 skip=$(( (a * width + 8192) / 4096 )) \
+    seek=$(( (a * width + 8192) / 4096 )) count=1 conv=notrunc status=none
+  restart
+  grep -q 'member [0-9]*: checksum error .*stripe '$a', data chunk 0' "$nbdkit_log" ||
+    fail "replay: A's block not repaired: $(grep -i 'checksum\|journal' "$nbdkit_log" | head -5)"
+  out=$(sed -n 's/.*the block checksums of the \([0-9]*\) regions written at the crash were verified.*/\1/p' "$nbdkit_log")
+  [ "$out" = 2 ] ||
+    fail "replay: ${out:-no} regions written at the crash verified at the start, not A's and B's (2): $(grep -i 'checksum\|journal' "$nbdkit_log" | head -5)"
+  verify "replay: A's write undone, B's taken as written"
+  stop_nbdkit "$pid"
+  out=()
+  for (( j = 0; j < n; j++ )); do
+    if [ $j = "$failed" ]; then out+=(-); else out+=("${members[$j]}"); fi
+  done
+  check_parity $k $m $chunk rs "${out[@]}" >/dev/null
+  echo "  a degraded crash whose replay repaired a block: both regions written at the crash verified, no EIO"
+}
+
 for c in $cases; do
   echo "=== $c, $crashes crashes"
   for (( i = 0; i < crashes; i++ )); do
@@ -415,6 +477,7 @@ for c in $cases; do
       scrub-on|scrub-off) scrub_case "${c#scrub-}" ;;
       resync-on|resync-off) resync_case "${c#resync-}" ;;
       beyond) beyond_case healthy; beyond_case degraded ;;
+      replay) replay_case ;;
       torn)
         torn_case
         # One block (data 1): it and parity 0 landed, parity 1's checksum
@@ -425,7 +488,7 @@ for c in $cases; do
         torn_row "torn full-stripe write, half landed" 122 0 $width "d0 d1 p0" "" "d0 d1" ;;
       *) fail "unknown case $c" ;;
     esac
-    [ "$c" = beyond ] || [ "$c" = torn ] || echo "  crash $(( i + 1 )): 0 wrong bytes, 0 EIO"
+    [ "$c" = beyond ] || [ "$c" = torn ] || [ "$c" = replay ] || echo "  crash $(( i + 1 )): 0 wrong bytes, 0 EIO"
   done
 done
 echo "crashes $total_crash, restarts accepted $total_restart, corruptions injected $total_corrupt (recoverable): 0 wrong bytes, 0 EIO; past redundancy: $beyond_eio blocks refused with EIO, 0 wrong"
