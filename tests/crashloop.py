@@ -1,9 +1,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """gpuraid crash-loop helper: writes that can be checked after a crash.
 
-  crashloop.py write URI STATE SEED   write until the server dies, keeping
-                                      in STATE what each block may hold
-  crashloop.py verify URI STATE       check every block against STATE
+  crashloop.py write URI STATE SEED [W N]   write until the server dies,
+                                      keeping in STATE what each block may
+                                      hold
+  crashloop.py verify URI STATE [W N]  check every block against STATE
+
+With W N (writer W of N, 0 <= W < N), the writer owns the units of 4
+blocks (16 KiB) whose number is W mod N, writes 1 to 4 blocks inside one
+of them at a time, and verify checks only those: N writers run at once
+on one array, each with its own STATE, their writes interleaved in the
+same stripes.
 
 Every 4 KiB block written holds (write id, block number, pattern), so its
 contents say which write put it there.  STATE records, for each block,
@@ -47,19 +54,32 @@ def save(path, s):
         json.dump(s, f)
 
 
-def write(uri, path, seed):
+UNIT = 4         # blocks: what one of several writers owns at a time
+
+
+def owned(b, w, nw):
+    return nw == 1 or (b // UNIT) % nw == w
+
+
+def write(uri, path, seed, w=0, nw=1):
     h = nbd.NBD()
     h.connect_uri(uri)
     nblocks = h.get_size() // BLOCK
     s = load(path, nblocks)
     rng = random.Random(seed)
     durable, since = s["durable"], s["since"]
+    units = [u for u in range(nblocks // UNIT) if u % nw == w]
     try:
         while True:
             wid = s["next"]
             s["next"] += 1
-            start = rng.randrange(nblocks)
-            n = min(rng.choice([1, 1, 2, 3, 8, 16, 64]), nblocks - start)
+            if nw == 1:
+                start = rng.randrange(nblocks)
+                n = min(rng.choice([1, 1, 2, 3, 8, 16, 64]), nblocks - start)
+            else:
+                first = rng.randrange(UNIT)
+                start = rng.choice(units) * UNIT + first
+                n = rng.randint(1, UNIT - first)
             fua = rng.random() < 0.1
             for b in range(start, start + n):
                 since.setdefault(str(b), []).append(wid)
@@ -80,7 +100,7 @@ def write(uri, path, seed):
         print("crashloop: write %d: %s (the crash)" % (s["next"] - 1, e))
 
 
-def verify(uri, path):
+def verify(uri, path, w=0, nw=1):
     h = nbd.NBD()
     h.connect_uri(uri)
     nblocks = h.get_size() // BLOCK
@@ -93,6 +113,8 @@ def verify(uri, path):
         got = h.pread(n * BLOCK, base * BLOCK)
         for i in range(n):
             b = base + i
+            if not owned(b, w, nw):
+                continue
             d = durable.get(str(b), 0)
             allowed = [d] + [x for x in since.get(str(b), []) if x > d]
             blk = got[i * BLOCK:(i + 1) * BLOCK]
@@ -107,12 +129,13 @@ def verify(uri, path):
                 corrupt += 1
                 print("crashloop: block %d: corrupt (first bytes %s, may "
                       "hold %s)" % (b, blk[:16].hex(), allowed))
-    print("crashloop: verify: %d blocks, %d durable writes lost, %d corrupt"
-          % (nblocks, lost, corrupt))
+    print("crashloop: verify: %d blocks%s, %d durable writes lost, %d corrupt"
+          % (nblocks, "" if nw == 1 else " (writer %d of %d: its own)"
+             % (w, nw), lost, corrupt))
     return lost == 0 and corrupt == 0
 
 
-def settle(uri, path):
+def settle(uri, path, w=0, nw=1):
     """After a verify: each block's contents become its durable value."""
     h = nbd.NBD()
     h.connect_uri(uri)
@@ -125,7 +148,7 @@ def settle(uri, path):
         got = h.pread(n * BLOCK, base * BLOCK)
         for i in range(n):
             wid = int.from_bytes(got[i * BLOCK:i * BLOCK + 8], "little")
-            if wid:
+            if wid and owned(base + i, w, nw):
                 durable[str(base + i)] = wid
     s["durable"], s["since"] = durable, {}
     save(path, s)
@@ -134,11 +157,12 @@ def settle(uri, path):
 if __name__ == "__main__":
     mode, uri, path = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "write":
-        write(uri, path, int(sys.argv[4]))
+        write(uri, path, int(sys.argv[4]), *map(int, sys.argv[5:7]))
     elif mode == "verify":
-        ok = verify(uri, path)
+        wn = list(map(int, sys.argv[4:6]))
+        ok = verify(uri, path, *wn)
         if ok:
-            settle(uri, path)
+            settle(uri, path, *wn)
         sys.exit(0 if ok else 1)
     else:
         sys.exit("crashloop.py: unknown mode " + mode)

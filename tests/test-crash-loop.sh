@@ -10,6 +10,10 @@
 # journal repairs the stripes being written).
 #   CRASHES   crashes per geometry and state (default 8)
 #   GEOMETRIES  k:m:chunk:code list (default "4:2:16384:rs 2:1:4096:crs")
+#   WRITERS   writers at once, a list (default "1 3": each takes half of
+#             the crashes, on an array of its own); several share the
+#             array's stripes, each owning units of 16 KiB and checking
+#             its own (tests/crashloop.py)
 # make check runs the short form; make check-long: CRASHES=100 and more
 # geometries.
 
@@ -19,34 +23,51 @@ requires_check
 requires_py
 
 crashes=${CRASHES:-8}
+writer_sets=${WRITERS:-"1 3"}
 geometries=${GEOMETRIES:-"4:2:16384:rs 2:1:4096:crs"}
 seed=$TEST_SEED
 total=0 restarts=0
 
-crash_once ()   # args...: start, write, kill at a random moment, restart
+crash_once ()   # args...: start, $nw writers, kill at a random moment
 {
-  local wpid delay
+  local w delay
+  local -a wpids=()
   start_nbdkit -P "$pid" -U "$sock" -D gpuraid.bitmap_ms=100 "$PLUGIN" "$@" ||
     { echo "$0: FAIL: restart refused"; exit 1; }
   restarts=$(( restarts + 1 ))
-  seed=$(( seed + 1 ))
-  "$PY" "$top/tests/crashloop.py" write "$uri" "$tmpdir/state.json" $seed &
-  wpid=$!
+  for (( w = 0; w < nw; w++ )); do
+    seed=$(( seed + 1 ))
+    "$PY" "$top/tests/crashloop.py" write "$uri" "$tmpdir/state$w.json" $seed $w "$nw" &
+    wpids+=($!)
+  done
   delay=$(( RANDOM % 600 + 50 ))
   sleep "$(printf '0.%03d' "$delay")"
   kill -9 "$(cat "$pid")"
-  wait "$wpid"
+  wait "${wpids[@]}"
   rm -f "$pid"
   total=$(( total + 1 ))
 }
+
+# Every writer's blocks hold what they may after the crash.
+verify_all ()
+{
+  local w
+  for (( w = 0; w < nw; w++ )); do
+    "$PY" "$top/tests/crashloop.py" verify "$uri" "$tmpdir/state$w.json" $w "$nw" ||
+      return 1
+  done
+}
+
+nsets=$(wc -w <<<"$writer_sets")
 
 for g in $geometries; do
   IFS=: read -r k m chunk code <<<"$g"
   n=$(( k + m ))
   for state in healthy degraded; do
-    echo "=== $k+$m chunk=$chunk $code, $state"
+  for nw in $writer_sets; do
+    echo "=== $k+$m chunk=$chunk $code, $state, $nw writer(s)"
     make_members $n 6M
-    rm -f "$tmpdir/state.json"
+    rm -f "$tmpdir"/state*.json
     # Bitmap regions of one to four stripes, cleared after 0.1 to 0.2 s
     # idle: crashes land while bits are set, cleared and set again.
     start_array chunk=$chunk code=$code create=true bitmap-chunk=16K || exit 1
@@ -61,13 +82,13 @@ for g in $geometries; do
         check+=("${members[$i]}")
       fi
     done
-    for (( c = 0; c < crashes; c++ )); do
+    for (( c = 0; c < (crashes + nsets - 1) / nsets; c++ )); do
       crash_once "${args[@]}"
       start_nbdkit -P "$pid" -U "$sock" -D gpuraid.bitmap_ms=100 "$PLUGIN" "${args[@]}" ||
         { echo "$0: FAIL: restart after crash $c refused"; cat "$nbdkit_log"; exit 1; }
       restarts=$(( restarts + 1 ))
-      "$PY" "$top/tests/crashloop.py" verify "$uri" "$tmpdir/state.json" ||
-        { echo "$0: FAIL: $k+$m $state: crash $c lost or corrupted data"
+      verify_all ||
+        { echo "$0: FAIL: $k+$m $state, $nw writer(s): crash $c lost or corrupted data"
           echo "the server's last errors and what it did since its start:"
           grep -E 'error|EIO|resync|journal|replay' "$nbdkit_log" | tail -n 12
           exit 1; }
@@ -79,6 +100,7 @@ for g in $geometries; do
       echo "$0: FAIL: a crash left an array that cannot be resynced"; exit 1
     fi
     rm -f "${members[@]}" "$tmpdir/gone"
+  done
   done
 done
 # What the restarts found (the log holds every server's lines).
