@@ -9,7 +9,11 @@
 # show there.  Healthy arrays, and degraded ones (one member gone: the
 # journal repairs the stripes being written).
 #   CRASHES   crashes per geometry and state (default 8)
-#   GEOMETRIES  k:m:chunk:code list (default "4:2:16384:rs 2:1:4096:crs")
+#   GEOMETRIES  k:m:chunk:code[:gpu] list (default "4:2:16384:rs
+#             2:1:4096:crs 4:2:16384:rs:gpu"); :gpu codes on the
+#             stand-in GPU (-D gpuraid.fake_gpu=2: a CPU coder behind the
+#             GPU's paths, the group commit and the coding's checksums; a
+#             round trip of 100 us, so that batches gather requests)
 #   WRITERS   writers at once, a list (default "1 3": each takes half of
 #             the crashes, on an array of its own); several share the
 #             array's stripes, each owning units of 16 KiB and checking
@@ -24,7 +28,7 @@ requires_py
 
 crashes=${CRASHES:-8}
 writer_sets=${WRITERS:-"1 3"}
-geometries=${GEOMETRIES:-"4:2:16384:rs 2:1:4096:crs"}
+geometries=${GEOMETRIES:-"4:2:16384:rs 2:1:4096:crs 4:2:16384:rs:gpu"}
 seed=$TEST_SEED
 total=0 restarts=0
 
@@ -32,7 +36,7 @@ crash_once ()   # args...: start, $nw writers, kill at a random moment
 {
   local w delay
   local -a wpids=()
-  start_nbdkit -P "$pid" -U "$sock" -D gpuraid.bitmap_ms=100 "$PLUGIN" "$@" ||
+  start_nbdkit -P "$pid" -U "$sock" -D gpuraid.bitmap_ms=100 "${gpu[@]}" "$PLUGIN" "$@" ||
     { echo "$0: FAIL: restart refused"; exit 1; }
   restarts=$(( restarts + 1 ))
   for (( w = 0; w < nw; w++ )); do
@@ -61,11 +65,15 @@ verify_all ()
 nsets=$(wc -w <<<"$writer_sets")
 
 for g in $geometries; do
-  IFS=: read -r k m chunk code <<<"$g"
+  IFS=: read -r k m chunk code accel <<<"$g"
+  gpu=()
+  if [ "${accel:-cpu}" = gpu ]; then
+    gpu=(-v -D gpuraid.fake_gpu=2 -D gpuraid.fake_gpu_us=100)
+  fi
   n=$(( k + m ))
   for state in healthy degraded; do
   for nw in $writer_sets; do
-    echo "=== $k+$m chunk=$chunk $code, $state, $nw writer(s)"
+    echo "=== $k+$m chunk=$chunk $code${accel:+ accel=$accel}, $state, $nw writer(s)"
     make_members $n 6M
     rm -f "$tmpdir"/state*.json
     # Bitmap regions of one to four stripes, cleared after 0.1 to 0.2 s
@@ -84,7 +92,7 @@ for g in $geometries; do
     done
     for (( c = 0; c < (crashes + nsets - 1) / nsets; c++ )); do
       crash_once "${args[@]}"
-      start_nbdkit -P "$pid" -U "$sock" -D gpuraid.bitmap_ms=100 "$PLUGIN" "${args[@]}" ||
+      start_nbdkit -P "$pid" -U "$sock" -D gpuraid.bitmap_ms=100 "${gpu[@]}" "$PLUGIN" "${args[@]}" ||
         { echo "$0: FAIL: restart after crash $c refused"; cat "$nbdkit_log"; exit 1; }
       restarts=$(( restarts + 1 ))
       verify_all ||
@@ -103,6 +111,16 @@ for g in $geometries; do
   done
   done
 done
+# The stand-in GPU coded (its clean stops' counts).
+if [[ " $geometries" == *:gpu* ]]; then
+  gops=$(sed -n 's/.*coding operations on the GPU: \([0-9]*\);.*/\1/p' "$nbdkit_log" |
+         awk '{ s += $1 } END { print s + 0 }')
+  greqs=$(sed -n 's/.*encodes in the group commit (batches, requests, windows run out): [0-9]*, \([0-9]*\),.*/\1/p' "$nbdkit_log" |
+          awk '{ s += $1 } END { print s + 0 }')
+  echo "$0: the stand-in GPU's clean stops: $gops coding operations, $greqs requests' encodes in the group commit"
+  [ "$gops" -gt 0 ] && [ "$greqs" -gt 0 ] ||
+    { echo "$0: FAIL: the stand-in GPU's paths were not used"; exit 1; }
+fi
 # What the restarts found (the log holds every server's lines).
 resyncs=$(grep -c 'resync done:' "$nbdkit_log")
 regions=$(sed -n 's/.*resync done: .*(\([0-9]*\) of [0-9]* regions.*/\1/p' "$nbdkit_log" |

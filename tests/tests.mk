@@ -67,7 +67,7 @@ CHECK_TESTS += $(TESTS_SCRIPTS)
 LONG_TESTS += tests/test-sb-crash.sh tests/test-write-hole.sh \
               tests/test-crash-loop.sh tests/test-crash-corrupt.sh
 LONG_ENV = CRASHES=40 \
-  GEOMETRIES="4:2:16384:rs 2:1:4096:crs 3:3:4096:rs 6:2:65536:crs 1:1:4096:rs"
+  GEOMETRIES="4:2:16384:rs 2:1:4096:crs 3:3:4096:rs 6:2:65536:crs 1:1:4096:rs 4:2:16384:rs:gpu"
 
 # Concurrent requests, for `make TSAN=1 check-tsan` (tests that start
 # nbdkit in the background: under a preloaded libtsan the shell of a
