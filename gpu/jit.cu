@@ -84,10 +84,9 @@ int gr_gpu_jit_shr = 1;
 int gr_gpu_jit_lop3 = -1;
 /* RS transposes' swaps as two selects, each one explicit LOP3 (1), or
  * as a delta swap (0: three LOP3s and two shifts a swap).  A select swap
- * costs two LOP3s and the same two shifts: 384 fewer LOP3s (the integer
- * ALU pipe, the bound) per 16+16 item.  Selects written as C were slower
- * (ptxas split them: 4430 LOP3s against 4053, sweep (a4)); not measured
- * yet as explicit LOP3s: off until bench-gpu's (a6) says. */
+ * costs two LOP3s and the same two shifts: fewer instructions on the
+ * integer ALU pipe, the 16+16 kernel's bound.  Off until bench-gpu's (a6)
+ * measures it (docs/performance.md, "What limits each figure"). */
 int gr_gpu_jit_swp = 0;
 static int jit_built;
 
