@@ -200,10 +200,10 @@ static const char prologue[] =
   "#else\n"
   "#define SHR(a, s) ((a) >> (s))\n"
   "#endif\n"
-  /* Delta swap of the bits m of b with the bits m << s of a. */
+  /* Swap of the bits m of b with the bits m << s of a: as two selects
+   * (gr_gpu_jit_swp), b taking a's bits m << s and a taking b's bits m,
+   * each one LOP3 (0xd8: (x & ~z) | (y & z)); else as a delta swap. */
   "#if GR_SWP_SEL\n"
-  /* The same as two selects: b takes a's bits m << s, a takes b's bits
-   * m, each one LOP3 (0xd8: (x & ~z) | (y & z)). */
   "__device__ __forceinline__ u32 SEL (u32 x, u32 y, u32 z)\n"
   "{ u32 d; asm (\"lop3.b32 %0, %1, %2, %3, 0xd8;\" : \"=r\" (d) : \"r\" (x), \"r\" (y), \"r\" (z)); return d; }\n"
   "#define SWP(a, b, s, m) { const u32 a_ = a;"

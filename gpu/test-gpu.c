@@ -34,8 +34,8 @@
  *            (gr_gpu_jit_swp, off by default), reduced set, 16+16 and
  *            big launches
  *   all      default, jit, plain, stage and swp in one run
- * make check-gpu-long runs default, jit, plain and stage as separate
- * parts.  TEST_SEED sets the random seed (printed).
+ * make check-gpu-long runs default, jit, plain, stage and swp as
+ * separate parts.  TEST_SEED sets the random seed (printed).
  *
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
  */

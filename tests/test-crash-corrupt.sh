@@ -123,6 +123,17 @@ corrupt_avoiding ()
   total_corrupt=$(( total_corrupt + $1 ))
 }
 
+# write_at OFF FILE: FILE's bytes written to the array at byte OFF and
+# flushed (the server on $sock).
+write_at ()
+{
+  python3 - "$sock" "$1" "$2" <<'PY'
+import sys, nbd
+h = nbd.NBD(); h.connect_unix(sys.argv[1])
+h.pwrite(open(sys.argv[3], "rb").read(), int(sys.argv[2])); h.flush(); h.shutdown()
+PY
+}
+
 kill9 ()
 {
   kill -9 "$(cat "$pid")"
@@ -308,11 +319,7 @@ torn_case ()
   fresh on on
   restart
   head -c "$width" /dev/urandom >"$tmpdir/new-stripe"
-  python3 - "$sock" $(( s * width )) "$tmpdir/new-stripe" <<'PY' || fail "full-stripe write"
-import sys, nbd
-h = nbd.NBD(); h.connect_unix(sys.argv[1])
-h.pwrite(open(sys.argv[3], "rb").read(), int(sys.argv[2])); h.flush(); h.shutdown()
-PY
+  write_at $(( s * width )) "$tmpdir/new-stripe" || fail "full-stripe write"
   stop_nbdkit "$pid"
   mkdir -p "$tmpdir/B"; for f in "${members[@]}"; do cp --sparse=always "$f" "$tmpdir/B/"; done
   # Where the row is: data chunks 0-3 and parity 0, 4 KiB in.
@@ -359,11 +366,7 @@ torn_row ()
   fresh on on
   restart
   head -c "$wlen" /dev/urandom >"$tmpdir/new-data"
-  python3 - "$sock" $(( s * width + woff )) "$tmpdir/new-data" <<'PY' || fail "$label: the write"
-import sys, nbd
-h = nbd.NBD(); h.connect_unix(sys.argv[1])
-h.pwrite(open(sys.argv[3], "rb").read(), int(sys.argv[2])); h.flush(); h.shutdown()
-PY
+  write_at $(( s * width + woff )) "$tmpdir/new-data" || fail "$label: the write"
   stop_nbdkit "$pid"
   mkdir -p "$tmpdir/C"; for f in "${members[@]}"; do cp --sparse=always "$f" "$tmpdir/C/"; done
   # Where the row's blocks are: data chunk j's from the map of its
@@ -438,11 +441,7 @@ replay_case ()
   "$CTL" -c "$ctl" fail "$failed" >/dev/null || fail "replay: fail $failed"
   small_writes $a $(( a + 1 ))          # A: data chunk 0, 8 KiB in
   head -c 4096 /dev/urandom >"$tmpdir/b-row0"
-  python3 - "$sock" $(( b * width )) "$tmpdir/b-row0" <<'PY' || fail "replay: the write of B"
-import sys, nbd
-h = nbd.NBD(); h.connect_unix(sys.argv[1])
-h.pwrite(open(sys.argv[3], "rb").read(), int(sys.argv[2])); h.flush(); h.shutdown()
-PY
+  write_at $(( b * width )) "$tmpdir/b-row0" || fail "replay: the write of B"
   dd if="$tmpdir/b-row0" of="$tmpdir/expect" bs=4096 seek=$(( b * width / 4096 )) conv=notrunc status=none
   kill9
   # A's parity as before the write; its data block then reads back old.

@@ -18,8 +18,8 @@
 #             the crashes, on an array of its own); several share the
 #             array's stripes, each owning units of 16 KiB and checking
 #             its own (tests/crashloop.py)
-# make check runs the short form; make check-long: CRASHES=100 and more
-# geometries.
+# make check runs the short form; make check-long: CRASHES=40 and more
+# geometries (tests/tests.mk's LONG_ENV).
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
