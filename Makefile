@@ -5,7 +5,7 @@
 #   make check           all tests that need no GPU (what CI runs)
 #   make check-gpu       GPU tests (skip loudly without a GPU; minutes)
 #   make check-gpu-long  gpu/test-gpu exhaustive, in parts (-default, -jit,
-#                        -plain, -stage, -swp), each within a GPU machine call
+#                        -plain, -stage), each within a GPU machine call
 #   make SANITIZE=1 ...  build with AddressSanitizer + UBSan
 #   make TSAN=1 check-tsan  the concurrency tests under ThreadSanitizer
 #   make check-long      the crash tests at length (hundreds of kill -9)

@@ -452,10 +452,10 @@ decode_matrix (const uint8_t *gen, int k, int m, uint8_t *dm)
 
 /* A form of JIT kernel: inputs staged in shared memory
  * (gr_gpu_jit_stage), RS right shifts as IMAD.HI (gr_gpu_jit_shr),
- * network rows as explicit LOP3s (gr_gpu_jit_lop3), RS swaps as selects
- * (gr_gpu_jit_swp); codes: 1 RS, 2 CRS, 3 both. */
+ * network rows as explicit LOP3s (gr_gpu_jit_lop3); codes: 1 RS, 2 CRS,
+ * 3 both. */
 struct jit_form {
-  int stage, shr, lop3, codes, swp;
+  int stage, shr, lop3, codes;
 };
 
 /* Encode (and decode for 16+16) of each geometry with each form: GB/s,
@@ -468,8 +468,7 @@ bench_jit_forms (void *din, void *dout, const char *title,
     { 16, 16, 1 }, { 16, 16, 0 }, { 12, 12, 1 }, { 8, 8, 1 }, { 8, 8, 0 },
     { 10, 4, 1 }, { 10, 4, 0 },
   };
-  const int save[4] = { gr_gpu_jit_stage, gr_gpu_jit_shr, gr_gpu_jit_lop3,
-                        gr_gpu_jit_swp };
+  const int save[3] = { gr_gpu_jit_stage, gr_gpu_jit_shr, gr_gpu_jit_lop3 };
   const size_t len = MiB;
 
   printf ("\n%s, GB/s of data (median of 5)\n", title);
@@ -492,15 +491,14 @@ bench_jit_forms (void *din, void *dout, const char *title,
         gr_gpu_jit_stage = f->stage;
         gr_gpu_jit_shr = f->shr;
         gr_gpu_jit_lop3 = f->lop3;
-        gr_gpu_jit_swp = f->swp;
         if (time_jit (code, op == 0 ? gen + (size_t) k * k : dm, k, m, din,
                       dout, ns, len, &r) == 0)
-          printf ("%d+%d %-3s %s stage=%d shr=%d lop3=%d swp=%d: "
+          printf ("%d+%d %-3s %s stage=%d shr=%d lop3=%d: "
                   "%7.1f GB/s (%.1f%% of roofline; %d regs, %zu B local, "
                   "%d blocks/SM; compile %.0f ms)%s\n",
                   k, m, code == GR_CODE_RS ? "RS" : "CRS",
                   op == 0 ? "enc" : "dec", f->stage, f->shr,
-                  f->lop3, f->swp, r.gbs, r.roof, r.regs, r.local,
+                  f->lop3, r.gbs, r.roof, r.regs, r.local,
                   r.per_sm, r.ms, r.check);
         else
           printf ("%d+%d jit failed: %s\n", k, m, gr_gpu_last_error ());
@@ -511,7 +509,6 @@ bench_jit_forms (void *din, void *dout, const char *title,
   gr_gpu_jit_stage = save[0];
   gr_gpu_jit_shr = save[1];
   gr_gpu_jit_lop3 = save[2];
-  gr_gpu_jit_swp = save[3];
 }
 
 static void
@@ -685,14 +682,13 @@ bench_kernels (void)
   }
   if (want ("a6")) {
     static const struct jit_form f[] = {
-      { 0, 0, 0, 3, 0 }, { 0, 0, 1, 3, 0 }, { 0, 1, 1, 1, 0 },
-      { 1, 1, 1, 1, 0 }, { 1, 0, 1, 3, 0 },
-      { 0, 1, 1, 1, 1 }, { 1, 1, 1, 1, 1 }, { 1, 0, 1, 1, 1 },
+      { 0, 0, 0, 3 }, { 0, 0, 1, 3 }, { 0, 1, 1, 1 }, { 1, 1, 1, 1 },
+      { 1, 0, 1, 3 },
     };
     bench_jit_forms (din, dout, "(a6) JIT forms: stage = inputs staged in "
                      "shared memory by cp.async (per item); shr = RS right "
                      "shifts as IMAD.HI; lop3 = network rows as explicit "
-                     "LOP3s; swp = RS transposes' swaps as selects", f,
+                     "LOP3s", f,
                      (int) (sizeof f / sizeof f[0]));
   }
   if (want ("a"))

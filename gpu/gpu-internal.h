@@ -110,8 +110,6 @@ extern int gr_gpu_jit_stage;
 extern int gr_gpu_jit_shr;
 /* Network rows as explicit LOP3s (1), as C XORs (0), or auto (-1). */
 extern int gr_gpu_jit_lop3;
-/* RS transposes' swaps as two selects (1) or a delta swap (0). */
-extern int gr_gpu_jit_swp;
 
 /* A test hook: extern "C" type name (type v) sets var to v and returns
  * its previous value. */

@@ -6,7 +6,7 @@
 # Targets: check-gpu (gpu/test-gpu's tier: every kernel the engine can
 # choose, a few minutes), check-gpu-long (its exhaustive parts, one make
 # target each so that each fits a call on the GPU machine:
-# check-gpu-long-default, -jit, -plain, -stage, -swp), check-gpu-sanitize
+# check-gpu-long-default, -jit, -plain, -stage), check-gpu-sanitize
 # (compute-sanitizer memcheck + racecheck on a QUICK=1 run), bench-gpu
 # (gpu/bench-gpu).
 
@@ -62,7 +62,7 @@ endif
 gpu/test-gpu.o: CFLAGS_ALL += -I. $(GPU_CPPFLAGS)
 
 GPU_TESTS += gpu/test-gpu
-GPU_LONG_PARTS = default jit plain stage swp
+GPU_LONG_PARTS = default jit plain stage
 
 check-gpu-long: $(addprefix check-gpu-long-,$(GPU_LONG_PARTS))
 $(addprefix check-gpu-long-,$(GPU_LONG_PARTS)): check-gpu-long-%: gpu/test-gpu

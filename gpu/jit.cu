@@ -82,12 +82,6 @@ int gr_gpu_jit_shr = 1;
  * LOP3s.  Unstaged 16+16 CRS measured slower with them (1633 GB/s against
  * 1796), staged faster (1840). */
 int gr_gpu_jit_lop3 = -1;
-/* RS transposes' swaps as two selects, each one explicit LOP3 (1), or
- * as a delta swap (0: three LOP3s and two shifts a swap).  A select swap
- * costs two LOP3s and the same two shifts: fewer instructions on the
- * integer ALU pipe, the 16+16 kernel's bound.  Off until bench-gpu's (a6)
- * measures it (docs/performance.md, "What limits each figure"). */
-int gr_gpu_jit_swp = 0;
 static int jit_built;
 
 /* Test hook: how many JIT kernels were built in this process. */
@@ -200,17 +194,15 @@ static const char prologue[] =
   "#else\n"
   "#define SHR(a, s) ((a) >> (s))\n"
   "#endif\n"
-  /* Swap of the bits m of b with the bits m << s of a: as two selects
-   * (gr_gpu_jit_swp), b taking a's bits m << s and a taking b's bits m,
-   * each one LOP3 (0xd8: (x & ~z) | (y & z)); else as a delta swap. */
-  "#if GR_SWP_SEL\n"
+  /* Swap of the bits m of b with the bits m << s of a as two selects, b
+   * taking a's bits m << s and a taking b's bits m, each one LOP3 (0xd8:
+   * (x & ~z) | (y & z)): two LOP3s and two shifts a swap where a delta
+   * swap takes three LOP3s, on the integer ALU pipe that bounds 16+16
+   * (docs/performance.md, "What limits each figure"). */
   "__device__ __forceinline__ u32 SEL (u32 x, u32 y, u32 z)\n"
   "{ u32 d; asm (\"lop3.b32 %0, %1, %2, %3, 0xd8;\" : \"=r\" (d) : \"r\" (x), \"r\" (y), \"r\" (z)); return d; }\n"
   "#define SWP(a, b, s, m) { const u32 a_ = a;"
   " a = SEL (a_, b << s, (u32) (m) << s); b = SEL (b, SHR (a_, s), m); }\n"
-  "#else\n"
-  "#define SWP(a, b, s, m) { u32 t_ = (SHR (a, s) ^ b) & m; b ^= t_; a ^= t_ << s; }\n"
-  "#endif\n"
   /* Staging of inputs in shared memory (gr_gpu_jit_stage): asynchronous
    * copies, waited for per input. */
   "#define CPA16(sa, gp) asm volatile (\"cp.async.cg.shared.global [%0], [%1], 16;\""
@@ -306,7 +298,6 @@ struct gen_opts {
   int stage;            /* staged inputs: 0 or 1 (gr_gpu_jit_stage) */
   int shr;              /* RS right shifts as IMAD.HI */
   int lop3;             /* network rows as explicit LOP3s */
-  int swp;              /* RS swaps as selects (gr_gpu_jit_swp) */
 };
 
 /* The network for input i (its planes in p[0..7]) into the accumulators
@@ -466,8 +457,7 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
   o->stage = stage;
   if (o->lop3 < 0)
     o->lop3 = code == GR_CODE_RS || stage;
-  emit (&b, "#define GR_SHR_HI %d\n#define GR_SWP_SEL %d\n%s", o->shr ? 1 : 0,
-        o->swp ? 1 : 0, prologue);
+  emit (&b, "#define GR_SHR_HI %d\n%s", o->shr ? 1 : 0, prologue);
   /* ITEM (t, base, h2) declares where item t of a stripe starts (base,
    * in words) and, RS, where its second 16 bytes are (h2 words further).
    * CRS: 4 bytes of each packet of group t / 128.  RS: the items of a
@@ -528,21 +518,19 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
 /* ---- compile + load ---------------------------------------------------- */
 
 /* Test hook: the form of kernels compiled afterwards, f = { stage, shr,
- * lop3, swp } (gr_gpu_jit_stage, _shr, _lop3, _swp; -1 where they take
- * auto); the previous values are stored in old (if not NULL). */
+ * lop3 } (gr_gpu_jit_stage, _shr, _lop3; -1 where they take auto); the
+ * previous values are stored in old (if not NULL). */
 extern "C" void
-gr_gpu_set_jit_form (const int f[4], int old[4])
+gr_gpu_set_jit_form (const int f[3], int old[3])
 {
   if (old) {
     old[0] = gr_gpu_jit_stage;
     old[1] = gr_gpu_jit_shr;
     old[2] = gr_gpu_jit_lop3;
-    old[3] = gr_gpu_jit_swp;
   }
   gr_gpu_jit_stage = f[0];
   gr_gpu_jit_shr = f[1];
   gr_gpu_jit_lop3 = f[2];
-  gr_gpu_jit_swp = f[3];
 }
 
 /* write(2) all of buf, or false. */
@@ -710,7 +698,6 @@ jit_build (struct gr_gpu_tab *t)
     || (gr_gpu_jit_stage < 0 && t->nrows >= JIT_STAGE_MINROWS);
   o.shr = gr_gpu_jit_shr;
   o.lop3 = gr_gpu_jit_lop3;
-  o.swp = gr_gpu_jit_swp;
   src = gen_source (t->code, t->bits, t->nrows, t->ncols, &o);
   if (src == NULL)
     return -ENOMEM;

@@ -30,12 +30,9 @@
  *   jit      the JIT kernels in their default form, every erasure set
  *   plain    the JIT kernels in the plain form (SHF, C XORs)
  *   stage    the JIT kernels staged per item with SHF shifts
- *   swp      the JIT kernels with the RS transposes' swaps as selects
- *            (gr_gpu_jit_swp, off by default), reduced set, 16+16 and
- *            big launches
- *   all      default, jit, plain, stage and swp in one run
- * make check-gpu-long runs default, jit, plain, stage and swp as
- * separate parts.  TEST_SEED sets the random seed (printed).
+ *   all      default, jit, plain and stage in one run
+ * make check-gpu-long runs default, jit, plain and stage as separate
+ * parts.  TEST_SEED sets the random seed (printed).
  *
  * Exit 0 pass, 1 fail, 77 skip (no usable CUDA device).
  */
@@ -69,6 +66,13 @@ main (void)
  * path (0 leaves it); returns the previous value. */
 extern size_t gr_gpu_set_chunk (size_t bytes);
 extern int gr_gpu_set_mapped (int on);
+/* Internal hooks (gpu/engine.cu, gpu/jit.cu).  Batches of at least
+ * min_bytes compile the JIT kernel. */
+extern size_t gr_gpu_set_jit_min (size_t min_bytes);
+extern int gr_gpu_jit_built (void);
+extern int gr_gpu_set_jit_async (int on);
+extern int gr_gpu_set_jit_passrows (int n);
+extern void gr_gpu_set_jit_form (const int f[3], int old[3]);
 
 #define MiB ((size_t) 1 << 20)
 
@@ -840,14 +844,6 @@ run_cksums (const struct gr_backend *ref, const struct gr_backend *gpu)
   }
 }
 
-/* Internal hooks (gpu/engine.cu, gpu/jit.cu).  Batches of at least
- * min_bytes compile the JIT kernel. */
-extern size_t gr_gpu_set_jit_min (size_t min_bytes);
-extern int gr_gpu_jit_built (void);
-extern int gr_gpu_set_jit_async (int on);
-extern int gr_gpu_set_jit_passrows (int n);
-extern void gr_gpu_set_jit_form (const int f[4], int old[4]);
-
 /* 16+16 (the heaviest JIT kernels, staged by default): encode and
  * reconstruct, RS and CRS, a few lengths and batch sizes. */
 static void
@@ -919,8 +915,8 @@ run_jit_plain (const struct gr_backend *ref, const struct gr_backend *gpu)
     const int pr = gr_gpu_set_jit_passrows (2);
     /* The forms the defaults left: right shifts by SHF, rows as C
      * XORs. */
-    const int plain[4] = { 0, 0, 0, 0 };
-    int old[4];
+    const int plain[3] = { 0, 0, 0 };
+    int old[3];
 
     gr_gpu_set_jit_form (plain, old);
     printf ("kernels: JIT XOR networks in passes of 2 output blocks, "
@@ -974,10 +970,9 @@ main (void)
     part = "tier";
   if (strcmp (part, "tier") && strcmp (part, "default") &&
       strcmp (part, "jit") && strcmp (part, "plain") &&
-      strcmp (part, "stage") && strcmp (part, "swp") &&
-      strcmp (part, "all")) {
-    printf ("FAIL: TEST_GPU_PART=%s: tier, default, jit, plain, stage, swp "
-            "or all\n", part);
+      strcmp (part, "stage") && strcmp (part, "all")) {
+    printf ("FAIL: TEST_GPU_PART=%s: tier, default, jit, plain, stage or "
+            "all\n", part);
     return 1;
   }
   printf ("TEST_GPU_PART=%s\n", part);
@@ -1007,26 +1002,13 @@ main (void)
     if (!part || strcmp (part, "plain") == 0)
       run_jit_plain (ref, gpu);
     if (!part || strcmp (part, "stage") == 0) {
-      const int f[4] = { 1, 0, -1, 0 };
-      int saved[4];
+      const int f[3] = { 1, 0, -1 };
+      int saved[3];
 
       gr_gpu_set_jit_form (f, saved);
       printf ("kernels: JIT XOR networks with inputs staged in shared "
               "memory (per item, right shifts by SHF), reduced set, "
               "16+16 and big launches\n");
-      run_suite (ref, gpu);
-      run_16_16 (ref, gpu);
-      run_big (ref, gpu);
-      gr_gpu_set_jit_form (saved, NULL);
-    }
-    if (!part || strcmp (part, "swp") == 0) {
-      const int f[4] = { -1, 1, -1, 1 };
-      int saved[4];
-
-      gr_gpu_set_jit_form (f, saved);
-      printf ("kernels: JIT XOR networks with the RS transposes' swaps as "
-              "selects (one LOP3 each way), reduced set, 16+16 and big "
-              "launches\n");
       run_suite (ref, gpu);
       run_16_16 (ref, gpu);
       run_big (ref, gpu);
