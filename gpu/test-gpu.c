@@ -2,7 +2,9 @@
 /* gpuraid - test-gpu: the "cuda" backend against the "ref" backend, byte
  * for byte.
  *
- * For (k, m) in 1+1 2+1 4+2 6+3 10+4 16+4 8+8 20+12 200+55, RS and CRS:
+ * First (tier and default parts), decode tables used as soon as they
+ * are made while the link is busy (8+8, four threads).  Then, for (k, m)
+ * in 1+1 2+1 4+2 6+3 10+4 16+4 8+8 20+12 200+55, RS and CRS:
  * encode (parity compared with ref's), parity update (compared with ref's
  * encode of the new data), reconstruct (every erasure set of size <= m
  * when k + m <= 12, random sets beyond; rebuilt blocks compared with the
@@ -686,6 +688,127 @@ run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
   }
 }
 
+/* Decode tables used as soon as they are made, while the link is busy.
+ * The array saw it: a degraded read's first chunk (256 KiB of each
+ * rebuilt 1 MiB block) wrong, once per server process (the table's
+ * pageable upload not yet on the device: gr_gpu_tab_make).  4 threads
+ * each rebuild m blocks of a k+m stripe of page-locked 1 MiB blocks,
+ * every round with a new erasure set (so a new table), by gr_code_many
+ * (the copy kernel's path) and gr_reconstruct (the copy engines') in
+ * turn, while a fifth keeps the copy engines busy with encodes of 64 MiB;
+ * each rebuilt block must equal the original.  On the H200 before the
+ * fix it caught the failure in 2 of 5 runs (1 MiB blocks; 64 KiB blocks,
+ * whose one chunk goes up at once, in none of 5), never after. */
+#define FRESH_LEN MiB
+struct fresh {
+  struct gr_coder *cg;
+  const struct batch *good;
+  uint64_t seed;
+  int rounds;
+  int *stop;                    /* the busy thread: until set */
+};
+
+static void *
+fresh_busy (void *arg)
+{
+  struct fresh *f = arg;
+  const int k = gr_coder_k (f->cg), n = k + gr_coder_m (f->cg);
+  struct batch b = { 0 };
+  uint64_t s = f->seed;
+
+  if (batch_new (&b, 8, n, k, MiB, 0, 2, &s) < 0)
+    FAIL ("out of page-locked memory");
+  else
+    while (!__atomic_load_n (f->stop, __ATOMIC_ACQUIRE))
+      if (gr_encode (f->cg, b.blk, 8, MiB) < 0) {
+        FAIL ("busy encode failed");
+        break;
+      }
+  batch_free (&b);
+  return NULL;
+}
+
+static void *
+fresh_main (void *arg)
+{
+  struct fresh *f = arg;
+  const int k = gr_coder_k (f->cg), m = gr_coder_m (f->cg), n = k + m;
+  const char *code = code_name (gr_coder_code (f->cg));
+  struct batch w = { 0 };
+  uint64_t s = f->seed;
+  int er[GR_MAX_MEMBERS];
+
+  if (batch_new (&w, 1, n, k, FRESH_LEN, 0, 2, &s) < 0) {
+    FAIL ("out of page-locked memory");
+    batch_free (&w);
+    return NULL;
+  }
+  for (int round = 0; round < f->rounds; round++) {
+    const struct gr_code_op op = { .erased = er, .nerased = m,
+                                   .blocks = w.blk, .nstripes = 1,
+                                   .len = FRESH_LEN };
+    int r;
+
+    batch_copy (&w, f->good);
+    random_erasures (n, m, er, &s);
+    for (int e = 0; e < m; e++)
+      fill_r (&s, w.blk[er[e]], FRESH_LEN);
+    r = round % 2 ? gr_reconstruct (f->cg, er, m, w.blk, 1, FRESH_LEN)
+      : gr_code_many (f->cg, &op, 1);
+    if (r < 0)
+      FAIL ("fresh table: reconstruct failed: %d", r);
+    else if (batch_cmp (f->good, &w, 0, n, round % 2 ? "fresh table, "
+                        "gr_reconstruct" : "fresh table, gr_code_many",
+                        k, m, code) != 0)
+      break;
+  }
+  batch_free (&w);
+  return NULL;
+}
+
+static void
+run_fresh_tables (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  const int k = 8, m = 8;
+  /* (no JIT kernel compiled: the generic kernels read the tables) */
+  const size_t jm = gr_gpu_set_jit_min ((size_t) -1);
+  struct gr_coder *cr = NULL, *cg = NULL;
+  struct batch good = { 0 };
+  struct fresh f[5];
+  pthread_t th[5];
+  int stop = 0, nth = 0;
+
+  printf ("fresh decode tables used at once, the link busy: %d+%d RS, "
+          "1 MiB blocks, 4 threads\n", k, m);
+  if (gr_coder_new (&cr, k, m, GR_CODE_RS, ref) < 0 ||
+      gr_coder_new (&cg, k, m, GR_CODE_RS, gpu) < 0 ||
+      batch_new (&good, 1, k + m, k, FRESH_LEN, 0, 0, &rng) < 0 ||
+      gr_encode (cr, good.blk, 1, FRESH_LEN) < 0) {
+    FAIL ("fresh tables: set-up");
+    goto out;
+  }
+  for (int i = 0; i < 5; i++) {
+    f[i] = (struct fresh) { .cg = cg, .good = &good, .seed = rnd () | 1,
+                            .rounds = quick ? 128 : 256, .stop = &stop };
+    if (pthread_create (&th[i], NULL, i == 0 ? fresh_busy : fresh_main,
+                        &f[i]) != 0) {
+      FAIL ("pthread_create");
+      break;
+    }
+    nth++;
+  }
+  for (int i = 1; i < nth; i++)
+    pthread_join (th[i], NULL);
+  __atomic_store_n (&stop, 1, __ATOMIC_RELEASE);
+  if (nth > 0)
+    pthread_join (th[0], NULL);
+ out:
+  batch_free (&good);
+  gr_coder_free (cg);
+  gr_coder_free (cr);
+  gr_gpu_set_jit_min (jm);
+}
+
 /* The block checksums of encodes and reconstructs in one submission
  * (gr_code_op's cksums): every block's page-locked, so the operations go
  * directly and the GPU computes them (its account says so), for an
@@ -982,6 +1105,9 @@ main (void)
   if (tier)
     quick = 1;
   if (!part || tier || strcmp (part, "default") == 0) {
+    /* First, while the process has made no table yet: the failure
+     * showed once per process. */
+    run_fresh_tables (ref, gpu);
     printf ("kernels: default\n");
     run_suite (ref, gpu);
     printf ("several operations in one submission\n");
