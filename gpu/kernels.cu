@@ -281,7 +281,13 @@ gr_gpu_tab_make (enum gr_code code, const uint8_t *mat, int nrows,
     r = gr_gpu_fail (e, "cudaMalloc (coding table)");
     goto out;
   }
+  /* A copy from pageable memory returns once its bytes are staged, not
+   * once they are on the device, and the engine's streams do not wait
+   * for the default stream (non-blocking): without the wait a kernel
+   * could read the table before it arrived (test-gpu's fresh tables). */
   e = cudaMemcpy (t->d, h, nwords * sizeof *h, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize (0);
   if (e != cudaSuccess) {
     r = gr_gpu_fail (e, "cudaMemcpy (coding table)");
     cudaFree (t->d);
