@@ -891,7 +891,8 @@ extern "C" size_t gr_gpu_set_chunk (size_t bytes);
 static void
 bench_chunks (void)
 {
-  static const int geo[][3] = { { 10, 4, 1 }, { 10, 4, 0 }, { 8, 8, 1 } };
+  static const int geo[][3] = { { 10, 4, 1 }, { 10, 4, 0 }, { 8, 8, 1 },
+                                { 16, 16, 1 } };
   const char *e = getenv ("BENCH_CHUNKS");
   char list[256];
   const size_t maxdata = 256 * MiB;
