@@ -31,6 +31,12 @@
  * server with status 4 before the plugin's unload, leaving the array
  * dirty (test-gpu-request-pin part 3); what a compiler does to its
  * process (signal handlers, exit handlers, memory) now stays there.
+ * The fork leaves page-locked memory to the server: ordinary pages that
+ * cudaHostRegister locked (nbdkit's request buffers) are pinned, so the
+ * kernel copies them for the child at the fork instead of sharing them
+ * copy-on-write (which would leave the GPU on pages the server no longer
+ * sees once it writes them): checked on the H200 machine (kernel 6.18,
+ * NVIDIA open module 580; docs/reliability.md).
  */
 #include <dlfcn.h>
 #include <errno.h>
