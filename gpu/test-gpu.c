@@ -3,8 +3,9 @@
  * for byte.
  *
  * First (tier and default parts), decode tables used as soon as they
- * are made while the link is busy (8+8, four threads).  Then, for (k, m)
- * in 1+1 2+1 4+2 6+3 10+4 16+4 8+8 20+12 200+55, RS and CRS:
+ * are made while the link is busy (8+8, four threads), and ordinary
+ * memory page-locked across a fork (as the JIT's compiler forks).  Then,
+ * for (k, m) in 1+1 2+1 4+2 6+3 10+4 16+4 8+8 20+12 200+55, RS and CRS:
  * encode (parity compared with ref's), parity update (compared with ref's
  * encode of the new data), reconstruct (every erasure set of size <= m
  * when k + m <= 12, random sets beyond; rebuilt blocks compared with the
@@ -45,6 +46,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <isa-l/crc.h>
 
@@ -809,6 +812,75 @@ run_fresh_tables (const struct gr_backend *ref, const struct gr_backend *gpu)
   gr_gpu_set_jit_min (jm);
 }
 
+/* The JIT's compiler runs in a forked child (gpu/jit.cu) while ordinary
+ * memory is page-locked for the GPU (nbdkit's request buffers).  Shared
+ * copy-on-write with the child, such a page would move away from the
+ * GPU once the server wrote it; the driver pins them, so the kernel
+ * copies them for the child instead.  Here: a malloc'd stripe
+ * registered, a fork, the data written after it (the child alive, then
+ * gone), encoded straight from and into it (the direct path): parity
+ * equal to the reference coder's, data read as written. */
+static void
+run_fork (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  const int k = 8, m = 8, n = k + m;
+  const size_t len = MiB, total = (size_t) n * len;
+  struct gr_coder *cr = NULL, *cg = NULL;
+  struct batch good = { 0 };
+  uint8_t *mem = NULL, *blk[16];
+
+  printf ("page-locked ordinary memory across a fork: 8+8 RS, 1 MiB "
+          "blocks\n");
+  if (gr_coder_new (&cr, k, m, GR_CODE_RS, ref) < 0 ||
+      gr_coder_new (&cg, k, m, GR_CODE_RS, gpu) < 0 ||
+      batch_new (&good, 1, n, k, len, 0, 0, &rng) < 0 ||
+      gr_encode (cr, good.blk, 1, len) < 0 ||
+      posix_memalign ((void **) &mem, 4096, total) != 0) {
+    FAIL ("fork: set-up");
+    goto out;
+  }
+  memset (mem, 0, total);
+  if (gr_gpu_host_register (mem, total) < 0) {
+    FAIL ("fork: gr_gpu_host_register");
+    free (mem);
+    mem = NULL;
+    goto out;
+  }
+  gr_gpu_host_in_use (mem, 1);
+  for (int i = 0; i < n; i++)
+    blk[i] = mem + (size_t) i * len;
+  for (int round = 0; round < 2; round++) {
+    struct batch w = { .ns = 1, .len = len, .n = n, .k = k, .blk = blk };
+    pid_t pid = fork ();
+
+    if (pid == 0) {
+      usleep (200000);
+      _exit (0);
+    }
+    if (pid < 0) {
+      FAIL ("fork: %s", strerror (errno));
+      break;
+    }
+    if (round == 1)
+      waitpid (pid, NULL, 0);
+    for (int i = 0; i < n; i++)  /* the server's writes after the fork */
+      memcpy (blk[i], i < k ? good.blk[i] : good.blk[(i + 1) % k], len);
+    if (gr_encode (cg, blk, 1, len) < 0)
+      FAIL ("fork: encode failed");
+    else
+      batch_cmp (&good, &w, 0, n, round ? "after a fork, the child gone"
+                 : "after a fork, the child alive", k, m, "RS");
+    if (round == 0)
+      waitpid (pid, NULL, 0);
+  }
+  gr_gpu_host_unregister (mem);
+  free (mem);
+ out:
+  batch_free (&good);
+  gr_coder_free (cg);
+  gr_coder_free (cr);
+}
+
 /* The block checksums of encodes and reconstructs in one submission
  * (gr_code_op's cksums): every block's page-locked, so the operations go
  * directly and the GPU computes them (its account says so), for an
@@ -1108,6 +1180,7 @@ main (void)
     /* First, while the process has made no table yet: the failure
      * showed once per process. */
     run_fresh_tables (ref, gpu);
+    run_fork (ref, gpu);
     printf ("kernels: default\n");
     run_suite (ref, gpu);
     printf ("several operations in one submission\n");
