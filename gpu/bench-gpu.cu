@@ -688,8 +688,7 @@ bench_kernels (void)
     bench_jit_forms (din, dout, "(a6) JIT forms: stage = inputs staged in "
                      "shared memory by cp.async (per item); shr = RS right "
                      "shifts as IMAD.HI; lop3 = network rows as explicit "
-                     "LOP3s", f,
-                     (int) (sizeof f / sizeof f[0]));
+                     "LOP3s", f, (int) (sizeof f / sizeof f[0]));
   }
   if (want ("a"))
     printf ("(d) model: predicted GB/s = data / max(data*(k+m)/k / copy_bw, "
