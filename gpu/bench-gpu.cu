@@ -26,7 +26,8 @@
  * runs only the sections named (a6, only when named: JIT forms, inputs
  * staged in shared memory, IMAD.HI shifts; bx, only when named: the
  * direct path's chunk size, sizes in MiB in BENCH_CHUNKS, default
- * 1,2,4,8,16; e: small decodes from many threads, as degraded reads
+ * 1,2,4,8,16; bp, only when named: the bound of a pipeline of chunks
+ * at 64 MiB, from copies alone, against the engine; e: small decodes from many threads, as degraded reads
  * make them; s: a write batch's block checksums with its encode).
  * BENCH_SYNC=spin|yield|block: the host's wait for the GPU.
  */
@@ -71,7 +72,8 @@ want (const char *name)
   const size_t n = strlen (name);
 
   if (p == NULL || *p == 0)
-    return strcmp (name, "bx") != 0 && strcmp (name, "a6") != 0;
+    return strcmp (name, "bx") != 0 && strcmp (name, "a6") != 0 &&
+      strcmp (name, "bp") != 0;
   while (*p) {
     const char *e = strchr (p, ',');
     const size_t l = e ? (size_t) (e - p) : strlen (p);
@@ -943,6 +945,92 @@ bench_chunks (void)
   gr_gpu_set_chunk (old);
 }
 
+/* (bp) What a pipeline of chunks can reach host to host at 64 MiB.  Its
+ * downloads cannot start before the first chunk is up and coded, nor its
+ * last chunk's end before the uploads end; in between the link carries
+ * both directions in pieces of the chunk's size, each copy costing a few
+ * microseconds more than its bytes.  Measured here: the data going up
+ * in c-byte copies while its parity comes down in copies of c m / k on
+ * another stream, no kernel and no dependencies (t_both); the bound of a
+ * pipeline of c-byte chunks is data / (t_both + the shorter of a
+ * chunk's upload and its parity's download, at pinned H2D), set against
+ * the copy-only ceiling of (b) and the engine's own figure, at its
+ * chunk size and at each c, in the same run. */
+static void
+bench_bound (int k, int m)
+{
+  const size_t data = 64 * MiB, par = data / k * m, len = MiB;
+  const size_t ns = data / (k * len), n = (size_t) (k + m);
+  const size_t old = gr_gpu_set_chunk (0);
+  struct gr_coder *c;
+  uint8_t *h, *d, *pin, **blk;
+  cudaStream_t s1, s2;
+  double h2d, ceil, best = 0, eng;
+
+  ceil = duplex_bw (k, m, &h2d);
+  if (gr_coder_new (&c, k, m, GR_CODE_RS, gr_backend_find ("cuda")) < 0)
+    exit (1);
+  CK (cudaHostAlloc ((void **) &h, data + par, cudaHostAllocDefault));
+  CK (cudaMalloc ((void **) &d, data + par));
+  CK (cudaStreamCreateWithFlags (&s1, cudaStreamNonBlocking));
+  CK (cudaStreamCreateWithFlags (&s2, cudaStreamNonBlocking));
+  pin = (uint8_t *) gr_gpu_host_alloc (ns * n * len);
+  blk = (uint8_t **) malloc (sizeof *blk * n * ns);
+  if (pin == NULL || blk == NULL)
+    exit (1);
+  memset (h, 1, data + par);
+  fill_random (pin, ns * n * len, 9);
+  set_blocks (blk, pin, (int) n, ns, len);
+  eng = ns * k * len / time_encode (c, blk, ns, len, 7);
+  printf ("%d+%d RS, 64 MiB (data %zu MiB): copy-only ceiling %.1f GB/s, "
+          "pinned H2D %.1f; engine (its chunk) %.1f GB/s = %.3f of the "
+          "ceiling%s\n", k, m, ns * k * len / MiB, ceil / 1e9, h2d / 1e9,
+          eng / 1e9, eng / ceil, check_encode (k, m, GR_CODE_RS, blk, ns,
+                                               len));
+  for (size_t ch = 2 * MiB; ch <= 16 * MiB; ch *= 2) {
+    const size_t dch = ch / k * m;
+    double tb = 1e9, bound;
+
+    for (int rep = 0; rep < 6; rep++) {
+      const double t0 = gr_now ();
+
+      for (size_t o = 0; o < data; o += ch)
+        CK (cudaMemcpyAsync (d + o, h + o, ch < data - o ? ch : data - o,
+                             cudaMemcpyHostToDevice, s1));
+      for (size_t o = 0; o < par; o += dch)
+        CK (cudaMemcpyAsync (h + data + o, d + data + o,
+                             dch < par - o ? dch : par - o,
+                             cudaMemcpyDeviceToHost, s2));
+      CK (cudaStreamSynchronize (s1));
+      CK (cudaStreamSynchronize (s2));
+      if (gr_now () - t0 < tb)
+        tb = gr_now () - t0;
+    }
+    bound = data / (tb + (ch < dch ? ch : dch) / h2d);
+    if (bound > best)
+      best = bound;
+    gr_gpu_set_chunk (ch);
+    eng = ns * k * len / time_encode (c, blk, ns, len, 7);
+    printf ("  chunks of %2zu MiB: both ways in such copies %.1f GB/s of "
+            "data (%.3f of the ceiling); bound %.1f GB/s (%.3f); engine "
+            "%.1f GB/s (%.3f of the ceiling, %.3f of the bound)%s\n",
+            ch / MiB, data / tb / 1e9, data / tb / ceil, bound / 1e9,
+            bound / ceil, eng / 1e9, eng / ceil, eng / bound,
+            check_encode (k, m, GR_CODE_RS, blk, ns, len));
+    gr_gpu_set_chunk (0);
+  }
+  printf ("  best bound over the chunk sizes: %.3f of the ceiling\n",
+          best / ceil);
+  gr_gpu_set_chunk (old);
+  CK (cudaStreamDestroy (s1));
+  CK (cudaStreamDestroy (s2));
+  CK (cudaFree (d));
+  CK (cudaFreeHost (h));
+  gr_gpu_host_free (pin);
+  free (blk);
+  gr_coder_free (c);
+}
+
 /* ---- (c) --------------------------------------------------------------- */
 
 struct isal_arg {
@@ -1370,6 +1458,13 @@ main (void)
     bench_kernels ();
   if (want ("bx"))
     bench_chunks ();
+  if (want ("bp")) {
+    printf ("\n(bp) the bound of a pipeline of chunks, host to host at 64 "
+            "MiB (page-locked, 1 MiB blocks; best of 6 / median of 7)\n");
+    bench_bound (10, 4);
+    bench_bound (8, 8);
+    bench_bound (16, 16);
+  }
   if (want ("b")) {
     bench_host (GR_CODE_RS, 10, 4);
     bench_host (GR_CODE_CRS, 10, 4);

@@ -50,8 +50,10 @@
 #define PIN_SAMPLES 16          /* blocks checked for page-locking */
 
 /* Direct path: data bytes per chunk; 0 = automatic (test hook
- * gr_gpu_set_chunk): an eighth of the batch, between CHUNK_LO and
- * CHUNK_HI (measured best on the H200, bench-gpu (bx)). */
+ * gr_gpu_set_chunk): an eighth of the batch, a sixteenth where the
+ * outputs are at least as large as the inputs, between CHUNK_LO and
+ * CHUNK_HI (measured best on the H200, bench-gpu (bx); the sixteenth:
+ * docs/performance.md, "The direct path's bound"). */
 static size_t direct_chunk = 0;
 #define CHUNK_LO ((size_t) 2 << 20)
 #define CHUNK_HI ((size_t) 8 << 20)
@@ -1050,7 +1052,10 @@ run_direct (struct job *j)
   int r = 0, taper;
 
   if (chunk == 0) {
-    chunk = data / 8;
+    /* Outputs at least as large as the inputs: the downloads bound the
+     * batch, and they start only once the first chunk is up, so a
+     * smaller first chunk pays more than the copies it adds. */
+    chunk = data / (j->nrows >= j->ncols ? 16 : 8);
     chunk = chunk < CHUNK_LO ? CHUNK_LO : chunk > CHUNK_HI ? CHUNK_HI : chunk;
   }
   /* The tail: from the last chunk's worth on, each chunk half of what is

@@ -691,6 +691,20 @@ run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
   }
 }
 
+/* A k+m RS coder of each backend and one reference stripe of len-byte
+ * blocks, encoded by the reference coder: the set-up of the threaded
+ * and forked cases below.  0, or -1 with what was made left to free. */
+static int
+ref_stripe (const struct gr_backend *ref, const struct gr_backend *gpu,
+            int k, int m, size_t len, struct gr_coder **cr,
+            struct gr_coder **cg, struct batch *good)
+{
+  return gr_coder_new (cr, k, m, GR_CODE_RS, ref) < 0 ||
+    gr_coder_new (cg, k, m, GR_CODE_RS, gpu) < 0 ||
+    batch_new (good, 1, k + m, k, len, 0, 0, &rng) < 0 ||
+    gr_encode (*cr, good->blk, 1, len) < 0 ? -1 : 0;
+}
+
 /* Decode tables used as soon as they are made, while the link is busy.
  * The array saw it: a degraded read's first chunk (256 KiB of each
  * rebuilt 1 MiB block) wrong, once per server process (the table's
@@ -783,10 +797,7 @@ run_fresh_tables (const struct gr_backend *ref, const struct gr_backend *gpu)
 
   printf ("fresh decode tables used at once, the link busy: %d+%d RS, "
           "1 MiB blocks, 4 threads\n", k, m);
-  if (gr_coder_new (&cr, k, m, GR_CODE_RS, ref) < 0 ||
-      gr_coder_new (&cg, k, m, GR_CODE_RS, gpu) < 0 ||
-      batch_new (&good, 1, k + m, k, FRESH_LEN, 0, 0, &rng) < 0 ||
-      gr_encode (cr, good.blk, 1, FRESH_LEN) < 0) {
+  if (ref_stripe (ref, gpu, k, m, FRESH_LEN, &cr, &cg, &good) < 0) {
     FAIL ("fresh tables: set-up");
     goto out;
   }
@@ -831,10 +842,7 @@ run_fork (const struct gr_backend *ref, const struct gr_backend *gpu)
 
   printf ("page-locked ordinary memory across a fork: 8+8 RS, 1 MiB "
           "blocks\n");
-  if (gr_coder_new (&cr, k, m, GR_CODE_RS, ref) < 0 ||
-      gr_coder_new (&cg, k, m, GR_CODE_RS, gpu) < 0 ||
-      batch_new (&good, 1, n, k, len, 0, 0, &rng) < 0 ||
-      gr_encode (cr, good.blk, 1, len) < 0 ||
+  if (ref_stripe (ref, gpu, k, m, len, &cr, &cg, &good) < 0 ||
       posix_memalign ((void **) &mem, 4096, total) != 0) {
     FAIL ("fork: set-up");
     goto out;
