@@ -9,8 +9,11 @@
  * data = inv(S) x survivors, this rebuilds lost data and lost parity alike
  * in one pass from the k survivors.
  *
+ * A plan may rebuild only part of E (the blocks passed as NULL are only
+ * unavailable: gf.h); its matrix has rows for the rebuilt ones alone.
+ *
  * Plans are cached per coder in a hash table keyed by the sorted erased
- * set, under the coder's mutex, at most GR_PLAN_CACHE_MAX of them with
+ * set and the part of it rebuilt, under the coder's mutex, at most GR_PLAN_CACHE_MAX of them with
  * least-recently-used eviction.  A plan is reference counted so that
  * eviction never frees a plan another thread is still decoding with.  The
  * backend's plan_init runs once when a plan is built (before it is
@@ -203,7 +206,7 @@ gr_update (struct gr_coder *c, int data_index,
 }
 
 static unsigned
-hash_erased (const int *e, int n)
+hash_erased (const int *e, int n, const int *r, int nr)
 {
   unsigned h = 2166136261u;
   int i;
@@ -212,13 +215,42 @@ hash_erased (const int *e, int n)
     h ^= (unsigned) e[i];
     h *= 16777619u;
   }
+  h ^= 0x100u;                  /* then the rebuilt ones */
+  h *= 16777619u;
+  for (i = 0; i < nr; i++) {
+    h ^= (unsigned) r[i];
+    h *= 16777619u;
+  }
   return h;
 }
 
-/* Build a plan for the sorted erasure set e[0..ne-1]; not yet cached. */
+/* Which blocks of the sorted erasure list e[0..ne-1] an operation on
+ * blocks (nstripes of them; none: NULL or 0) rebuilds: those not passed
+ * as NULL, alike in every stripe (gf.h), into r[] ascending.  Their
+ * count (at least 1), or -EINVAL. */
 static int
-plan_build (struct gr_coder *c, const int *e, int ne, unsigned hash,
-            struct gr_plan **out)
+rebuilt_of (const struct gr_coder *c, const int *e, int ne,
+            uint8_t *const *blocks, size_t nstripes, int *r)
+{
+  int nr = 0;
+
+  for (int i = 0; i < ne; i++) {
+    const bool none = blocks != NULL && nstripes > 0 && blocks[e[i]] == NULL;
+
+    for (size_t s = 1; blocks != NULL && s < nstripes; s++)
+      if ((blocks[s * (size_t) c->n + (size_t) e[i]] == NULL) != none)
+        return -EINVAL;
+    if (!none)
+      r[nr++] = e[i];
+  }
+  return nr > 0 ? nr : -EINVAL;
+}
+
+/* Build a plan for the sorted erasure set e[0..ne-1] of which it rebuilds
+ * r[0..nr-1]; not yet cached. */
+static int
+plan_build (struct gr_coder *c, const int *e, int ne, const int *r_,
+            int nr, unsigned hash, struct gr_plan **out)
 {
   int k = c->k, n = c->n;
   struct gr_plan *p;
@@ -231,8 +263,10 @@ plan_build (struct gr_coder *c, const int *e, int ne, unsigned hash,
   if (p == NULL)
     return -ENOMEM;
   p->hash = hash;
-  p->d.nerased = ne;
-  memcpy (p->d.erased, e, ne * sizeof *e);
+  p->d.nlost = ne;
+  memcpy (p->d.lost, e, ne * sizeof *e);
+  p->d.nerased = nr;
+  memcpy (p->d.erased, r_, nr * sizeof *r_);
   /* The survivors: the first k blocks not erased (ne <= m leaves k). */
   for (i = 0; i < n; i++)
     lost[i] = false;
@@ -246,7 +280,7 @@ plan_build (struct gr_coder *c, const int *e, int ne, unsigned hash,
 
   sub = malloc ((size_t) k * k);
   inv = malloc ((size_t) k * k);
-  p->d.matrix = malloc ((size_t) ne * k);
+  p->d.matrix = malloc ((size_t) nr * k);
   if (sub == NULL || inv == NULL || p->d.matrix == NULL) {
     r = -ENOMEM;
     goto err;
@@ -256,8 +290,8 @@ plan_build (struct gr_coder *c, const int *e, int ne, unsigned hash,
   r = gr_gf_invert_matrix (sub, inv, k);
   if (r < 0)
     goto err;                   /* cannot happen for an MDS generator */
-  for (i = 0; i < ne; i++) {
-    const uint8_t *g = c->gen + (size_t) e[i] * k;
+  for (i = 0; i < nr; i++) {
+    const uint8_t *g = c->gen + (size_t) r_[i] * k;
     uint8_t *row = p->d.matrix + (size_t) i * k;
 
     for (j = 0; j < k; j++) {
@@ -286,13 +320,15 @@ plan_build (struct gr_coder *c, const int *e, int ne, unsigned hash,
 }
 
 static struct gr_plan *
-cache_find (struct gr_coder *c, const int *e, int ne, unsigned hash)
+cache_find (struct gr_coder *c, const int *e, int ne, const int *r, int nr,
+            unsigned hash)
 {
   struct gr_plan *p;
 
   for (p = c->buckets[hash % GR_PLAN_BUCKETS]; p != NULL; p = p->hnext)
-    if (p->hash == hash && p->d.nerased == ne &&
-        memcmp (p->d.erased, e, ne * sizeof *e) == 0)
+    if (p->hash == hash && p->d.nlost == ne && p->d.nerased == nr &&
+        memcmp (p->d.lost, e, ne * sizeof *e) == 0 &&
+        memcmp (p->d.erased, r, nr * sizeof *r) == 0)
       return p;
   return NULL;
 }
@@ -350,16 +386,18 @@ plan_touch (struct gr_coder *c, struct gr_plan *p)
   lru_push_front (c, p);
 }
 
-/* Get a referenced plan for the sorted set e[0..ne-1]. */
+/* Get a referenced plan for the sorted set e[0..ne-1], rebuilding
+ * r[0..nr-1] of it. */
 static int
-plan_get (struct gr_coder *c, const int *e, int ne, struct gr_plan **out)
+plan_get (struct gr_coder *c, const int *e, int ne, const int *r_, int nr,
+          struct gr_plan **out)
 {
-  unsigned hash = hash_erased (e, ne);
+  unsigned hash = hash_erased (e, ne, r_, nr);
   struct gr_plan *p, *built = NULL, *evicted = NULL;
   int r;
 
   pthread_mutex_lock (&c->lock);
-  p = cache_find (c, e, ne, hash);
+  p = cache_find (c, e, ne, r_, nr, hash);
   if (p) {
     plan_touch (c, p);
     pthread_mutex_unlock (&c->lock);
@@ -369,12 +407,12 @@ plan_get (struct gr_coder *c, const int *e, int ne, struct gr_plan **out)
   pthread_mutex_unlock (&c->lock);
 
   /* Build outside the lock; another thread may race us to it. */
-  r = plan_build (c, e, ne, hash, &built);
+  r = plan_build (c, e, ne, r_, nr, hash, &built);
   if (r < 0)
     return r;
 
   pthread_mutex_lock (&c->lock);
-  p = cache_find (c, e, ne, hash);
+  p = cache_find (c, e, ne, r_, nr, hash);
   if (p) {
     plan_touch (c, p);
   }
@@ -441,9 +479,9 @@ int
 gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
                 uint8_t *const *blocks, size_t nstripes, size_t len)
 {
-  int e[GR_MAX_MEMBERS];
+  int e[GR_MAX_MEMBERS], rb[GR_MAX_MEMBERS];
   struct gr_plan *p;
-  int r;
+  int r, nr;
 
   if (c == NULL || check_len (c, len) < 0)
     return -EINVAL;
@@ -453,8 +491,11 @@ gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
     return 0;
   if (blocks == NULL)
     return -EINVAL;
+  nr = rebuilt_of (c, e, nerased, blocks, nstripes, rb);
+  if (nr < 0)
+    return nr;
 
-  r = plan_get (c, e, nerased, &p);
+  r = plan_get (c, e, nerased, rb, nr, &p);
   if (r < 0)
     return r;
   r = c->be->reconstruct (c, &p->d, blocks, nstripes, len);
@@ -483,10 +524,18 @@ sum_blocks (const struct gr_coder *c, const struct gr_code_op *op,
     }
 }
 
+/* The stripes of op whose blocks say what it rebuilds (rebuilt_of):
+ * none where it codes nothing. */
+static size_t
+op_stripes (const struct gr_code_op *op)
+{
+  return op->len == 0 || op->blocks == NULL ? 0 : op->nstripes;
+}
+
 int
 gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
 {
-  int e[GR_MAX_MEMBERS];
+  int e[GR_MAX_MEMBERS], rb[GR_MAX_MEMBERS];
   struct gr_plan **p;
   const struct gr_decode **d;
   bool *summed;
@@ -498,7 +547,9 @@ gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
   for (i = 0; i < nops; i++)
     if (check_len (c, ops[i].len) < 0 ||
         (ops[i].nerased != 0 &&
-         sort_erased (c, ops[i].erased, ops[i].nerased, e) < 0) ||
+         (sort_erased (c, ops[i].erased, ops[i].nerased, e) < 0 ||
+          rebuilt_of (c, e, ops[i].nerased, ops[i].blocks,
+                      op_stripes (&ops[i]), rb) < 0)) ||
         (ops[i].blocks == NULL && ops[i].nstripes > 0 && ops[i].len > 0) ||
         (ops[i].cksums && ops[i].len % GR_SUM_BLOCK))
       return -EINVAL;
@@ -511,8 +562,12 @@ gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
   summed = (bool *) (d + nops);
   for (i = 0; i < nops && r == 0; i++)
     if (ops[i].nerased != 0) {
+      int nr;
+
       sort_erased (c, ops[i].erased, ops[i].nerased, e);
-      r = plan_get (c, e, ops[i].nerased, &p[i]);
+      nr = rebuilt_of (c, e, ops[i].nerased, ops[i].blocks,
+                       op_stripes (&ops[i]), rb);
+      r = plan_get (c, e, ops[i].nerased, rb, nr, &p[i]);
       if (r == 0)
         d[i] = &p[i]->d;
     }

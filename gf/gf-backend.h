@@ -19,8 +19,12 @@ extern "C" {
 /* A decode plan for one erasure pattern, owned and cached by the coder. */
 struct gr_decode {
   int nerased;
-  int erased[GR_MAX_MEMBERS];     /* sorted ascending */
+  int erased[GR_MAX_MEMBERS];     /* rebuilt, sorted ascending */
   int survivors[GR_MAX_MEMBERS];  /* the first k surviving indices, ascending */
+  /* The erasure list as passed, sorted: erased[] and the blocks passed
+   * NULL, not rebuilt (gf.h); the survivors are the first k not in it. */
+  int nlost;
+  int lost[GR_MAX_MEMBERS];
   /* nerased x k, row-major: erased[r] = sum_c matrix[r*k+c] * survivors[c] */
   uint8_t *matrix;
   void *priv;                     /* backend's cached tables, or NULL */

@@ -72,9 +72,13 @@ int gr_encode (struct gr_coder *c, uint8_t *const *blocks,
 
 /* Reconstruct: erased[0..nerased-1] (distinct code indices, any order,
  * 1 <= nerased <= m) are rebuilt, data and parity alike, in one pass from
- * the first k surviving blocks.  Other blocks are only read.  The decode
- * matrix for each erasure pattern is computed once and cached in c.
- * Thread-safe.  -EINVAL for a bad erasure list. */
+ * the first k surviving blocks.  Other blocks are only read.  An erased
+ * block whose pointer is NULL (in every stripe alike) is not rebuilt: it
+ * is only unavailable, so that a lost block nobody wants but that lies
+ * before the k-th survivor costs no coding (gr_reconstruct_choose); at
+ * least one erased block must be rebuilt.  The decode matrix for each
+ * erasure pattern (and set rebuilt) is computed once and cached in c.
+ * Thread-safe.  -EINVAL for a bad erasure list or NULL pattern. */
 int gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
                     uint8_t *const *blocks, size_t nstripes, size_t len);
 
@@ -84,7 +88,7 @@ int gr_reconstruct (struct gr_coder *c, const int *erased, int nerased,
  * after the coding, the CRC-32C of every GR_SUM_BLOCK bytes of the
  * blocks it read or wrote (len a multiple of GR_SUM_BLOCK): an encode's
  * k + m blocks, a reconstruct's k survivors (gr_reconstruct_choose's,
- * as they were read) and its erased blocks as rebuilt; block i of
+ * as they were read) and the erased blocks it rebuilt; block i of
  * stripe s at cksums[(s * (k + m) + i) * (len / GR_SUM_BLOCK) + b] for
  * its bytes [b * GR_SUM_BLOCK, (b + 1) * GR_SUM_BLOCK), the other
  * blocks' values left as they were.  The CRC without its inversions,
@@ -115,7 +119,8 @@ int gr_code_many (struct gr_coder *c, const struct gr_code_op *ops,
  * return survivors[0..k-1] are the blocks read, the first k available
  * ones, ascending, and erased[0..ret-1] (ascending) the erasure list to
  * pass to gr_reconstruct: every lost block that is wanted or lies before
- * the k-th survivor (so that gr_reconstruct reads exactly survivors).
+ * the k-th survivor (so that gr_reconstruct reads exactly survivors;
+ * those not wanted may be passed as NULL blocks, not to be rebuilt).
  * Returns the number erased (0: every wanted block is available), or
  * -EIO if fewer than k blocks are available.  want may be NULL (nothing
  * wanted beyond what the survivors require). */

@@ -177,6 +177,66 @@ check_reconstruct (struct gr_coder *c, struct stripes *s, struct stripes *want,
   return bad;
 }
 
+/* As check_reconstruct, with the erased blocks e[i] of skip's bits passed
+ * as NULL (unavailable, not to be rebuilt: gf.h), by gr_reconstruct and
+ * by gr_code_many in turn: the others rebuilt as want, the skipped ones
+ * and every other block untouched. */
+static int
+check_partial (struct gr_coder *c, struct stripes *s, struct stripes *want,
+               const int *e, int ne, unsigned skip, const char *what)
+{
+  const size_t nb = s->ns * (size_t) s->n;
+  uint8_t **b = malloc (nb * sizeof *b);
+  int bad = 0;
+
+  for (int via = 0; via < 2 && !bad; via++) {
+    const struct gr_code_op op = { .erased = e, .nerased = ne, .blocks = b,
+                                   .nstripes = s->ns, .len = s->len };
+    int r;
+
+    memcpy (b, s->blk, nb * sizeof *b);
+    for (size_t st = 0; st < s->ns; st++)
+      for (int i = 0; i < ne; i++) {
+        memset (s->blk[st * s->n + e[i]], 0xa5 ^ i, s->len);
+        if (skip >> i & 1)
+          b[st * s->n + e[i]] = NULL;
+      }
+    r = via ? gr_code_many (c, &op, 1)
+      : gr_reconstruct (c, e, ne, b, s->ns, s->len);
+    CHECK (r == 0, "%s: %s with %d of %d erased not rebuilt returned %d",
+           what, via ? "gr_code_many" : "gr_reconstruct",
+           __builtin_popcount (skip), ne, r);
+    for (size_t st = 0; st < s->ns; st++)
+      for (int i = 0; i < s->n; i++) {
+        int j = 0;
+        bool skipped;
+
+        while (j < ne && e[j] != i)
+          j++;
+        skipped = j < ne && (skip >> j & 1);
+        if (skipped) {
+          for (size_t x = 0; x < s->len && !bad; x++)
+            if (s->blk[st * s->n + i][x] != (uint8_t) (0xa5 ^ j)) {
+              bad = 1;
+              CHECK (0, "%s: block %d of stripe %zu, not to be rebuilt, "
+                     "written", what, i, st);
+            }
+          memcpy (s->blk[st * s->n + i], want->blk[st * s->n + i], s->len);
+        }
+        else if (memcmp (s->blk[st * s->n + i], want->blk[st * s->n + i],
+                         s->len)) {
+          bad = 1;
+          CHECK (0, "%s: block %d of stripe %zu wrong after erasing %d "
+                 "blocks, %d of them not rebuilt (%s)", what, i, st, ne,
+                 __builtin_popcount (skip),
+                 via ? "gr_code_many" : "gr_reconstruct");
+        }
+      }
+  }
+  free (b);
+  return bad;
+}
+
 static void
 random_erasures (int n, int m, int *e, int *ne)
 {
@@ -304,6 +364,17 @@ check_backend (struct vec *v, const struct gr_backend *be,
   for (i = 0; i < nrandom; i++) {
     random_erasures (n, m, e, &ne);
     if (check_reconstruct (c, &s, &v->want, e, ne, what))
+      goto out;
+  }
+  /* Some of the erased blocks only unavailable (NULL), not rebuilt. */
+  for (i = 0; i < (exhaustive ? 8 : nrandom) && m >= 2; i++) {
+    unsigned skip;
+
+    do
+      random_erasures (n, m, e, &ne);
+    while (ne < 2);
+    skip = 1 + test_rand () % ((1u << (ne < 31 ? ne : 31)) - 2);
+    if (check_partial (c, &s, &v->want, e, ne, skip, what))
       goto out;
   }
   /* Always include "all of the parity" and "the first m blocks". */
@@ -676,6 +747,27 @@ test_invalid (void)
       CHECK (gr_reconstruct (c, e, 1, blk, 1, len) == -EINVAL, "index n");
       e[0] = 1; e[1] = 6;
       CHECK (gr_reconstruct (c, e, 2, blk, 1, len) == -EINVAL, "index n");
+      /* Erased blocks passed NULL: not all of them, alike in every
+       * stripe. */
+      {
+        uint8_t *nb[12] = { buf, buf, buf, buf, buf, buf,
+                            buf, buf, buf, buf, buf, buf };
+        const struct gr_code_op op = { .erased = e, .nerased = 2,
+                                       .blocks = nb, .nstripes = 2,
+                                       .len = len };
+
+        e[0] = 1; e[1] = 4;
+        nb[1] = nb[4] = nb[7] = nb[10] = NULL;
+        CHECK (gr_reconstruct (c, e, 2, nb, 2, len) == -EINVAL,
+               "every erased block NULL");
+        CHECK (gr_code_many (c, &op, 1) == -EINVAL,
+               "every erased block NULL (many)");
+        nb[1] = buf;
+        CHECK (gr_reconstruct (c, e, 2, nb, 2, len) == -EINVAL,
+               "NULL in one stripe only");
+        CHECK (gr_code_many (c, &op, 1) == -EINVAL,
+               "NULL in one stripe only (many)");
+      }
       CHECK (gr_update (c, -1, delta, blk, 1, len) == -EINVAL, "data -1");
       CHECK (gr_update (c, 4, delta, blk, 1, len) == -EINVAL, "data k");
       CHECK (gr_update (c, 0, NULL, blk, 1, len) == -EINVAL, "delta NULL");
@@ -736,15 +828,22 @@ cnt_p_init (struct gr_coder *c, struct gr_decode *d)
   int i, j;
 
   cnt_plan_init++;
-  /* The plan is what the coder promises: sorted erasures, the first k
-   * other indices as survivors. */
+  /* The plan is what the coder promises: sorted erasures, those rebuilt
+   * among them, the first k other indices as survivors. */
+  for (i = 1; i < d->nlost; i++)
+    CHECK (d->lost[i - 1] < d->lost[i], "plan erasures not sorted");
   for (i = 1; i < d->nerased; i++)
-    CHECK (d->erased[i - 1] < d->erased[i], "plan erased not sorted");
+    CHECK (d->erased[i - 1] < d->erased[i], "plan rebuilt not sorted");
+  for (i = 0, j = 0; i < d->nerased; i++) {
+    while (j < d->nlost && d->lost[j] != d->erased[i])
+      j++;
+    CHECK (j < d->nlost, "rebuilt block %d not erased", d->erased[i]);
+  }
   for (i = 0, j = 0; i < gr_coder_k (c) + gr_coder_m (c) && j < gr_coder_k (c);
        i++) {
     int e, erased = 0;
-    for (e = 0; e < d->nerased; e++)
-      erased |= d->erased[e] == i;
+    for (e = 0; e < d->nlost; e++)
+      erased |= d->lost[e] == i;
     if (erased)
       continue;
     CHECK (d->survivors[j] == i, "survivor %d is %d, want %d", j,
@@ -857,6 +956,15 @@ test_plan_cache (void)
   e[0] = 0; e[1] = 3; e[2] = 12;
   check_reconstruct (c, &s, &want, e, 3, "cache miss");
   CHECK (cnt_plan_init == b + 1, "evicted pattern not rebuilt");
+  /* The same erasures with part of them not rebuilt: a plan of its own,
+   * once for each part. */
+  check_partial (c, &s, &want, e, 3, 2, "cache, 3 not rebuilt");
+  CHECK (cnt_plan_init == b + 2, "a part rebuilt: %d plans, want %d",
+         cnt_plan_init, b + 2);
+  check_partial (c, &s, &want, e, 3, 2, "cache, 3 not rebuilt");
+  check_partial (c, &s, &want, e, 3, 5, "cache, 0 and 12 not rebuilt");
+  CHECK (cnt_plan_init == b + 3, "two parts: %d plans, want %d",
+         cnt_plan_init, b + 3);
 
   gr_coder_free (c);
   CHECK (cnt_coder_fini == 1, "coder_fini called %d times", cnt_coder_fini);

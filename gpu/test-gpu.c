@@ -889,6 +889,129 @@ run_fork (const struct gr_backend *ref, const struct gr_backend *gpu)
   gr_coder_free (cr);
 }
 
+/* Reconstructs that rebuild part of their erasures, the others passed as
+ * NULL blocks (unavailable, not rebuilt: gf.h), as degraded reads make
+ * them: 8+8 RS and 10+4 CRS, 4 stripes of 1 MiB blocks, page-locked (the
+ * direct path) and ordinary (staged), by gr_reconstruct and by
+ * gr_code_many with checksums (page-locked: the GPU sums): each rebuilt
+ * block equals the reference's, the skipped ones are untouched, and the
+ * checksums of the survivors and rebuilt blocks are right while the
+ * others' are left as they were. */
+static void
+run_partial (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  static const int geo[][3] = { { 8, 8, GR_CODE_RS }, { 10, 4, GR_CODE_CRS } };
+  const size_t ns = 4, len = MiB, nb = len / GR_SUM_BLOCK;
+
+  for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++)
+    for (int pinned = 0; pinned < 2; pinned++) {
+      const int k = geo[gi][0], m = geo[gi][1], n = k + m;
+      const enum gr_code code = (enum gr_code) geo[gi][2];
+      struct gr_coder *cr = NULL, *cg = NULL;
+      struct batch good = { 0 }, w = { 0 };
+      uint8_t *b[64];
+      uint32_t *ck = NULL;
+      int er[GR_MAX_MEMBERS], ne = m, surv[GR_MAX_MEMBERS], done = 0;
+      bool gone[GR_MAX_MEMBERS] = { false }, want[GR_MAX_MEMBERS];
+
+      if (gr_coder_new (&cr, k, m, code, ref) < 0 ||
+          gr_coder_new (&cg, k, m, code, gpu) < 0 ||
+          batch_new (&good, ns, n, k, len, 0, 0, &rng) < 0 ||
+          batch_new (&w, ns, n, k, len, 0, pinned, &rng) < 0 ||
+          gr_encode (cr, good.blk, ns, len) < 0 ||
+          (ck = malloc (ns * n * nb * sizeof *ck)) == NULL) {
+        FAIL ("partial: set-up");
+        goto next;
+      }
+      /* m lost; those wanted: every other one, the first always. */
+      random_erasures (n, ne, er, &rng);
+      for (int e = 0; e < ne; e++) {
+        gone[er[e]] = true;
+        want[er[e]] = e % 2 == 0;
+      }
+      for (int i = 0, j = 0; i < n && j < k; i++)
+        if (!gone[i])
+          surv[j++] = i;
+      for (int round = 0; round < 2; round++) {
+        const struct gr_code_op op = { .erased = er, .nerased = ne,
+                                       .blocks = b, .nstripes = ns,
+                                       .len = len,
+                                       .cksums = pinned ? ck : NULL };
+        char what[96];
+        int r;
+
+        snprintf (what, sizeof what, "partial reconstruct (%s, %s)",
+                  round ? "gr_code_many" : "gr_reconstruct",
+                  pinned ? "page-locked" : "ordinary memory");
+        batch_copy (&w, &good);
+        memcpy (b, w.blk, ns * n * sizeof *b);
+        for (size_t x = 0; x < ns * n * nb; x++)
+          ck[x] = 0xdeadbeef;
+        for (size_t st = 0; st < ns; st++)
+          for (int e = 0; e < ne; e++)
+            if (want[er[e]])
+              fill_r (&rng, w.blk[st * n + er[e]], len);
+            else {
+              memset (w.blk[st * n + er[e]], 0x5c, len);
+              b[st * n + er[e]] = NULL;
+            }
+        r = round ? gr_code_many (cg, &op, 1)
+          : gr_reconstruct (cg, er, ne, b, ns, len);
+        if (r < 0) {
+          FAIL ("%s %d+%d %s: %d", what, k, m, code_name (code), r);
+          continue;
+        }
+        for (size_t st = 0; st < ns; st++)
+          for (int i = 0; i < n; i++) {
+            const uint8_t *x = w.blk[st * n + i];
+            const bool rebuilt = gone[i] && want[i];
+            bool used = rebuilt;
+
+            for (int j = 0; j < k; j++)
+              used |= surv[j] == i;
+            test_checks++;
+            if (gone[i] && !want[i]) {
+              for (size_t y = 0; y < len; y++)
+                if (x[y] != 0x5c) {
+                  FAIL ("%s %d+%d %s: block %d, not to be rebuilt, written "
+                        "(stripe %zu byte %zu)", what, k, m,
+                        code_name (code), i, st, y);
+                  break;
+                }
+            }
+            else if (memcmp (x, good.blk[st * n + i], len) != 0)
+              FAIL ("%s %d+%d %s: block %d of stripe %zu wrong", what, k, m,
+                    code_name (code), i, st);
+            for (size_t t = 0; round && pinned && t < nb; t++) {
+              const uint32_t v = ck[(st * n + i) * nb + t];
+              const uint32_t e = used ? crc32_iscsi (good.blk[st * n + i]
+                                                     + t * GR_SUM_BLOCK,
+                                                     GR_SUM_BLOCK, 0)
+                : 0xdeadbeef;
+
+              if (v != e) {
+                FAIL ("%s %d+%d %s: checksum of block %d of stripe %zu "
+                      "(4 KiB block %zu) %08x, want %08x", what, k, m,
+                      code_name (code), i, st, t, v, e);
+                break;
+              }
+            }
+          }
+        done++;
+      }
+    next:
+      printf ("  %d+%d %s, %s: %d reconstructs of %d erased, %d of them "
+              "rebuilt\n", k, m, code_name (code),
+              pinned ? "page-locked" : "ordinary memory", done, ne,
+              (ne + 1) / 2);
+      free (ck);
+      batch_free (&good);
+      batch_free (&w);
+      gr_coder_free (cg);
+      gr_coder_free (cr);
+    }
+}
+
 /* The block checksums of encodes and reconstructs in one submission
  * (gr_code_op's cksums): every block's page-locked, so the operations go
  * directly and the GPU computes them (its account says so), for an
@@ -1195,6 +1318,8 @@ main (void)
     run_many (ref, gpu);
     printf ("block checksums of encodes and reconstructs\n");
     run_cksums (ref, gpu);
+    printf ("reconstructs that rebuild part of their erasures\n");
+    run_partial (ref, gpu);
   }
   /* The run-time compiled XOR networks on every batch, reduced. */
   if (!part || strcmp (part, "default") != 0) {

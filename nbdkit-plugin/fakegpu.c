@@ -124,7 +124,7 @@ static int
 wrong_reconstruct (struct gr_coder *c, const struct gr_decode *d,
                    uint8_t *const *blocks, size_t nstripes, size_t len)
 {
-  int r = gr_reconstruct (gr_coder_priv (c), d->erased, d->nerased, blocks,
+  int r = gr_reconstruct (gr_coder_priv (c), d->lost, d->nlost, blocks,
                           nstripes, len);
 
   if (r == 0 && d->nerased > 0 && len > 0)
@@ -209,7 +209,7 @@ working_reconstruct (struct gr_coder *c, const struct gr_decode *d,
       used[nu++] = blocks[s * n + d->erased[i]];
     classify (used, nu, len);
   }
-  return gr_reconstruct (gr_coder_priv (c), d->erased, d->nerased, blocks,
+  return gr_reconstruct (gr_coder_priv (c), d->lost, d->nlost, blocks,
                          nstripes, len);
 }
 
