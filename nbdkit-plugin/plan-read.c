@@ -92,34 +92,41 @@ read_degraded_stripe (const struct gr_plan_ctx *c, const struct gr_span *sp,
   int k = c->g->k, n = k + c->g->m, i;
   const size_t blk0 = p->nblk;
   struct piece pc;
-  bool want[GR_MAX_MEMBERS] = { false }, gpu;
-  bool lst[GR_MAX_MEMBERS];
-  int surv[GR_MAX_MEMBERS], er[GR_MAX_MEMBERS], ne, nl = 0;
+  bool want[GR_MAX_MEMBERS] = { false }, used[GR_MAX_MEMBERS] = { false };
+  bool lst[GR_MAX_MEMBERS], gpu;
+  int surv[GR_MAX_MEMBERS], er[GR_MAX_MEMBERS], ne, nr = 0;
   size_t L;
 
   piece_init (&pc, c->g, c->lm, sp);
   L = pc.hi - pc.lo;
   for (i = pc.i0; i <= pc.i1; i++)
     want[i] = true;
-  /* The erased count is known only once the survivors are chosen; the
-   * GPU is asked with the stripe's lost count, which it equals here
-   * unless lost parity lies past the k-th survivor. */
   for (i = 0; i < n; i++)
-    nl += lst[i] = lost (c, sp->stripe, i);
-  gpu = c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, (size_t) k * L, nl);
+    lst[i] = lost (c, sp->stripe, i);
+  /* At most m lost (checked by the caller): never -EIO here. */
+  ne = gr_reconstruct_choose (k, c->g->m, lst, want, er, surv);
+  /* The blocks the coding uses: the survivors and the lost blocks the
+   * request wants.  A lost block before the k-th survivor that it does
+   * not want is erased but not rebuilt (a block that is not there: gf.h),
+   * nor is any other block there. */
+  for (i = 0; i < k; i++)
+    used[surv[i]] = true;
+  for (i = 0; i < ne; i++)
+    nr += used[er[i]] = want[er[i]];
+  gpu = c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, (size_t) k * L, nr);
   /* On the CPU, chunks the request covers are read or rebuilt in place;
    * on the GPU too where the request is page-locked, else every block is
    * in scratch (page-locked) and the request's part is copied out. */
   for (i = 0; i < n; i++)
-    if ((!gpu || c->req_pinned) && piece_covers (&pc, i))
+    if (!used[i])
+      p->blk[blk0 + i] = loc (GR_SPACE_NONE, 0);
+    else if ((!gpu || c->req_pinned) && piece_covers (&pc, i))
       p->blk[blk0 + i] = loc (GR_SPACE_REQ, at + piece_lo_off (&pc, i));
     else {
       p->blk[blk0 + i] = loc (GR_SPACE_SCRATCH, p->scratch_len);
       p->scratch_len += L;
     }
   p->nblk += n;
-  /* At most m lost (checked by the caller): never -EIO here. */
-  ne = gr_reconstruct_choose (k, c->g->m, lst, want, er, surv);
   for (i = 0; i < k; i++)
     add_read (p, gr_map_member (c->g, sp->stripe, surv[i]),
               moff (c, sp->stripe, pc.lo), L, p->blk[blk0 + surv[i]]);

@@ -112,6 +112,7 @@ sim_update (void *arg, bool gpu, int index, const uint8_t *delta,
 
 /* Several steps at once (a request's run of GPU steps). */
 static uint64_t sim_many_runs;      /* calls of several operations */
+static uint64_t sim_not_rebuilt;    /* erased chunks a read left alone */
 
 static int
 sim_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
@@ -216,6 +217,30 @@ check_reads (struct sim *s, const struct gr_plan *p)
            io_bytes (p->read, p->nread) == want, "read-degraded: %zu reads "
            "of %" PRIu64 " bytes, want %" PRIu64 " of %" PRIu64,
            p->nread, io_bytes (p->read, p->nread), k * p->nstripes, want);
+    /* Each stripe's reconstruct rebuilds the lost chunks the request
+     * touches and no other: an erased chunk it does not touch (lost
+     * before the k-th survivor) is a block that is not there (gf.h). */
+    for (size_t j = 0; j < p->nstep; j++) {
+      const struct gr_step *sp = &p->step[j];
+      const uint64_t st = p->offset / W + sp->blk0 / (size_t) n;
+      const uint64_t a = p->offset > st * W ? p->offset : st * W;
+      const uint64_t b = end < (st + 1) * W ? end : (st + 1) * W;
+
+      if (sp->kind != GR_STEP_RECONSTRUCT)
+        continue;
+      for (int e = 0; e < sp->ner; e++) {
+        const int x = p->er[sp->er0 + (size_t) e];
+        const bool tch = x < k && (uint64_t) x >= a % W / C &&
+          (uint64_t) x <= (b - 1) % W / C;
+        const bool none = p->blk[sp->blk0 + (size_t) x].space ==
+          GR_SPACE_NONE;
+
+        CHECK (none == !tch, "read-degraded: lost chunk %d of stripe %"
+               PRIu64 " %s", x, st, tch ? "touched but not rebuilt"
+               : "rebuilt but not touched");
+        sim_not_rebuilt += none;
+      }
+    }
     return;
   }
   case GR_PLAN_WRITE_FULL:
@@ -1423,6 +1448,8 @@ main (void)
     gr_pool_free (pools[k]);
   /* Degraded reads of several stripes routed to the GPU submit them
    * together. */
+  CHECK (sim_not_rebuilt > 0, "no degraded read left a lost chunk it "
+         "does not touch alone");
   CHECK (sim_many_runs > 0, "no run of GPU steps went to the coder at "
          "once");
   printf ("runs of GPU coding steps submitted together: %" PRIu64 "\n",
