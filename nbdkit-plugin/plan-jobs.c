@@ -51,7 +51,8 @@ gr_plan_skip (const struct gr_plan_ctx *c, uint64_t s0, uint64_t ns,
 /* --- grouping stripes by erasure pattern ---------------------------------- */
 
 /* A batch plan's work arrays (steps.h): stripe s's erasure set at ER (s)
- * (m entries), its size wner[s], DONE once it has a coding step. */
+ * (m entries; an erased chunk that is not to be rebuilt, only lost, as
+ * ~index: gf.h), its size wner[s], DONE once it has a coding step. */
 #define ER(s) (p->wer + (s) * (size_t) m)
 #define DONE (-2)
 
@@ -64,15 +65,21 @@ same_pattern (const struct gr_plan *p, int m, uint64_t t, uint64_t s, int ne)
 }
 
 /* Stripe t's n blocks of a rebuild batch's reconstruct step: all in
- * scratch, stripe after stripe. */
+ * scratch, stripe after stripe, but for the erased chunks it does not
+ * rebuild (no block). */
 static void
 rebuild_blocks (const struct gr_plan_ctx *c, struct gr_plan *p, uint64_t t,
                 uint64_t ns)
 {
-  const size_t n = (size_t) c->g->k + c->g->m;
+  const int m = c->g->m;
+  const size_t n = (size_t) c->g->k + m, b0 = p->nblk;
 
+  (void) ns;
   for (size_t i = 0; i < n; i++)
     p->blk[p->nblk++] = loc (GR_SPACE_SCRATCH, (t * n + i) * c->g->chunk);
+  for (int e = 0; e < p->wner[t]; e++)
+    if (ER (t)[e] < 0)
+      p->blk[b0 + (size_t) ~ER (t)[e]] = loc (GR_SPACE_NONE, 0);
 }
 
 /* One RECONSTRUCT step per erasure pattern of the batch's ns stripes
@@ -90,9 +97,14 @@ by_pattern (const struct gr_plan_ctx *c, struct gr_plan *p, uint64_t ns,
   for (uint64_t s = 0; s < ns; s++) {
     size_t blk0 = p->nblk, grp = 0;
     const int ne = ner[s];
+    int er[GR_MAX_MEMBERS], nr = 0;
 
     if (ne == DONE)
       continue;
+    for (int e = 0; e < ne; e++) {
+      er[e] = ER (s)[e] < 0 ? ~ER (s)[e] : ER (s)[e];
+      nr += ER (s)[e] >= 0;
+    }
     for (uint64_t t = s; t < ns; t++) {
       if (!same_pattern (p, m, t, s, ne))
         continue;
@@ -101,9 +113,9 @@ by_pattern (const struct gr_plan_ctx *c, struct gr_plan *p, uint64_t ns,
         ner[t] = DONE;
       grp++;
     }
-    add_reconstruct (p, blk0, grp, c->g->chunk, ER (s), ne,
+    add_reconstruct (p, blk0, grp, c->g->chunk, er, ne,
                      c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT,
-                             grp * k * c->g->chunk, ne));
+                             grp * k * c->g->chunk, nr));
     ner[s] = DONE;
   }
 }
@@ -169,6 +181,11 @@ gr_plan_rebuild (const struct gr_plan_ctx *c, const enum gr_rb_action *act,
       continue;
     if (ner[s] < 0)
       return p->kind = GR_PLAN_REFUSE;
+    /* A lost chunk this batch does not write (its member not rebuilt
+     * here, or its front past the stripe) only lost, not rebuilt. */
+    for (i = 0; i < ner[s]; i++)
+      if (!wnt[ER (s)[i]])
+        ER (s)[i] = ~ER (s)[i];
     for (i = 0; i < k; i++)
       add_read (p, gr_map_member (g, s0 + s, surv[i]),
                 moff (c, s0 + s, 0), C,

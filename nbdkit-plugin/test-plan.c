@@ -113,6 +113,7 @@ sim_update (void *arg, bool gpu, int index, const uint8_t *delta,
 /* Several steps at once (a request's run of GPU steps). */
 static uint64_t sim_many_runs;      /* calls of several operations */
 static uint64_t sim_not_rebuilt;    /* erased chunks a read left alone */
+static uint64_t sim_rb_not_rebuilt; /* and a rebuild */
 
 static int
 sim_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
@@ -920,6 +921,31 @@ check_rebuild (struct sim *s, const bool *want, const char *what)
              "%s: member %d (action %d, fallocate %u) written by a %d",
              what, p->write[w].member, act[p->write[w].member], c.falloc,
              p->write[w].kind);
+    /* Its reconstructs rebuild only chunks it writes: any other erased
+     * chunk is a block that is not there (gf.h). */
+    for (size_t j = 0; j < p->nstep; j++) {
+      const struct gr_step *sp = &p->step[j];
+
+      if (sp->kind != GR_STEP_RECONSTRUCT)
+        continue;
+      for (size_t t = 0; t < sp->nstripes; t++)
+        for (int e = 0; e < sp->ner; e++) {
+          const struct gr_loc l = p->blk[sp->blk0 + t * (size_t) n +
+                                         (size_t) p->er[sp->er0 + (size_t) e]];
+          size_t w = 0;
+
+          if (l.space == GR_SPACE_NONE) {
+            sim_rb_not_rebuilt++;
+            continue;
+          }
+          while (w < p->nwrite && (p->write[w].buf.space != l.space ||
+                                   p->write[w].buf.off != l.off))
+            w++;
+          CHECK (w < p->nwrite, "%s: a rebuild's reconstruct rebuilds "
+                 "chunk %d, which it does not write", what,
+                 p->er[sp->er0 + (size_t) e]);
+        }
+    }
     sim_batch (s, p, NULL);
     for (i = 0; i < n; i++)
       CHECK (!s->written[i] || want[i], "%s: rebuild wrote member %d",
@@ -1450,6 +1476,8 @@ main (void)
    * together. */
   CHECK (sim_not_rebuilt > 0, "no degraded read left a lost chunk it "
          "does not touch alone");
+  CHECK (sim_rb_not_rebuilt > 0, "no rebuild left a lost chunk it does "
+         "not write alone");
   CHECK (sim_many_runs > 0, "no run of GPU steps went to the coder at "
          "once");
   printf ("runs of GPU coding steps submitted together: %" PRIu64 "\n",

@@ -14,7 +14,10 @@
 #      the parity checks offline;
 #   2. with a stand-in whose checksums are wrong (fake_gpu=4): caught
 #      once, the GPU not used again, nothing "repaired", the rebuild
-#      finishes on the CPU and the data reads back.
+#      finishes on the CPU and the data reads back;
+#   3. member 0 failed too and left so (its chunks lost but not rebuilt):
+#      member 1 rebuilt on the stand-in, its reads verified against the
+#      coding's checksums, no fallback, the data reads back.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -25,11 +28,15 @@ requires_cmd nbdcopy nbdinfo cmp python3
 k=4 m=2 n=6 chunk=65536
 width=$(( k * chunk ))
 
-# rebuild_on FAKE WHAT: member 1 failed, replaced by a blank file and
-# rebuilt on stand-in GPU FAKE; the data verified (WHAT).
+# rebuild_on FAKE WHAT [ALSO]: member 1 failed (and member ALSO, left
+# failed), replaced by a blank file and rebuilt on stand-in GPU FAKE;
+# the data verified (WHAT).
 rebuild_on ()
 {
   nbdkit_opts="-D gpuraid.fake_gpu=$1" ctl_serve
+  if [ -n "${3:-}" ]; then
+    "$CTL" -c "$ctl" fail "$3" || fail "fail $3"
+  fi
   "$CTL" -c "$ctl" fail 1 || fail "fail 1"
   truncate -s 16M "$tmpdir/new1.img"
   "$CTL" -c "$ctl" replace 1 "$tmpdir/new1.img" >/dev/null || fail "replace"
@@ -97,4 +104,17 @@ rebuild_on 4 "rebuilt with the GPU's checksums wrong"
 check_parity $k $m $chunk rs "${members[@]}"
 read_back_cpu "after the rebuild with wrong GPU checksums"
 echo "wrong checksums: OK"
+
+echo "=== 3. one of two failed members rebuilt"
+# Member 0's chunks, lost but not rebuilt, are passed to the reconstructs
+# as blocks that are not there (gf.h); their checksums still verify the
+# reads.
+fresh
+rebuild_on 2 "member 1 rebuilt on the stand-in GPU, member 0 failed" 0
+gpu_worked "$nbdkit_log" ||
+  fail "member 1's rebuild did not code on the stand-in GPU alone"
+verified=$(sed -n "s/.*block checksums verified against the coding's: \([0-9]*\) reads.*/\1/p" "$nbdkit_log")
+[ "${verified:-0}" -gt 0 ] ||
+  fail "no read of member 1's rebuild verified against its reconstructs' checksums"
+echo "one of two failed members rebuilt: OK ($verified reads verified)"
 echo "$0: PASS"
