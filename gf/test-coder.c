@@ -198,7 +198,7 @@ check_partial (struct gr_coder *c, struct stripes *s, struct stripes *want,
     for (size_t st = 0; st < s->ns; st++)
       for (int i = 0; i < ne; i++) {
         memset (s->blk[st * s->n + e[i]], 0xa5 ^ i, s->len);
-        if (skip >> i & 1)
+        if (i < 32 && (skip >> i & 1))
           b[st * s->n + e[i]] = NULL;
       }
     r = via ? gr_code_many (c, &op, 1)
@@ -213,7 +213,7 @@ check_partial (struct gr_coder *c, struct stripes *s, struct stripes *want,
 
         while (j < ne && e[j] != i)
           j++;
-        skipped = j < ne && (skip >> j & 1);
+        skipped = j < ne && j < 32 && (skip >> j & 1);
         if (skipped) {
           for (size_t x = 0; x < s->len && !bad; x++)
             if (s->blk[st * s->n + i][x] != (uint8_t) (0xa5 ^ j)) {
