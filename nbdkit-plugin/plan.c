@@ -45,14 +45,17 @@ degraded (const struct gr_plan_ctx *c)
   return false;
 }
 
-/* Read the k survivors of stripe s over [lo, lo + L) into blk[] and
- * reconstruct the erased set that want (and the survivors) need. */
+/* Read the k survivors of stripe s over [lo, lo + L) into blk[0..n-1]
+ * and rebuild there the lost chunks that want names.  The reconstruct
+ * has a list of its own, blk[n..2n-1] (p->nblk set past it): the same
+ * blocks, but for the lost chunks before the k-th survivor that it does
+ * not want, which are erased and not rebuilt (no block: gf.h).  The
+ * GPU's route is asked with the count rebuilt. */
 static void
 read_and_reconstruct (const struct gr_plan_ctx *c, struct gr_plan *p,
-                      uint64_t s, uint32_t lo, size_t L, const bool *want,
-                      bool gpu)
+                      uint64_t s, uint32_t lo, size_t L, const bool *want)
 {
-  int k = c->g->k, n = k + c->g->m, i;
+  int k = c->g->k, n = k + c->g->m, i, nr = 0;
   bool lst[GR_MAX_MEMBERS];
   int surv[GR_MAX_MEMBERS], er[GR_MAX_MEMBERS], ne;
 
@@ -63,7 +66,17 @@ read_and_reconstruct (const struct gr_plan_ctx *c, struct gr_plan *p,
   for (i = 0; i < k; i++)
     add_read (p, gr_map_member (c->g, s, surv[i]), moff (c, s, lo), L,
               p->blk[surv[i]]);
-  add_reconstruct (p, 0, 1, L, er, ne, gpu);
+  for (i = 0; i < n; i++)
+    p->blk[n + i] = p->blk[i];
+  for (i = 0; i < ne; i++)
+    if (want[er[i]])
+      nr++;
+    else
+      p->blk[n + er[i]] = loc (GR_SPACE_NONE, 0);
+  p->nblk = (size_t) 2 * n;
+  add_reconstruct (p, (size_t) n, 1, L, er, ne,
+                   c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, (size_t) k * L,
+                           nr));
 }
 
 /* The writes of a partial-stripe plan: the touched data from the source,
@@ -145,19 +158,16 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
     p->blk[i] = loc (GR_SPACE_SCRATCH, (size_t) i * L);
 
   if (failed_data > 0) {
-    /* Rebuild the old stripe over [lo, hi), overlay the new data,
-     * encode every parity. */
+    /* Rebuild the old stripe's lost data over [lo, hi) (not its lost
+     * parity: the encode recomputes it), overlay the new data, encode
+     * every parity. */
     bool want[GR_MAX_MEMBERS] = { false };
 
     start (p, GR_PLAN_WRITE_DEGRADED, GR_LOCK_EXCL, sp);
-    p->nblk = n;
     p->scratch_len = (size_t) n * L;
     for (i = 0; i < k; i++)
       want[i] = lost (c, s, i);
-    read_and_reconstruct (c, p, s, pc.lo, L, want,
-                          c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT,
-                                  (size_t) k * L,
-                                  failed_data + failed_parity));
+    read_and_reconstruct (c, p, s, pc.lo, L, want);
     for (i = pc.i0; i <= pc.i1; i++) {
       uint32_t a, b;
       size_t off;

@@ -114,6 +114,7 @@ sim_update (void *arg, bool gpu, int index, const uint8_t *delta,
 static uint64_t sim_many_runs;      /* calls of several operations */
 static uint64_t sim_not_rebuilt;    /* erased chunks a read left alone */
 static uint64_t sim_rb_not_rebuilt; /* and a rebuild */
+static uint64_t sim_wr_not_rebuilt; /* and a degraded write */
 
 static int
 sim_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
@@ -283,6 +284,21 @@ check_reads (struct sim *s, const struct gr_plan *p)
            " of %u", kind_names[p->kind], p->nread,
            io_bytes (p->read, p->nread), k, L);
     CHECK (nlost > lost_parity, "degraded write with no data chunk lost");
+    /* Its reconstruct rebuilds the lost data and no lost parity (which
+     * the encode recomputes): an erased parity chunk is no block. */
+    for (size_t j = 0; j < p->nstep; j++) {
+      const struct gr_step *sp = &p->step[j];
+
+      for (int e = 0; sp->kind == GR_STEP_RECONSTRUCT && e < sp->ner; e++) {
+        const int x = p->er[sp->er0 + (size_t) e];
+        const bool none = p->blk[sp->blk0 + (size_t) x].space ==
+          GR_SPACE_NONE;
+
+        CHECK (none == (x >= k), "write-degraded: lost chunk %d %s", x,
+               none ? "not rebuilt" : "rebuilt");
+        sim_wr_not_rebuilt += none;
+      }
+    }
     break;
   case GR_PLAN_WRITE_RCW:
   case GR_PLAN_WRITE_RMW: {
@@ -1478,6 +1494,8 @@ main (void)
          "does not touch alone");
   CHECK (sim_rb_not_rebuilt > 0, "no rebuild left a lost chunk it does "
          "not write alone");
+  CHECK (sim_wr_not_rebuilt > 0, "no degraded write left a lost parity "
+         "chunk alone");
   CHECK (sim_many_runs > 0, "no run of GPU steps went to the coder at "
          "once");
   printf ("runs of GPU coding steps submitted together: %" PRIu64 "\n",
