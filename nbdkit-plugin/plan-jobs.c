@@ -74,7 +74,6 @@ rebuild_blocks (const struct gr_plan_ctx *c, struct gr_plan *p, uint64_t t,
   const int m = c->g->m;
   const size_t n = (size_t) c->g->k + m, b0 = p->nblk;
 
-  (void) ns;
   for (size_t i = 0; i < n; i++)
     p->blk[p->nblk++] = loc (GR_SPACE_SCRATCH, (t * n + i) * c->g->chunk);
   for (int e = 0; e < p->wner[t]; e++)
