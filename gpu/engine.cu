@@ -1303,6 +1303,9 @@ gr_gpu_many_account (struct gr_gpu_many_stats *st)
   st->enqueue_ns = __atomic_load_n (&many_st.enqueue_ns, __ATOMIC_RELAXED);
   st->wait_ns = __atomic_load_n (&many_st.wait_ns, __ATOMIC_RELAXED);
   st->staged_ns = __atomic_load_n (&many_st.staged_ns, __ATOMIC_RELAXED);
+  st->cksums_ns = __atomic_load_n (&many_st.cksums_ns, __ATOMIC_RELAXED);
+  st->prep_ns = __atomic_load_n (&many_st.prep_ns, __ATOMIC_RELAXED);
+  st->total_ns = __atomic_load_n (&many_st.total_ns, __ATOMIC_RELAXED);
   st->copies = __atomic_load_n (&many_st.copies, __ATOMIC_RELAXED);
   st->chunks = __atomic_load_n (&many_st.chunks, __ATOMIC_RELAXED);
 }
@@ -1320,7 +1323,7 @@ run_many (const struct job *js, size_t nj)
   const size_t bufsz = SLOT_BYTES / SLOT_BUFS;
   struct slot *sl;
   size_t ci = 0, ck_at = 0;
-  double t0 = gr_now (), t1, t2;
+  double t0 = gr_now (), t1, t2, tq;
   int r;
 
   r = acquire_slots (&sl, 1);
@@ -1364,6 +1367,7 @@ run_many (const struct job *js, size_t nj)
     if (j->ck)
       ck_at += j->nstripes * n * (j->len / GR_SUM_BLOCK);
   }
+  tq = gr_now ();
   if (r == 0 && ck_at > 0)
     r = cksums_back (js, nj, sl, ck_at);
   t2 = gr_now ();
@@ -1371,7 +1375,8 @@ run_many (const struct job *js, size_t nj)
   many_add (&many_st.chunks, ci);
   r = direct_end (sl, r);
   many_add (&many_st.slot_ns, (unsigned long long) ((t1 - t0) * 1e9));
-  many_add (&many_st.enqueue_ns, (unsigned long long) ((t2 - t1) * 1e9));
+  many_add (&many_st.enqueue_ns, (unsigned long long) ((tq - t1) * 1e9));
+  many_add (&many_st.cksums_ns, (unsigned long long) ((t2 - tq) * 1e9));
   many_add_since (&many_st.wait_ns, t2);
   many_add (&many_st.direct_jobs, nj);
   return r;
@@ -1557,6 +1562,7 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
   uint32_t **ckv;
   size_t *job_of;
   char *taken;
+  const double t_in = gr_now ();
   int r;
 
   if (enc == NULL)
@@ -1660,6 +1666,7 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
     for (x = 0; x < nj && dj; x++)
       if (js[x].direct)
         dj[nd++] = js[x];
+    many_add_since (&many_st.prep_ns, t_in);
     if (r == 0 && nd > 0)
       r = run_many (dj, nd);
     free (dj);
@@ -1687,6 +1694,7 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
   free (ckv);
   free (job_of);
   free (taken);
+  many_add_since (&many_st.total_ns, t_in);
   return r;
 }
 

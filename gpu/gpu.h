@@ -99,7 +99,9 @@ void gr_gpu_release (void);
  * the process started: calls, their jobs (operations merged by table)
  * copied directly and staged, and the nanoseconds summed over calls that
  * went to waiting for a slot, enqueueing the direct jobs' copies and
- * kernels, waiting for them to end, and the staged jobs. */
+ * kernels, waiting for them to end, the staged jobs, the checksums'
+ * return (it waits for the GPU too), building the jobs, and the whole
+ * calls. */
 struct gr_gpu_many_stats {
   unsigned long long calls, direct_jobs, staged_jobs;
   unsigned long long summed_jobs;       /* direct encodes and
@@ -108,6 +110,11 @@ struct gr_gpu_many_stats {
   unsigned long long chunks, copies;    /* the direct jobs' chunks and
                                          * the copies queued for them */
   unsigned long long slot_ns, enqueue_ns, wait_ns, staged_ns;
+  unsigned long long cksums_ns; /* the direct jobs' block checksums
+                                 * brought back (waits for the GPU) */
+  unsigned long long prep_ns;   /* building the jobs (operations merged by
+                                 * table, the page-lock checks) */
+  unsigned long long total_ns;  /* the calls, from entry to return */
 };
 void gr_gpu_many_account (struct gr_gpu_many_stats *st);
 

@@ -274,6 +274,7 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
   };
   struct gather_item *q, *next;
   double t0, t1;
+  uint64_t sub_ns;
   int r;
 
   pthread_cond_init (&me.cv, NULL);
@@ -306,13 +307,17 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
     r = -EIO;
   }
 
+  sub_ns = (uint64_t) ((t1 - t0) * 1e9);
   pthread_mutex_lock (&c->gather_lock);
+  c->gather_sub_ns += sub_ns;
+  if (sub_ns > c->gather_sub_max_ns)
+    c->gather_sub_max_ns = sub_ns;
   for (q = me.batch; q; q = next) {
     next = q->next;             /* q may return (and go) once woken */
     c->gathered_ops += q->nops;
     c->gathered_plans++;
     c->gather_queued_ns += (uint64_t) ((t0 - q->queued_at) * 1e9);
-    c->gather_run_ns += (uint64_t) ((t1 - t0) * 1e9);
+    c->gather_run_ns += sub_ns;
     c->gather_bytes_done += q->bytes;
     q->rc = r;
     q->done_at = t1;

@@ -127,8 +127,9 @@ struct gr_coding {
   /* Where a gathered plan's time goes, summed over plans (gather_lock):
    * queued until its batch started, in its batch's submission, the
    * batches' data; and (atomic) from the batch's end until its thread
-   * ran again. */
+   * ran again; summed over batches, and the longest: their submissions. */
   uint64_t gather_queued_ns, gather_run_ns, gather_bytes_done;
+  uint64_t gather_sub_ns, gather_sub_max_ns;
   uint64_t gather_woken_ns;
 };
 

@@ -243,7 +243,7 @@ gr_coding_free (struct gr_coding *c)
               "run out): %" PRIu64 ", %" PRIu64 ", %" PRIu64,
               c->comb_batches, c->comb_reqs_done, c->comb_timeouts);
   if (c->gpu) {
-    char acct[400];
+    char acct[600];
 
     gr_gpudev_many_account (acct, sizeof acct);
     if (acct[0])
@@ -252,13 +252,16 @@ gr_coding_free (struct gr_coding *c)
   if (c->gathered_plans > 0 && c->gathered_batches > 0)
     gr_debug ("gathered reconstructs, mean per plan: %.0f us queued, %.0f "
               "us in its submission, %.0f us from its end until the plan's "
-              "thread ran; mean submission %.1f plans, %.2f MiB",
+              "thread ran; mean submission %.1f plans, %.2f MiB, %.0f us "
+              "(longest %.0f us)",
               c->gather_queued_ns / 1e3 / c->gathered_plans,
               c->gather_run_ns / 1e3 / c->gathered_plans,
               __atomic_load_n (&c->gather_woken_ns, __ATOMIC_RELAXED) / 1e3 /
               c->gathered_plans,
               (double) c->gathered_plans / c->gathered_batches,
-              c->gather_bytes_done / (double) MiB / c->gathered_batches);
+              c->gather_bytes_done / (double) MiB / c->gathered_batches,
+              c->gather_sub_ns / 1e3 / c->gathered_batches,
+              c->gather_sub_max_ns / 1e3);
   if (c->reqpin) {
     struct gr_reqpin_stats st;
 
