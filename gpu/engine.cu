@@ -252,10 +252,17 @@ cuda_probe (void)
  * its owner says it is in use: between uses the caller may have freed the
  * memory and the address may hold other memory, while CUDA still maps
  * the registration's old pages there.  Memory inside a registered range
- * not in use is therefore staged, and never handed to a CUDA copy. */
+ * not in use is therefore staged, and never handed to a CUDA copy.
+ *
+ * The list changes (entries added and removed) under the write lock; its
+ * lookups, and the marks of a range in use or not (each request's, at its
+ * start and end), take the read lock, the marks storing the state
+ * atomically: with one mutex, a GPU submission's hundreds of lookups
+ * and the requests' marks kept waking each other (docs/performance.md,
+ * "The page-locked ranges' list"). */
 #define NHOSTREG 1024
 enum { REG_ALLOC, REG_IDLE, REG_IN_USE };
-static pthread_mutex_t hostreg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t hostreg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct { uintptr_t base; size_t size; int state; } hostreg[NHOSTREG];
 static int nhostreg;
 
@@ -264,7 +271,7 @@ host_reg_add (void *p, size_t size, int state)
 {
   bool ok = false;
 
-  pthread_mutex_lock (&hostreg_lock);
+  pthread_rwlock_wrlock (&hostreg_lock);
   if (nhostreg < NHOSTREG) {
     hostreg[nhostreg].base = (uintptr_t) p;
     hostreg[nhostreg].size = size;
@@ -272,7 +279,7 @@ host_reg_add (void *p, size_t size, int state)
     nhostreg++;
     ok = true;
   }
-  pthread_mutex_unlock (&hostreg_lock);
+  pthread_rwlock_unlock (&hostreg_lock);
   return ok;
 }
 
@@ -282,14 +289,14 @@ host_reg_del (void *p)
 {
   bool found = false;
 
-  pthread_mutex_lock (&hostreg_lock);
+  pthread_rwlock_wrlock (&hostreg_lock);
   for (int i = 0; i < nhostreg; i++)
     if (hostreg[i].base == (uintptr_t) p) {
       hostreg[i] = hostreg[--nhostreg];
       found = true;
       break;
     }
-  pthread_mutex_unlock (&hostreg_lock);
+  pthread_rwlock_unlock (&hostreg_lock);
   return found;
 }
 
@@ -305,11 +312,12 @@ host_span_state_locked (const uint8_t *p, size_t len)
   for (int i = 0; i < nhostreg && st != 1; i++) {
     const uintptr_t b = hostreg[i].base;
     const size_t sz = hostreg[i].size;
+    const int state = __atomic_load_n (&hostreg[i].state, __ATOMIC_ACQUIRE);
 
     if (a >= b && len <= sz && a - b <= sz - len &&
-        hostreg[i].state != REG_IDLE)
+        state != REG_IDLE)
       st = 1;
-    else if (hostreg[i].state != REG_ALLOC && a < b + sz && b < a + len)
+    else if (state != REG_ALLOC && a < b + sz && b < a + len)
       st = -1;
   }
   return st;
@@ -320,9 +328,9 @@ host_span_state (const uint8_t *p, size_t len)
 {
   int st;
 
-  pthread_mutex_lock (&hostreg_lock);
+  pthread_rwlock_rdlock (&hostreg_lock);
   st = host_span_state_locked (p, len);
-  pthread_mutex_unlock (&hostreg_lock);
+  pthread_rwlock_unlock (&hostreg_lock);
   return st;
 }
 
@@ -390,14 +398,15 @@ gr_gpu_host_unregister (void *p)
 void
 gr_gpu_host_in_use (void *p, int on)
 {
-  pthread_mutex_lock (&hostreg_lock);
+  pthread_rwlock_rdlock (&hostreg_lock);
   for (int i = 0; i < nhostreg; i++)
     if (hostreg[i].base == (uintptr_t) p &&
-        hostreg[i].state != REG_ALLOC) {
-      hostreg[i].state = on ? REG_IN_USE : REG_IDLE;
+        __atomic_load_n (&hostreg[i].state, __ATOMIC_RELAXED) != REG_ALLOC) {
+      __atomic_store_n (&hostreg[i].state, on ? REG_IN_USE : REG_IDLE,
+                        __ATOMIC_RELEASE);
       break;
     }
-  pthread_mutex_unlock (&hostreg_lock);
+  pthread_rwlock_unlock (&hostreg_lock);
 }
 
 void *
@@ -918,11 +927,11 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len, int *known)
   size_t ask[PIN_SAMPLES], nask = 0;
   bool unknown = false;
 
-  pthread_mutex_lock (&hostreg_lock);
+  pthread_rwlock_rdlock (&hostreg_lock);
   for (size_t i = 0; i < n; i++)
     switch (host_span_state_locked (p[i], len)) {
     case -1:
-      pthread_mutex_unlock (&hostreg_lock);
+      pthread_rwlock_unlock (&hostreg_lock);
       return 0;
     case 0:
       unknown = true;
@@ -934,7 +943,7 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len, int *known)
     default:
       break;
     }
-  pthread_mutex_unlock (&hostreg_lock);
+  pthread_rwlock_unlock (&hostreg_lock);
   for (size_t i = 0; i < nask; i++)
     if (!is_pinned (p[ask[i]]))
       return 0;
