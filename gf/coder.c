@@ -14,10 +14,10 @@
  *
  * Plans are cached per coder in a hash table keyed by the sorted erased
  * set and the part of it rebuilt, under the coder's mutex, at most
- * GR_PLAN_CACHE_MAX of them with least-recently-used eviction.  A plan is reference counted so that
- * eviction never frees a plan another thread is still decoding with.  The
- * backend's plan_init runs once when a plan is built (before it is
- * inserted), plan_fini when it is freed. */
+ * GR_PLAN_CACHE_MAX of them with least-recently-used eviction.  A plan is
+ * reference counted so that eviction never frees a plan another thread is
+ * still decoding with.  The backend's plan_init runs once when a plan is
+ * built (before it is inserted), plan_fini when it is freed. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
