@@ -3,8 +3,9 @@
  * for byte.
  *
  * First (tier and default parts), decode tables used as soon as they
- * are made while the link is busy (8+8, four threads), and ordinary
- * memory page-locked across a fork (as the JIT's compiler forks).  Then,
+ * are made while the link is busy (8+8, four threads), ordinary memory
+ * page-locked across a fork (as the JIT's compiler forks), and a failed
+ * CUDA call not left to fail the next launch.  Then,
  * for (k, m) in 1+1 2+1 4+2 6+3 10+4 16+4 8+8 20+12 200+55, RS and CRS:
  * encode (parity compared with ref's), parity update (compared with ref's
  * encode of the new data), reconstruct (every erasure set of size <= m
@@ -889,6 +890,57 @@ run_fork (const struct gr_backend *ref, const struct gr_backend *gpu)
   gr_coder_free (cr);
 }
 
+/* A CUDA call that failed, reported, must not fail the next launch:
+ * the runtime keeps a failure as the thread's last error, which the
+ * engine reads back after each launch (cudaGetLastError).  Memory never
+ * registered is unregistered (an error), then an 8+8 encode by
+ * gr_code_many on the engine's own page-locked memory (the copy
+ * kernel's launches) must succeed with the reference's parity.  Before
+ * the fix it failed: "cudaMemcpyAsync (upload): pointer does not
+ * correspond to a registered memory region". */
+static void
+run_stale_error (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  const int k = 8, m = 8, n = k + m;
+  const size_t len = (size_t) 64 << 10;
+  struct gr_coder *cr = NULL, *cg = NULL;
+  struct batch good = { 0 };
+  uint8_t *mem = NULL, *blk[16], never[4096];
+  struct gr_code_op op = { NULL, 0, blk, 1, len, NULL };
+  int r;
+
+  printf ("a failed CUDA call reported, not left for the next launch\n");
+  if (ref_stripe (ref, gpu, k, m, len, &cr, &cg, &good) < 0 ||
+      (mem = (uint8_t *) gr_gpu_host_alloc (n * len)) == NULL) {
+    FAIL ("stale error: set-up");
+    goto out;
+  }
+  for (int i = 0; i < n; i++) {
+    blk[i] = mem + (size_t) i * len;
+    if (i < k)
+      memcpy (blk[i], good.blk[i], len);
+    else
+      memset (blk[i], 0x5a, len);
+  }
+  r = gr_gpu_host_unregister (never);
+  CHECK (r < 0, "stale error: unregistering memory never registered: %d",
+         r);
+  r = gr_code_many (cg, &op, 1);
+  if (r < 0)
+    FAIL ("stale error: the encode after it: %d (%s)", r,
+          gr_gpu_last_error ());
+  else {
+    struct batch w = { .ns = 1, .len = len, .n = n, .k = k, .blk = blk };
+
+    batch_cmp (&good, &w, k, n, "encode after a failed call", k, m, "RS");
+  }
+ out:
+  gr_gpu_host_free (mem);
+  batch_free (&good);
+  gr_coder_free (cg);
+  gr_coder_free (cr);
+}
+
 /* Reconstructs that rebuild part of their erasures, the others passed as
  * NULL blocks (unavailable, not rebuilt: gf.h), as degraded reads make
  * them: 8+8 RS and 10+4 CRS, 4 stripes of 1 MiB blocks, page-locked (the
@@ -1312,6 +1364,7 @@ main (void)
      * showed once per process. */
     run_fresh_tables (ref, gpu);
     run_fork (ref, gpu);
+    run_stale_error (ref, gpu);
     printf ("kernels: default\n");
     run_suite (ref, gpu);
     printf ("several operations in one submission\n");
