@@ -92,6 +92,9 @@ gr_gpu_fail (cudaError_t e, const char *what)
 {
   gr_gpu_set_error ("%s: %s (%s)", what, cudaGetErrorString (e),
                     cudaGetErrorName (e));
+  /* Reported: not left as the thread's last error, where the next
+   * launch's check (cudaGetLastError) would take it for its own. */
+  (void) cudaGetLastError ();
   switch (e) {
   case cudaErrorMemoryAllocation:
     return -ENOMEM;

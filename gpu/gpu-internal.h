@@ -132,8 +132,9 @@ gr_gpu_padlen (enum gr_code code, size_t len)
   return code == GR_CODE_RS ? (len + 31) & ~(size_t) 31 : len;
 }
 
-/* Record a failure: "what: CUDA message"; returns the errno to hand back
- * (-ENOMEM, -ENODEV or -EIO). */
+/* Record a failure: "what: CUDA message", and clear it as the thread's
+ * last CUDA error; returns the errno to hand back (-ENOMEM, -ENODEV or
+ * -EIO). */
 int gr_gpu_fail (cudaError_t e, const char *what);
 void gr_gpu_set_error (const char *fmt, ...)
   __attribute__ ((format (printf, 1, 2)));
