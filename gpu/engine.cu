@@ -262,74 +262,126 @@ cuda_probe (void)
  * start and end), take the read lock, the marks storing the state
  * atomically: with one mutex, a GPU submission's hundreds of lookups
  * and the requests' marks kept waking each other (docs/performance.md,
- * "The page-locked ranges' list"). */
+ * "The page-locked ranges' list").  Its entries never overlap and are
+ * kept in the order of their addresses, so that a lookup is a binary
+ * search, not a scan of the 150 to 200 ranges of a server with 16
+ * connections. */
 #define NHOSTREG 1024
 enum { REG_ALLOC, REG_IDLE, REG_IN_USE };
 static pthread_rwlock_t hostreg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct { uintptr_t base; size_t size; int state; } hostreg[NHOSTREG];
 static int nhostreg;
 
-static bool
+/* The last entry whose range starts at or below a, or -1 (read or write
+ * lock held). */
+static int
+host_reg_at (uintptr_t a)
+{
+  int lo = 0, hi = nhostreg;    /* entries below lo start at or below a */
+
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+
+    if (hostreg[mid].base <= a)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo - 1;
+}
+
+enum host_reg_added { REG_ADDED, REG_LIST_FULL, REG_OVERLAPS };
+
+/* List [p, p + size) in state; refused if it overlaps a listed range
+ * (CUDA would refuse to register it too) or the list is full. */
+static enum host_reg_added
 host_reg_add (void *p, size_t size, int state)
 {
-  bool ok = false;
+  const uintptr_t a = (uintptr_t) p;
+  enum host_reg_added r = REG_LIST_FULL;
 
   pthread_rwlock_wrlock (&hostreg_lock);
   if (nhostreg < NHOSTREG) {
-    hostreg[nhostreg].base = (uintptr_t) p;
-    hostreg[nhostreg].size = size;
-    hostreg[nhostreg].state = state;
-    nhostreg++;
-    ok = true;
+    const int i = host_reg_at (a);      /* the new entry goes at i + 1 */
+
+    if ((i >= 0 && a - hostreg[i].base < hostreg[i].size) ||
+        (i + 1 < nhostreg && hostreg[i + 1].base - a < size))
+      r = REG_OVERLAPS;
+    else {
+      memmove (&hostreg[i + 2], &hostreg[i + 1],
+               (size_t) (nhostreg - i - 1) * sizeof hostreg[0]);
+      hostreg[i + 1].base = a;
+      hostreg[i + 1].size = size;
+      hostreg[i + 1].state = state;
+      nhostreg++;
+      r = REG_ADDED;
+    }
   }
   pthread_rwlock_unlock (&hostreg_lock);
-  return ok;
+  return r;
+}
+
+/* The entry at p, or -1 (lock held). */
+static int
+host_reg_find (void *p)
+{
+  const int i = host_reg_at ((uintptr_t) p);
+
+  return i >= 0 && hostreg[i].base == (uintptr_t) p ? i : -1;
 }
 
 /* Remove the entry at p; false if there was none. */
 static bool
 host_reg_del (void *p)
 {
-  bool found = false;
+  int i;
 
   pthread_rwlock_wrlock (&hostreg_lock);
-  for (int i = 0; i < nhostreg; i++)
-    if (hostreg[i].base == (uintptr_t) p) {
-      hostreg[i] = hostreg[--nhostreg];
-      found = true;
-      break;
-    }
+  i = host_reg_find (p);
+  if (i >= 0) {
+    memmove (&hostreg[i], &hostreg[i + 1],
+             (size_t) (nhostreg - i - 1) * sizeof hostreg[0]);
+    nhostreg--;
+  }
   pthread_rwlock_unlock (&hostreg_lock);
-  return found;
+  return i >= 0;
 }
 
-/* Does [p, p + len) lie inside one allocation or one registered range in
- * use (1), overlap a registered range not in use (-1: stage it), or
- * neither (0: memory the engine does not know of)? */
-static int
+/* What the engine knows of a span of host memory. */
+enum host_span {
+  SPAN_UNKNOWN,         /* touches no listed range */
+  SPAN_PINNED,          /* inside one allocation or registered range in
+                         * use: copied directly */
+  SPAN_STAGE,           /* touches a registered range not in use */
+};
+
+static enum host_span
 host_span_state_locked (const uint8_t *p, size_t len)
 {
   const uintptr_t a = (uintptr_t) p;
-  int st = 0;
+  int i = host_reg_at (a);
+  enum host_span st = SPAN_UNKNOWN;
 
-  for (int i = 0; i < nhostreg && st != 1; i++) {
+  /* The entry at or below a, then those that start inside the span. */
+  if (i < 0)
+    i = 0;
+  for (; i < nhostreg && hostreg[i].base < a + len + (len == 0); i++) {
     const uintptr_t b = hostreg[i].base;
     const size_t sz = hostreg[i].size;
     const int state = __atomic_load_n (&hostreg[i].state, __ATOMIC_ACQUIRE);
 
-    if (a >= b && len <= sz && a - b <= sz - len &&
-        state != REG_IDLE)
-      st = 1;
-    else if (state != REG_ALLOC && a < b + sz && b < a + len)
-      st = -1;
+    if (a >= b && len <= sz && a - b <= sz - len)
+      return state != REG_IDLE ? SPAN_PINNED : SPAN_STAGE;
+    if (state != REG_ALLOC && a < b + sz && b < a + len)
+      st = SPAN_STAGE;
   }
   return st;
 }
 
-static int
+static enum host_span
 host_span_state (const uint8_t *p, size_t len)
 {
-  int st;
+  enum host_span st;
 
   pthread_rwlock_rdlock (&hostreg_lock);
   st = host_span_state_locked (p, len);
@@ -342,7 +394,7 @@ host_span_state (const uint8_t *p, size_t len)
 static bool
 host_span_ok (const uint8_t *p, size_t len)
 {
-  return host_span_state (p, len) == 1;
+  return host_span_state (p, len) == SPAN_PINNED;
 }
 
 int
@@ -356,10 +408,17 @@ gr_gpu_host_register (void *p, size_t size)
     return r;
   /* Listed first, so that the engine never meets a registration of its
    * caller's that it does not know of. */
-  if (!host_reg_add (p, size, REG_IDLE)) {
+  switch (host_reg_add (p, size, REG_IDLE)) {
+  case REG_LIST_FULL:
     gr_gpu_set_error ("cudaHostRegister: more than %d page-locked ranges",
                       NHOSTREG);
     return -ENOSPC;
+  case REG_OVERLAPS:
+    gr_gpu_set_error ("cudaHostRegister: %p (%zu bytes) overlaps page-locked"
+                      " memory", p, size);
+    return -EEXIST;
+  case REG_ADDED:
+    break;
   }
   e = cudaHostRegister (p, size,
                         cudaHostRegisterPortable | cudaHostRegisterMapped);
@@ -401,14 +460,14 @@ gr_gpu_host_unregister (void *p)
 void
 gr_gpu_host_in_use (void *p, int on)
 {
+  int i;
+
   pthread_rwlock_rdlock (&hostreg_lock);
-  for (int i = 0; i < nhostreg; i++)
-    if (hostreg[i].base == (uintptr_t) p &&
-        __atomic_load_n (&hostreg[i].state, __ATOMIC_RELAXED) != REG_ALLOC) {
-      __atomic_store_n (&hostreg[i].state, on ? REG_IN_USE : REG_IDLE,
-                        __ATOMIC_RELEASE);
-      break;
-    }
+  i = host_reg_find (p);
+  if (i >= 0 &&
+      __atomic_load_n (&hostreg[i].state, __ATOMIC_RELAXED) != REG_ALLOC)
+    __atomic_store_n (&hostreg[i].state, on ? REG_IN_USE : REG_IDLE,
+                      __ATOMIC_RELEASE);
   pthread_rwlock_unlock (&hostreg_lock);
 }
 
@@ -425,7 +484,7 @@ gr_gpu_host_alloc (size_t size)
     gr_gpu_fail (e, "cudaHostAlloc");
     return NULL;
   }
-  host_reg_add (p, size, REG_ALLOC);
+  (void) host_reg_add (p, size, REG_ALLOC);     /* unlisted: staged */
   return p;
 }
 
@@ -608,6 +667,20 @@ mapped_rows (void)
   return v && __atomic_load_n (&mapped_copies, __ATOMIC_RELAXED);
 }
 
+/* Test hooks (test-gpu): what the engine makes of a span of host memory
+ * (enum host_span), and whether the copy kernel would run. */
+extern "C" int
+gr_gpu_span_state (const void *p, size_t len)
+{
+  return (int) host_span_state ((const uint8_t *) p, len);
+}
+
+extern "C" int
+gr_gpu_mapped_ok (void)
+{
+  return set_device () == 0 && mapped_rows ();
+}
+
 struct copier {
   enum cudaMemcpyKind kind;
   cudaStream_t st;
@@ -726,10 +799,13 @@ copier_row (struct copier *c, uint8_t *d, const uint8_t *s, size_t l)
 {
   /* Rows back to back in both memories merge, unless the merged run
    * would leave one page-locked allocation on the host side (two
-   * allocations can lie back to back: one copy over both is refused). */
+   * allocations can lie back to back: one CUDA copy over both is
+   * refused; the copy kernel, which reaches every row through the
+   * device's mapping, does not mind). */
   if (c->l1 && d == c->d1 + c->l1 && s == c->s1 + c->l1 &&
-      host_span_ok (c->kind == cudaMemcpyHostToDevice ? c->s1 : c->d1,
-                    c->l1 + l)) {
+      (c->mapped ||
+       host_span_ok (c->kind == cudaMemcpyHostToDevice ? c->s1 : c->d1,
+                     c->l1 + l))) {
     c->l1 += l;
     return;
   }
@@ -933,17 +1009,17 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len, int *known)
   pthread_rwlock_rdlock (&hostreg_lock);
   for (size_t i = 0; i < n; i++)
     switch (host_span_state_locked (p[i], len)) {
-    case -1:
+    case SPAN_STAGE:
       pthread_rwlock_unlock (&hostreg_lock);
       return 0;
-    case 0:
+    case SPAN_UNKNOWN:
       unknown = true;
       if (nask < PIN_SAMPLES)
         ask[nask++] = i;
       else
         ask[PIN_SAMPLES - 1] = i;       /* the last unknown one */
       break;
-    default:
+    case SPAN_PINNED:
       break;
     }
   pthread_rwlock_unlock (&hostreg_lock);

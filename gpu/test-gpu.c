@@ -4,8 +4,9 @@
  *
  * First (tier and default parts), decode tables used as soon as they
  * are made while the link is busy (8+8, four threads), ordinary memory
- * page-locked across a fork (as the JIT's compiler forks), and a failed
- * CUDA call not left to fail the next launch.  Then,
+ * page-locked across a fork (as the JIT's compiler forks), a failed CUDA
+ * call not left to fail the next launch, and the engine's list of
+ * page-locked ranges (lookups, overlaps, rows merged across two).  Then,
  * for (k, m) in 1+1 2+1 4+2 6+3 10+4 16+4 8+8 20+12 200+55, RS and CRS:
  * encode (parity compared with ref's), parity update (compared with ref's
  * encode of the new data), reconstruct (every erasure set of size <= m
@@ -79,6 +80,11 @@ extern int gr_gpu_jit_built (void);
 extern int gr_gpu_set_jit_async (int on);
 extern int gr_gpu_set_jit_passrows (int n);
 extern void gr_gpu_set_jit_form (const int f[3], int old[3]);
+/* What the engine makes of a span of host memory: unknown to it (0),
+ * copied directly (1) or staged (2); does its copy kernel run? */
+extern int gr_gpu_span_state (const void *p, size_t len);
+extern int gr_gpu_mapped_ok (void);
+enum { SPAN_UNKNOWN, SPAN_PINNED, SPAN_STAGE };
 
 #define MiB ((size_t) 1 << 20)
 
@@ -941,6 +947,175 @@ run_stale_error (const struct gr_backend *ref, const struct gr_backend *gpu)
   gr_coder_free (cr);
 }
 
+/* The engine's list of page-locked ranges (engine.cu, kept in address
+ * order): 48 ranges of 64 KiB a page apart, registered in a shuffled
+ * order, every third in use, and an allocation of the engine's; spans
+ * inside, between and across them; registrations overlapping a listed
+ * range refused (-EEXIST), the page between two accepted; every range
+ * unregistered in another order (twice: -EINVAL).  Then an 8+8 encode
+ * by gr_code_many (the copy kernel) whose data blocks run back to back
+ * from one registered range into the next: its parity equal to the
+ * reference's, and its inputs in one copy. */
+#define REG_N 48
+#define REG_SZ ((size_t) 64 << 10)
+#define REG_STEP (REG_SZ + 4096)
+
+static void
+run_reg_list (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  const size_t total = REG_N * REG_STEP;
+  uint8_t *mem = NULL, *a, *al;
+  int order[REG_N], r;
+
+  printf ("the list of page-locked ranges: %d ranges, lookups, overlaps\n",
+          REG_N);
+  if (posix_memalign ((void **) &mem, 4096, total) != 0) {
+    FAIL ("reg list: out of memory");
+    return;
+  }
+  for (int i = 0; i < REG_N; i++)
+    order[i] = i;
+  for (int i = REG_N - 1; i > 0; i--) {
+    const int j = (int) (rnd () % (uint64_t) (i + 1)), t = order[i];
+
+    order[i] = order[j];
+    order[j] = t;
+  }
+  for (int i = 0; i < REG_N; i++) {
+    r = gr_gpu_host_register (mem + order[i] * REG_STEP, REG_SZ);
+    CHECK (r == 0, "reg list: register range %d: %d (%s)", order[i], r,
+           gr_gpu_last_error ());
+  }
+  for (int i = 0; i < REG_N; i += 3)
+    gr_gpu_host_in_use (mem + i * REG_STEP, 1);
+  al = (uint8_t *) gr_gpu_host_alloc (REG_SZ);
+  CHECK (al != NULL, "reg list: gr_gpu_host_alloc");
+  for (int i = 0; i < REG_N; i++) {
+    const int want = i % 3 == 0 ? SPAN_PINNED : SPAN_STAGE;
+
+    a = mem + i * REG_STEP;
+    CHECK (gr_gpu_span_state (a, REG_SZ) == want, "reg list: range %d", i);
+    CHECK (gr_gpu_span_state (a + 100, 1000) == want,
+           "reg list: inside range %d", i);
+    CHECK (gr_gpu_span_state (a + REG_SZ - 1, 1) == want,
+           "reg list: last byte of range %d", i);
+    CHECK (gr_gpu_span_state (a + REG_SZ, 4096) == SPAN_UNKNOWN,
+           "reg list: the page after range %d", i);
+    CHECK (gr_gpu_span_state (a + REG_SZ - 1, 2) == SPAN_STAGE,
+           "reg list: across the end of range %d", i);
+    if (i > 0)
+      CHECK (gr_gpu_span_state (a - 10, 20) == SPAN_STAGE,
+             "reg list: across the start of range %d", i);
+    if (i + 1 < REG_N)
+      CHECK (gr_gpu_span_state (a + 100, REG_STEP) == SPAN_STAGE,
+             "reg list: from range %d into the next", i);
+  }
+  CHECK (gr_gpu_span_state (mem, total) == SPAN_STAGE, "reg list: all");
+  CHECK (al == NULL || gr_gpu_span_state (al + 5, REG_SZ - 5) == SPAN_PINNED,
+         "reg list: the engine's allocation");
+  r = gr_gpu_host_register (mem + 5 * REG_STEP + 4096, 8192);
+  CHECK (r == -EEXIST, "reg list: inside range 5: %d", r);
+  r = gr_gpu_host_register (mem + 6 * REG_STEP + REG_SZ, 2 * REG_STEP);
+  CHECK (r == -EEXIST, "reg list: over range 7: %d", r);
+  r = gr_gpu_host_register (mem + 8 * REG_STEP - 4096, 8192);
+  CHECK (r == -EEXIST, "reg list: into range 8: %d", r);
+  r = gr_gpu_host_register (mem + 9 * REG_STEP + REG_SZ, 4096);
+  CHECK (r == 0, "reg list: the page between 9 and 10: %d (%s)", r,
+         gr_gpu_last_error ());
+  if (r == 0) {
+    gr_gpu_host_in_use (mem + 9 * REG_STEP + REG_SZ, 1);
+    CHECK (gr_gpu_span_state (mem + 9 * REG_STEP + REG_SZ, 4096) ==
+           SPAN_PINNED, "reg list: the page between, in use");
+    CHECK (gr_gpu_host_unregister (mem + 9 * REG_STEP + REG_SZ) == 0,
+           "reg list: unregister the page between");
+  }
+  for (int i = 0; i < REG_N; i++) {
+    a = mem + ((i * 7) % REG_N) * REG_STEP;     /* 7 and 48: coprime */
+    r = gr_gpu_host_unregister (a);
+    CHECK (r == 0, "reg list: unregister %d: %d", (i * 7) % REG_N, r);
+    CHECK (gr_gpu_span_state (a, REG_SZ) == SPAN_UNKNOWN,
+           "reg list: range %d gone", (i * 7) % REG_N);
+  }
+  CHECK (gr_gpu_host_unregister (mem) < 0, "reg list: twice");
+  CHECK (gr_gpu_span_state (mem, total) == SPAN_UNKNOWN, "reg list: none");
+  gr_gpu_host_free (al);
+  free (mem);
+
+  /* The encode across two ranges. */
+  {
+    const int k = 8, m = 8, n = k + m;
+    const size_t len = REG_SZ, half = (size_t) 2 << 20;
+    struct gr_coder *cr = NULL, *cg = NULL;
+    struct gr_gpu_many_stats s0, s1;
+    struct batch good = { 0 };
+    uint8_t *blk[32], *region = NULL;
+    struct gr_code_op op = { NULL, 0, blk, 2, len, NULL };
+    bool ok = false;
+
+    if (gr_coder_new (&cr, k, m, GR_CODE_RS, ref) < 0 ||
+        gr_coder_new (&cg, k, m, GR_CODE_RS, gpu) < 0 ||
+        batch_new (&good, 2, n, k, len, 0, 0, &rng) < 0 ||
+        gr_encode (cr, good.blk, 2, len) < 0 ||
+        posix_memalign ((void **) &region, 4096, 2 * half) != 0) {
+      FAIL ("reg list: encode set-up");
+      goto out;
+    }
+    if (gr_gpu_host_register (region, half) < 0) {
+      FAIL ("reg list: register the first half");
+      goto out;
+    }
+    if (gr_gpu_host_register (region + half, half) < 0) {
+      FAIL ("reg list: register the second half");
+      gr_gpu_host_unregister (region);
+      goto out;
+    }
+    ok = true;
+    gr_gpu_host_in_use (region, 1);
+    gr_gpu_host_in_use (region + half, 1);
+    /* The data of stripe 0 ends where the second range starts, that of
+     * stripe 1 starts there; the parity at the first range's start. */
+    for (int s = 0; s < 2; s++)
+      for (int i = 0; i < n; i++) {
+        uint8_t *p = i < k ? region + half - k * len + (s * k + i) * len
+          : region + (s * m + i - k) * len;
+
+        blk[s * n + i] = p;
+        if (i < k)
+          memcpy (p, good.blk[s * n + i], len);
+        else
+          memset (p, 0xa5, len);
+      }
+    gr_gpu_many_account (&s0);
+    r = gr_code_many (cg, &op, 1);
+    gr_gpu_many_account (&s1);
+    if (r < 0)
+      FAIL ("reg list: gr_code_many across two ranges: %d", r);
+    else {
+      struct batch w = { .ns = 2, .len = len, .n = n, .k = k, .blk = blk };
+
+      batch_cmp (&good, &w, k, n, "encode across two registered ranges",
+                 k, m, "RS");
+      CHECK (s1.direct_jobs - s0.direct_jobs == 1,
+             "reg list: the encode not direct");
+      if (gr_gpu_mapped_ok ())
+        CHECK (s1.copies - s0.copies == 2, "reg list: %llu copies, not 2 "
+               "(inputs in one, across the ranges; parity in one)",
+               s1.copies - s0.copies);
+      else
+        printf ("  (no copy kernel on this device: copies not counted)\n");
+    }
+  out:
+    if (ok) {
+      gr_gpu_host_unregister (region + half);
+      gr_gpu_host_unregister (region);
+    }
+    free (region);
+    batch_free (&good);
+    gr_coder_free (cg);
+    gr_coder_free (cr);
+  }
+}
+
 /* Reconstructs that rebuild part of their erasures, the others passed as
  * NULL blocks (unavailable, not rebuilt: gf.h), as degraded reads make
  * them: 8+8 RS and 10+4 CRS, 4 stripes of 1 MiB blocks, page-locked (the
@@ -1365,6 +1540,7 @@ main (void)
     run_fresh_tables (ref, gpu);
     run_fork (ref, gpu);
     run_stale_error (ref, gpu);
+    run_reg_list (ref, gpu);
     printf ("kernels: default\n");
     run_suite (ref, gpu);
     printf ("several operations in one submission\n");
