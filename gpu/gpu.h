@@ -80,7 +80,8 @@ void gr_gpu_host_free (void *p);
  * hold other memory, to which CUDA would still map the old pages, so
  * blocks touching a registered range not in use are always staged.  The
  * caller unregisters a range once it knows the memory was freed or moved
- * (and before registering memory that overlaps it).  0, -EEXIST (CUDA
+ * (and before registering memory that overlaps it).  0, -EEXIST (it
+ * overlaps a registered range or an allocation of the engine's, or CUDA
  * says pages of it are registered already), -ENOSPC (more than 1024
  * ranges and allocations), -ENOMEM or -EIO (message kept). */
 int gr_gpu_host_register (void *p, size_t size);
