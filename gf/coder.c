@@ -544,15 +544,6 @@ gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
 
   if (c == NULL || (ops == NULL && nops > 0))
     return -EINVAL;
-  for (i = 0; i < nops; i++)
-    if (check_len (c, ops[i].len) < 0 ||
-        (ops[i].nerased != 0 &&
-         (sort_erased (c, ops[i].erased, ops[i].nerased, e) < 0 ||
-          rebuilt_of (c, e, ops[i].nerased, ops[i].blocks,
-                      op_stripes (&ops[i]), rb) < 0)) ||
-        (ops[i].blocks == NULL && ops[i].nstripes > 0 && ops[i].len > 0) ||
-        (ops[i].cksums && ops[i].len % GR_SUM_BLOCK))
-      return -EINVAL;
   if (nops == 0)
     return 0;
   p = calloc (nops, sizeof *p + sizeof *d + sizeof *summed);
@@ -560,17 +551,25 @@ gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
     return -ENOMEM;
   d = (const struct gr_decode **) (p + nops);
   summed = (bool *) (d + nops);
-  for (i = 0; i < nops && r == 0; i++)
-    if (ops[i].nerased != 0) {
-      int nr;
+  /* Each operation checked, and a reconstruct's plan taken, in one pass;
+   * a bad one returns the plans taken before it. */
+  for (i = 0; i < nops && r == 0; i++) {
+    int nr = 0;
 
-      sort_erased (c, ops[i].erased, ops[i].nerased, e);
-      nr = rebuilt_of (c, e, ops[i].nerased, ops[i].blocks,
-                       op_stripes (&ops[i]), rb);
+    if (check_len (c, ops[i].len) < 0 ||
+        (ops[i].blocks == NULL && ops[i].nstripes > 0 && ops[i].len > 0) ||
+        (ops[i].cksums && ops[i].len % GR_SUM_BLOCK) ||
+        (ops[i].nerased != 0 &&
+         (sort_erased (c, ops[i].erased, ops[i].nerased, e) < 0 ||
+          (nr = rebuilt_of (c, e, ops[i].nerased, ops[i].blocks,
+                            op_stripes (&ops[i]), rb)) < 0)))
+      r = -EINVAL;
+    else if (ops[i].nerased != 0) {
       r = plan_get (c, e, ops[i].nerased, rb, nr, &p[i]);
       if (r == 0)
         d[i] = &p[i]->d;
     }
+  }
   if (r == 0 && c->be->code_many)
     r = c->be->code_many (c, d, ops, nops, summed);
   else

@@ -767,6 +767,24 @@ test_invalid (void)
                "NULL in one stripe only");
         CHECK (gr_code_many (c, &op, 1) == -EINVAL,
                "NULL in one stripe only (many)");
+        /* A bad operation after a good reconstruct: refused, nothing
+         * coded, the good one's plan given back (ASan: no leak). */
+        {
+          const int e2[1] = { 0 };
+          uint8_t *ob[6] = { buf, buf, buf, buf, buf, buf };
+          struct gr_code_op two[2] = {
+            { .erased = e2, .nerased = 1, .blocks = ob, .nstripes = 1,
+              .len = len },
+            op,
+          };
+
+          memset (buf, 0x3c, len);
+          CHECK (gr_code_many (c, two, 2) == -EINVAL,
+                 "a bad operation after a good one (many)");
+          CHECK (buf[0] == 0x3c, "nothing coded before the bad one");
+          two[1] = two[0];
+          CHECK (gr_code_many (c, two, 2) == 0, "two good ones after");
+        }
       }
       CHECK (gr_update (c, -1, delta, blk, 1, len) == -EINVAL, "data -1");
       CHECK (gr_update (c, 4, delta, blk, 1, len) == -EINVAL, "data k");
