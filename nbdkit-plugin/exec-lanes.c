@@ -362,11 +362,14 @@ gr_exec_lanes_new (struct gr_exec *x, const struct gr_exec_batches *ops,
     ln->p = gr_plan_new_batch (&x->g, max_ns);
     ln->mio = ln->p ? malloc (ln->p->cap_io * sizeof *ln->mio) : NULL;
     /* Page-locked where a GPU codes, so that its copies run at full
-     * speed. */
+     * speed; else page-aligned all the same, so that O_DIRECT members
+     * read and write its blocks in place, not through a bounce buffer
+     * (malloc's alignment is 16 bytes). */
     ln->buf = gr_coding_host_alloc (x->coding, scratch);
     ln->pinned = ln->buf != NULL;
-    if (!ln->pinned)
-      ln->buf = malloc (scratch);
+    if (!ln->pinned && posix_memalign ((void **) &ln->buf, 4096,
+                                       scratch ? scratch : 4096) != 0)
+      ln->buf = NULL;
     if (ln->p == NULL || ln->mio == NULL || ln->buf == NULL) {
       nbdkit_error ("lanes: out of memory (%zu bytes a lane)", scratch);
       goto fail;
