@@ -17,10 +17,10 @@
 #      reference; gpuraidctl examine (O_DIRECT on block devices) reads
 #      the survivors' superblocks, which record the two as failed;
 #   3. both replaced online (gpuraidctl replace) and rebuilt in one pass,
-#      none of the rebuild's I/O through the bounce buffer (its lanes'
-#      buffers are aligned: the debug count at shutdown): every byte reads
-#      back, a restart with the new members is healthy, parity checked
-#      offline;
+#      then scrubbed (no mismatch), none of their I/O through the bounce
+#      buffer (their lanes' buffers are aligned: the debug count at
+#      shutdown): every byte reads back, a restart with the new members
+#      is healthy, parity checked offline;
 #   4. kill -9 during writes (tests/crashloop.py: flushes and FUA), three
 #      times: no durable write lost, no block holding anything not written
 #      to it, the resync after each, parity checked offline;
@@ -190,15 +190,21 @@ direct_case ()
   "$CTL" -c "$ctl" replace 3 "${new[1]}" >/dev/null || fail "replace 3"
   timeout 120 "$CTL" -c "$ctl" wait >/dev/null || fail "wait for the rebuild"
   [ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy after the rebuild"
+  "$CTL" -c "$ctl" scrub >/dev/null || fail "scrub"
+  timeout 120 "$CTL" -c "$ctl" wait | grep -q '^scrub done: 100.0%' ||
+    fail "the scrub did not end"
+  "$CTL" -c "$ctl" status | grep -q '^scrub .* 0 did not match' ||
+    fail "the scrub found mismatches: $("$CTL" -c "$ctl" status | grep '^scrub')"
   member_fds_direct "$(cat "$pid")" "${new[0]}" "${new[1]}"
   stop_nbdkit "$pid"
-  # The rebuild (all that server did) read and wrote in its lanes'
-  # buffers, aligned for O_DIRECT: nothing through the bounce buffer.
+  # The rebuild and the scrub (all that server did) read and wrote in
+  # their lanes' buffers, aligned for O_DIRECT: nothing through the
+  # bounce buffer.
   bounced=$(grep 'O_DIRECT: ' "$nbdkit_log" |
               grep -v 'O_DIRECT: 0 accesses' || true)
   grep -q 'O_DIRECT: ' "$nbdkit_log" ||
     fail "the rebuild's server reported no O_DIRECT member"
-  [ -z "$bounced" ] || fail "the rebuild went through the bounce buffer: $bounced"
+  [ -z "$bounced" ] || fail "the rebuild or scrub went through the bounce buffer: $bounced"
   mem[1]=${new[0]} mem[3]=${new[1]}
   backing[1]=${new[2]} backing[3]=${new[3]}
   i=$(wc -l <"$nbdkit_log")
@@ -210,7 +216,7 @@ direct_case ()
   fi
   no_partial_writes
   check_parity $k $m $chunk rs "${backing[@]}" >/dev/null
-  echo "  rebuilt: members 1 and 3 in one pass, every byte right, parity consistent"
+  echo "  rebuilt: members 1 and 3 in one pass, scrubbed, nothing bounced, every byte right, parity consistent"
 
   # 4. Crashes.
   crash_loop "${backing[@]}" "${mem[@]}" -- "${opts[@]}" integrity="$integ"
