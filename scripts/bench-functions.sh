@@ -23,6 +23,9 @@
 #                        io_uring workers), and whatever else runs: a
 #                        quiet machine's figure
 #   cpu_per_gb TICKS BYTES  those ticks as CPU-seconds per GB of BYTES
+#   lanes_busy first|last  a job's lanes' busy seconds from the server's
+#                        log ($tmp/log), its first or last job's: "read X
+#                        s, code Y s, write Z s" (summed over the lanes)
 # Ratios between servers measured in the same run:
 #   bench_record ROW ACCEL MB CPU MACHINE  one result (ROW names what was
 #                        measured, without spaces: 8+8/write/8conns;
@@ -77,6 +80,12 @@ bench_stop () { kill "$server"; wait "$server" 2>/dev/null || true; server=; }
 
 cpu_ticks () { awk '{print $14 + $15}' "/proc/$server/stat"; }
 machine_ticks () { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+
+lanes_busy ()
+{
+  sed -n 's/.*lanes were reading \([0-9.]*\) s, coding \([0-9.]*\) s and writing \([0-9.]*\) s.*/read \1 s, code \2 s, write \3 s/p' \
+    "$tmp/log" | if [ "$1" = first ]; then head -1; else tail -1; fi
+}
 
 cpu_per_gb ()
 {
