@@ -27,8 +27,10 @@
  * staged in shared memory, IMAD.HI shifts; bx, only when named: the
  * direct path's chunk size, sizes in MiB in BENCH_CHUNKS, default
  * 1,2,4,8,16; bp, only when named: the bound of a pipeline of chunks
- * at 64 MiB, from copies alone, against the engine; e: small decodes from many threads, as degraded reads
- * make them; s: a write batch's block checksums with its encode).
+ * at 64 MiB, from copies alone, against the engine; r, only when named:
+ * kernel launches while another thread page-locks memory; e: small
+ * decodes from many threads, as degraded reads make them; s: a write
+ * batch's block checksums with its encode).
  * BENCH_SYNC=spin|yield|block: the host's wait for the GPU.
  */
 #include <errno.h>
@@ -73,7 +75,7 @@ want (const char *name)
 
   if (p == NULL || *p == 0)
     return strcmp (name, "bx") != 0 && strcmp (name, "a6") != 0 &&
-      strcmp (name, "bp") != 0;
+      strcmp (name, "bp") != 0 && strcmp (name, "r") != 0;
   while (*p) {
     const char *e = strchr (p, ',');
     const size_t l = e ? (size_t) (e - p) : strlen (p);
@@ -698,6 +700,97 @@ bench_kernels (void)
             "%.0f%%\n", clock_khz / 1000, 100 * err_sum / err_n);
   CK (cudaFree (din));
   CK (cudaFree (dout));
+}
+
+/* ---- (r) --------------------------------------------------------------- */
+
+/* What registering memory costs the other threads: one thread page-locks
+ * and unlocks fresh 1 MiB buffers from malloc, written first (as a
+ * request buffer that nbdkit starts with each connection's threads),
+ * while this thread times its kernel launches. */
+static volatile int reg_stop;
+static double reg_us, unreg_us;
+static int reg_n;
+
+static void *
+reg_thread (void *arg)
+{
+  (void) arg;
+  CK (cudaSetDevice (0));
+  while (!reg_stop) {
+    uint8_t *p = (uint8_t *) malloc (MiB);
+    double t0, t1, t2;
+
+    memset (p, 1, MiB);
+    t0 = gr_now ();
+    CK (cudaHostRegister (p, MiB, cudaHostRegisterPortable |
+                          cudaHostRegisterMapped));
+    t1 = gr_now ();
+    CK (cudaHostUnregister (p));
+    t2 = gr_now ();
+    free (p);
+    reg_us += (t1 - t0) * 1e6;
+    unreg_us += (t2 - t1) * 1e6;
+    reg_n++;
+  }
+  return NULL;
+}
+
+static __global__ void
+tiny_kernel (uint32_t *p)
+{
+  p[threadIdx.x] += 1;
+}
+
+/* Median, 99th percentile and mean (us) of n launches, each timed on the
+ * host from the call to its return. */
+static void
+time_launches (const char *what, uint32_t *d, cudaStream_t st, int n)
+{
+  double *t = (double *) malloc (n * sizeof *t), sum = 0;
+
+  for (int i = 0; i < n; i++) {
+    const double t0 = gr_now ();
+
+    tiny_kernel<<<1, 32, 0, st>>> (d);
+    CK (cudaGetLastError ());
+    t[i] = (gr_now () - t0) * 1e6;
+    sum += t[i];
+    if (i % 64 == 63)
+      CK (cudaStreamSynchronize (st));
+  }
+  CK (cudaStreamSynchronize (st));
+  qsort (t, n, sizeof *t, cmp_double);
+  printf ("  launches %s: median %.1f us, 99th percentile %.1f us, mean "
+          "%.1f us, longest %.0f us\n", what, t[n / 2], t[n * 99 / 100],
+          sum / n, t[n - 1]);
+  free (t);
+}
+
+static void
+bench_register (void)
+{
+  const int n = quick ? 20000 : 50000;
+  pthread_t th;
+  cudaStream_t st;
+  uint32_t *d;
+
+  printf ("\n(r) page-locking memory against other threads' launches "
+          "(fresh 1 MiB buffers from malloc, written, registered and "
+          "unregistered in a loop by one thread)\n");
+  CK (cudaStreamCreateWithFlags (&st, cudaStreamNonBlocking));
+  CK (cudaMalloc (&d, 128));
+  time_launches ("alone", d, st, n);
+  reg_stop = 0;
+  pthread_create (&th, NULL, reg_thread, NULL);
+  time_launches ("while another thread registers", d, st, n);
+  reg_stop = 1;
+  pthread_join (th, NULL);
+  if (reg_n > 0)
+    printf ("  cudaHostRegister of 1 MiB: %.0f us, cudaHostUnregister: %.0f "
+            "us (mean of %d)\n", reg_us / reg_n, unreg_us / reg_n, reg_n);
+  CK (cudaFree (d));
+  CK (cudaStreamDestroy (st));
 }
 
 /* ---- (b) --------------------------------------------------------------- */
@@ -1456,6 +1549,8 @@ main (void)
   references ();
   if (want ("a") || want ("a2") || want ("a3") || want ("a6"))
     bench_kernels ();
+  if (want ("r"))
+    bench_register ();
   if (want ("bx"))
     bench_chunks ();
   if (want ("bp")) {
