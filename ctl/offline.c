@@ -46,7 +46,7 @@ ctl_member_path (const char *arg)
 static bool
 probe (const char *path, struct gr_probe *p)
 {
-  uint8_t buf[GR_SB_SIZE];
+  gr_sb_buf buf;
   struct gr_disk *d;
   char why[256];
   int err, r;

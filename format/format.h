@@ -65,6 +65,10 @@
 #include "raidmap/raidmap.h"
 
 #define GR_SB_SIZE 4096
+/* A superblock's bytes in memory, aligned for members opened with
+ * O_DIRECT (a buffer that is not goes through storage's bounce buffer). */
+typedef uint8_t gr_sb_buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));
+_Static_assert (_Alignof (gr_sb_buf) == 4096, "gr_sb_buf is page-aligned");
 #define GR_SB_VERSION 1
 #define GR_SB_MAGIC "GPURAID\0"         /* 8 bytes, NUL included */
 #define GR_SB_FLAG_DIRTY 0x1u

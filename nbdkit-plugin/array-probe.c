@@ -19,7 +19,7 @@ int
 gr_array_probe_member (struct probes *ps, int i)
 {
   struct gr_probe *p = &ps->p[i];
-  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
+  gr_sb_buf buf;
   char why[256];
   int err, r;
 
@@ -82,7 +82,7 @@ gr_array_close_probes (struct probes *ps)
 static bool
 holds_array (const char *path, const uint8_t *uuid, struct gr_sb *sb)
 {
-  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
+  gr_sb_buf buf;
   struct gr_disk *d;
   char why[256];
   int err;

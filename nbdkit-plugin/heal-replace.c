@@ -30,7 +30,7 @@ zero_metadata (struct gr_disk *d, uint64_t len)
 static int
 write_spare_sb (struct gr_heal *h, struct gr_disk *d)
 {
-  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
+  gr_sb_buf buf;
   struct gr_sb sb, sp;
   int r;
 
@@ -48,7 +48,7 @@ gr_heal_check_path_locked (struct gr_heal *h, int i, const char *path,
                            struct gr_disk **d, int *err, bool taking)
 {
   struct gr_sb sb, old;
-  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
+  gr_sb_buf buf;
   char why[256];
   enum gr_heal_outcome o = GR_HEAL_STARTED;
   int which, s;
@@ -191,7 +191,7 @@ readd_locked (struct gr_heal *h, int i, const char *path, struct gr_disk *d,
               bool *full, int *err)
 {
   struct gr_sb sb, own;
-  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
+  gr_sb_buf buf;
   int which, r;
 
   *err = 0;

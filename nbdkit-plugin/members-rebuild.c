@@ -64,7 +64,7 @@ static int
 write_own_sb_locked (struct gr_members *ms, int i, struct gr_disk *d,
                      uint64_t id)
 {
-  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
+  gr_sb_buf buf;
   struct gr_sb own = ms->sb;
   int e;
 
@@ -341,7 +341,7 @@ gr_members_live_begin (struct gr_members *ms, int i, const char *path,
                        struct gr_disk *d)
 {
   struct member *mb = &ms->mem[i];
-  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
+  gr_sb_buf buf;
   struct gr_sb own;
   char *p = strdup (path);
   int e;

@@ -212,7 +212,7 @@ gr_members_set_failed (struct gr_members *ms, int i, const char *path,
 enum gr_members_outcome
 gr_members_write_sbs_locked (struct gr_members *ms)
 {
-  uint8_t buf[GR_SB_SIZE] __attribute__ ((aligned (4096)));  /* O_DIRECT */
+  gr_sb_buf buf;
   uint64_t first;
   bool redo;
   int i, r;
