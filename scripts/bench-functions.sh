@@ -14,6 +14,13 @@
 #                        ready for it); non-zero, the log's tail printed,
 #                        if the server exits or is not ready in time
 #   bench_stop           stop $server and wait for it
+#   bench_warm BYTES     where $tmp is on tmpfs: BYTES (at most what it has
+#                        free, less 1 GiB) written there once and deleted,
+#                        so that the runs' tmpfs pages come from memory the
+#                        machine has touched before (one just started backs
+#                        its memory on first touch: the first runs of a
+#                        session were up to 2.6 times slow, whichever side
+#                        ran first; docs/performance.md).  WARM=0: not
 #   cpu_ticks            $server's CPU time so far (utime + stime of all
 #                        its threads), in clock ticks
 #   machine_ticks        the machine's busy time so far (user, nice,
@@ -57,6 +64,20 @@ _bench_cleanup ()
 }
 
 bench_ready () { true; }
+
+bench_warm ()
+{
+  local mib avail
+  [ "${WARM:-1}" != 0 ] || return 0
+  [ "$(stat -f -c %T "$tmp")" = tmpfs ] || return 0
+  mib=$(( ($1 + 1048575) / 1048576 ))
+  avail=$(( $(df --output=avail -B1M "$tmp" | tail -1) - 1024 ))
+  (( mib <= avail )) || mib=$avail
+  (( mib > 0 )) || return 0
+  progress "warming $mib MiB of tmpfs (WARM=0: not)"
+  dd if=/dev/zero of="$tmp/warm" bs=1M count="$mib" status=none || true
+  rm -f "$tmp/warm"
+}
 
 bench_start ()
 {
