@@ -1464,6 +1464,61 @@ test_coding_runs (void)
   gr_plan_free (p);
 }
 
+/* A degraded read's stripes each leave a lost block alone (a parity
+ * chunk the read does not want: GR_SPACE_NONE, no memory): their GPU
+ * reconstructs touch no block in common and reach the coder as one call
+ * (gathered as one across requests: coding.h), not one call a stripe. */
+static size_t none_calls, none_ops;
+
+static int
+none_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
+{
+  (void) arg;
+  CHECK (gpu, "many: not on the GPU");
+  for (size_t j = 0; j < nops; j++)
+    CHECK (ops[j].nerased == 2 && ops[j].blocks[3] == NULL &&
+           ops[j].blocks[0] != NULL, "many: operation %zu's blocks", j);
+  none_calls++;
+  none_ops += nops;
+  return 0;
+}
+
+static void
+test_coding_runs_unused_blocks (void)
+{
+  const struct gr_geom g = { .k = 2, .m = 2, .chunk = 4096, .stripes = 8 };
+  struct gr_plan *p = gr_plan_new (&g);
+  struct gr_plan_coder cd = { .many = none_many };
+  uint8_t *scratch = calloc (6, 4096);
+  struct gr_bufs b = { .scratch = scratch };
+
+  CHECK (p != NULL && scratch != NULL && p->cap_blk >= 8 &&
+         p->cap_step >= 2 && p->cap_er >= 4);
+  p->nblk = 8;
+  p->nstep = 2;
+  for (size_t j = 0; j < 2; j++) {
+    /* Data chunk 0 lost and rebuilt, 1 and parity 2 survive, parity 3
+     * lost and left alone. */
+    for (size_t i = 0; i < 3; i++)
+      p->blk[4 * j + i] = (struct gr_loc) { GR_SPACE_SCRATCH,
+                                            (3 * j + i) * 4096 };
+    p->blk[4 * j + 3] = (struct gr_loc) { GR_SPACE_NONE, 0 };
+    p->er[2 * j] = 0;
+    p->er[2 * j + 1] = 3;
+    p->step[j] = (struct gr_step) { .kind = GR_STEP_RECONSTRUCT,
+                                    .len = 4096, .blk0 = 4 * j,
+                                    .nstripes = 1, .er0 = 2 * j, .ner = 2,
+                                    .gpu = true };
+  }
+  CHECK (gr_steps_run (p, &g, &b, &cd) == 0, "two reconstructs");
+  CHECK (none_calls == 1 && none_ops == 2,
+         "two independent reconstructs, each with a block left alone, "
+         "reached the coder in %zu calls (%zu operations), not one",
+         none_calls, none_ops);
+  free (scratch);
+  gr_plan_free (p);
+}
+
 int
 main (void)
 {
@@ -1474,6 +1529,7 @@ main (void)
     CHECK ((pools[k] = gr_pool_new (k)) != NULL &&
            gr_pool_width (pools[k]) == k + 1, "a pool of %d threads", k);
   test_coding_runs ();
+  test_coding_runs_unused_blocks ();
   for (k = 1; k <= 6; k++)
     for (m = 1; k + m <= 7; m++) {
       test_geometry (k, m, GR_CODE_RS, 4096, false, false);
