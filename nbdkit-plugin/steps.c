@@ -193,8 +193,10 @@ span_cmp (const void *a, const void *b)
 }
 
 /* Do the coding steps st[0..nsteps-1] touch no block in common (each may
- * then run at the same time as the others)?  false too if out of memory
- * (they then run one after the other). */
+ * then run at the same time as the others)?  A block that is not there
+ * (GR_SPACE_NONE: a lost block the coding leaves alone, gf.h) has no
+ * memory and is no block in common.  false too if out of memory (they
+ * then run one after the other). */
 static bool
 independent (const struct gr_plan *p, const struct gr_step *st,
              size_t nsteps, size_t n)
@@ -212,8 +214,11 @@ independent (const struct gr_plan *p, const struct gr_step *st,
     for (b = 0; b < st[j].nstripes * n; b++) {
       const uintptr_t at = (uintptr_t) p->ptr[st[j].blk0 + b];
 
+      if (at == 0)
+        continue;
       sp[c++] = (struct span) { .at = at, .end = at + st[j].len, .step = j };
     }
+  nb = c;
   qsort (sp, nb, sizeof *sp, span_cmp);
   /* Sorted by start.  Up to the first block that overlaps one of another
    * step before it, the blocks before it that reach past its start all
