@@ -161,6 +161,10 @@ expect_route () {
   grep 'accel=auto: .*\(for [0-9]* s\|trials,\|no trial\)' "$nbdkit_log" |
     sed 's/.*debug: /  /'
   [ -n "$line" ] || fail "$1: no decision for $what after $t s of reads"
+  # Every reconstruct is of that kind, whatever part of its stripe's
+  # lost chunks a read wants: the kinds follow the members lost.
+  ! grep -q "accel=auto: reconstruct with [^2] of $m lost" "$nbdkit_log" ||
+    fail "$1: degraded reads with 2 members lost routed as another kind: $(grep -m1 -o "reconstruct with [^2] of $m lost[^:]*" "$nbdkit_log")"
   [[ $line == *"on the $2 for 4 s" ]] ||
     fail "$1: expected the $2: ${line#*debug: }"
   grep '^coder\|^route' "$tmpdir/status"
