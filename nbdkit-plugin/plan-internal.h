@@ -79,6 +79,22 @@ lost (const struct gr_plan_ctx *c, uint64_t s, int i)
   return c->failed[gr_map_member (c->g, s, i)];
 }
 
+/* The members lost: each stripe has a chunk on every one.  A
+ * reconstruct's route is asked with it, the array's state, not with the
+ * chunks the reconstruct rebuilds (which vary with the part of each
+ * stripe a request wants): accel=auto's router then takes all of a
+ * degraded array's reconstructs of a size for one kind of operation,
+ * and one trial moves them all (router.h). */
+static inline int
+members_lost (const struct gr_plan_ctx *c)
+{
+  int n = 0;
+
+  for (int i = 0; i < c->g->k + c->g->m; i++)
+    n += c->failed[i];
+  return n;
+}
+
 static inline uint64_t
 moff (const struct gr_plan_ctx *c, uint64_t s, uint32_t chunk_off)
 {

@@ -96,14 +96,12 @@ by_pattern (const struct gr_plan_ctx *c, struct gr_plan *p, uint64_t ns,
   for (uint64_t s = 0; s < ns; s++) {
     size_t blk0 = p->nblk, grp = 0;
     const int ne = ner[s];
-    int er[GR_MAX_MEMBERS], nr = 0;
+    int er[GR_MAX_MEMBERS];
 
     if (ne == DONE)
       continue;
-    for (int e = 0; e < ne; e++) {
+    for (int e = 0; e < ne; e++)
       er[e] = ER (s)[e] < 0 ? ~ER (s)[e] : ER (s)[e];
-      nr += ER (s)[e] >= 0;
-    }
     for (uint64_t t = s; t < ns; t++) {
       if (!same_pattern (p, m, t, s, ne))
         continue;
@@ -114,7 +112,7 @@ by_pattern (const struct gr_plan_ctx *c, struct gr_plan *p, uint64_t ns,
     }
     add_reconstruct (p, blk0, grp, c->g->chunk, er, ne,
                      c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT,
-                             grp * k * c->g->chunk, nr));
+                             grp * k * c->g->chunk, members_lost (c)));
     ner[s] = DONE;
   }
 }

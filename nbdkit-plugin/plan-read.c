@@ -94,7 +94,7 @@ read_degraded_stripe (const struct gr_plan_ctx *c, const struct gr_span *sp,
   struct piece pc;
   bool want[GR_MAX_MEMBERS] = { false }, used[GR_MAX_MEMBERS] = { false };
   bool lst[GR_MAX_MEMBERS], gpu;
-  int surv[GR_MAX_MEMBERS], er[GR_MAX_MEMBERS], ne, nr = 0;
+  int surv[GR_MAX_MEMBERS], er[GR_MAX_MEMBERS], ne;
   size_t L;
 
   piece_init (&pc, c->g, c->lm, sp);
@@ -112,8 +112,9 @@ read_degraded_stripe (const struct gr_plan_ctx *c, const struct gr_span *sp,
   for (i = 0; i < k; i++)
     used[surv[i]] = true;
   for (i = 0; i < ne; i++)
-    nr += used[er[i]] = want[er[i]];
-  gpu = c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, (size_t) k * L, nr);
+    used[er[i]] = want[er[i]];
+  gpu = c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, (size_t) k * L,
+                members_lost (c));
   /* On the CPU, chunks the request covers are read or rebuilt in place;
    * on the GPU too where the request is page-locked, else every block is
    * in scratch (page-locked) and the request's part is copied out. */

@@ -49,13 +49,12 @@ degraded (const struct gr_plan_ctx *c)
  * and rebuild there the lost chunks that want names.  The reconstruct
  * has a list of its own, blk[n..2n-1] (p->nblk set past it): the same
  * blocks, but for the lost chunks before the k-th survivor that it does
- * not want, which are erased and not rebuilt (no block: gf.h).  The
- * GPU's route is asked with the count rebuilt. */
+ * not want, which are erased and not rebuilt (no block: gf.h). */
 static void
 read_and_reconstruct (const struct gr_plan_ctx *c, struct gr_plan *p,
                       uint64_t s, uint32_t lo, size_t L, const bool *want)
 {
-  int k = c->g->k, n = k + c->g->m, i, nr = 0;
+  int k = c->g->k, n = k + c->g->m, i;
   bool lst[GR_MAX_MEMBERS];
   int surv[GR_MAX_MEMBERS], er[GR_MAX_MEMBERS], ne;
 
@@ -69,14 +68,12 @@ read_and_reconstruct (const struct gr_plan_ctx *c, struct gr_plan *p,
   for (i = 0; i < n; i++)
     p->blk[n + i] = p->blk[i];
   for (i = 0; i < ne; i++)
-    if (want[er[i]])
-      nr++;
-    else
+    if (!want[er[i]])
       p->blk[n + er[i]] = loc (GR_SPACE_NONE, 0);
   p->nblk = (size_t) 2 * n;
   add_reconstruct (p, (size_t) n, 1, L, er, ne,
                    c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, (size_t) k * L,
-                           nr));
+                           members_lost (c)));
 }
 
 /* The writes of a partial-stripe plan: the touched data from the source,

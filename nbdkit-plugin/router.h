@@ -7,8 +7,10 @@
  * operations are gathered across requests, the CPU's compete with the
  * members' I/O and the checksums for the cores.  So each kind of
  * operation is tried on both while it runs.  A kind is the operation
- * (full-stripe encode, parity update, reconstruct with e blocks lost, one
- * kind per e = 1 .. m) and its data bytes per operation (below 64 KiB,
+ * (full-stripe encode, parity update, reconstruct in an array with e
+ * members lost, one kind per e = 1 .. m: a degraded read's stripes are
+ * one kind, whatever part of their lost chunks each rebuilds, so that a
+ * trial moves them all) and its data bytes per operation (below 64 KiB,
  * below 1 MiB, below 4 MiB: requests'; larger: a job's batches, a large
  * write's stripes).
  *
@@ -69,7 +71,7 @@ void gr_router_free (struct gr_router *r);
 void gr_router_set_prior (struct gr_router *r,
                           const size_t from[GR_ROUTE_NKINDS], bool adaptive);
 
-/* Where an operation of `bytes` data bytes goes (nerased: blocks lost,
+/* Where an operation of `bytes` data bytes goes (nerased: members lost,
  * for GR_OP_RECONSTRUCT). */
 enum gr_route_side gr_router_route (struct gr_router *r, enum gr_op op,
                                     size_t bytes, int nerased);
