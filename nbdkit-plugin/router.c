@@ -63,6 +63,7 @@ struct kind {
 struct gr_router {
   int m, nkinds;
   struct gr_router_clock clk;
+  double born;                  /* the clock at creation: the log's times */
   size_t from[GR_ROUTE_NKINDS];
   bool adaptive;
   pthread_mutex_t lock;
@@ -102,6 +103,7 @@ gr_router_new (int m, const struct gr_router_clock *clk)
     return NULL;
   }
   r->clk = clk ? *clk : (struct gr_router_clock) { real_now, real_cpu, NULL };
+  r->born = r->clk.now (r->clk.arg);
   for (int i = 0; i < GR_ROUTE_NKINDS; i++)
     r->from[i] = SIZE_MAX;
   for (int i = 0; i < r->nkinds * NSIZES; i++)
@@ -220,6 +222,20 @@ warm (struct kind *kd, double now)
   set_until (kd, now + WARM_S);
 }
 
+/* kd's trial abandoned: its operations paused (logged); tried again
+ * later. */
+static void
+abandon (struct gr_router *r, struct kind *kd, double now)
+{
+  char name[96];
+
+  kind_name (r, kd, name, sizeof name);
+  gr_debug ("accel=auto: %s: trial abandoned in phase %d, its operations "
+            "paused (at %.2f s)", name, kd->phase + 1, now - r->born);
+  kd->abandoned++;
+  hold (r, kd, now, RETRY_S);
+}
+
 /* The trial's figures decide; logged. */
 static void
 decide (struct gr_router *r, struct kind *kd, double now)
@@ -251,12 +267,13 @@ decide (struct gr_router *r, struct kind *kd, double now)
   memcpy (kd->cpb, cpb, sizeof cpb);
   kind_name (r, kd, name, sizeof name);
   gr_debug ("accel=auto: %s: CPU %.0f MB/s %.2f CPU-s/GB, GPU %.0f MB/s "
-            "%.2f CPU-s/GB: on the %s%s for %.0f s", name,
+            "%.2f CPU-s/GB: on the %s%s for %.0f s (at %.2f s)", name,
             rate[GR_SIDE_CPU] / 1e6, cpb[GR_SIDE_CPU] * 1e9,
             rate[GR_SIDE_GPU] / 1e6, cpb[GR_SIDE_GPU] * 1e9,
             win == GR_SIDE_GPU ? "GPU" : win == GR_SIDE_CPU ? "CPU"
             : "sides measured at start-up",
-            win == SIDE_PRIOR ? " (neither better)" : "", kd->hold_s);
+            win == SIDE_PRIOR ? " (neither better)" : "", kd->hold_s,
+            now - r->born);
   kd->held = win;
   hold (r, kd, now, kd->hold_s);
 }
@@ -279,10 +296,8 @@ step (struct gr_router *r, struct kind *kd, double now)
   case ST_HOLD:
     /* Another kind's trial: wait, unless that kind has stopped coming
      * (its stage ended a while ago): its trial is abandoned. */
-    if (r->trial != NULL && now > load_until (r->trial) + LATE_S) {
-      r->trial->abandoned++;
-      hold (r, r->trial, now, RETRY_S);
-    }
+    if (r->trial != NULL && now > load_until (r->trial) + LATE_S)
+      abandon (r, r->trial, now);
     if (r->trial != NULL) {
       set_until (kd, now + WAIT_S);
       return;
@@ -317,9 +332,10 @@ step (struct gr_router *r, struct kind *kd, double now)
 
       kind_name (r, kd, name, sizeof name);
       gr_debug ("accel=auto: %s: trial phase %d on the %s: %.0f MB/s, "
-                "%.2f CPU-s/GB", name, kd->phase + 1,
+                "%.2f CPU-s/GB (%.2f to %.2f s)", name, kd->phase + 1,
                 s == GR_SIDE_GPU ? "GPU" : "CPU", (double) b / secs / 1e6,
-                b ? cpu / (double) b * 1e9 : 0.0);
+                b ? cpu / (double) b * 1e9 : 0.0, kd->t0 - r->born,
+                now - r->born);
     }
     kd->secs[s] += secs;
     kd->cpu[s] += cpu;
@@ -330,9 +346,8 @@ step (struct gr_router *r, struct kind *kd, double now)
       decide (r, kd, now);
     return;
   }
-  /* The kind paused during its trial: abandoned, tried again later. */
-  kd->abandoned++;
-  hold (r, kd, now, RETRY_S);
+  /* The kind paused during its trial. */
+  abandon (r, kd, now);
 }
 
 static bool
