@@ -20,7 +20,8 @@
 
 /* The router logs through nbdkit_debug, every line shown.  Its
  * decisions and exit lines are kept: the last, and how many; a
- * decision's hold, in order.  A trial's phase lines are only shown. */
+ * decision's hold, in order.  A trial's phase lines, and an abandoned
+ * trial's, are only shown. */
 static char last_log[512];
 static unsigned nlogs;
 static int holds[64];
@@ -39,7 +40,7 @@ nbdkit_debug (const char *fs, ...)
   vsnprintf (line, sizeof line, fs, ap);
   va_end (ap);
   printf ("  log: %s\n", line);
-  if (strstr (line, "trial phase"))
+  if (strstr (line, "trial phase") || strstr (line, "trial abandoned"))
     return;
   memcpy (last_log, line, sizeof line);
   nlogs++;
