@@ -27,6 +27,7 @@ static unsigned nlogs;
 static int holds[64];
 static unsigned nholds;
 static double last_at;          /* the last decision's simulated time */
+static unsigned nphases;        /* trial phase lines */
 static const double *sim_t;     /* the running simulation's clock */
 
 void
@@ -40,6 +41,7 @@ nbdkit_debug (const char *fs, ...)
   vsnprintf (line, sizeof line, fs, ap);
   va_end (ap);
   printf ("  log: %s\n", line);
+  nphases += strstr (line, "trial phase") != NULL;
   if (strstr (line, "trial phase") || strstr (line, "trial abandoned"))
     return;
   memcpy (last_log, line, sizeof line);
@@ -245,6 +247,34 @@ test_abandoned (void)
   gr_router_free (r);
 }
 
+/* A pause shorter than a late phase end (the client between two runs),
+ * inside the trial's first GPU phase: that phase is measured again, not
+ * taken for the GPU's rate.  The GPU 1.15 times the CPU's rate; counted
+ * with the pause, its phases would average 0.92 times the CPU's. */
+static void
+test_pause_in_phase (void)
+{
+  struct sim sm = { 0, 0 };
+  struct gr_router *r = new_router (&sm, 4, SIZE_MAX, true);
+  struct load ld = recon (1e-3, 0.87e-3, 1e-4, 1e-4);
+  unsigned long g, a;
+  unsigned p0;
+
+  CHECK (r != NULL, "gr_router_new");
+  run (r, &sm, &ld, 0.9, &g, &a);
+  p0 = nphases;
+  while (nphases == p0 && sm.t < 3)     /* to the end of phase 1 */
+    run (r, &sm, &ld, 1e-3, &g, &a);
+  CHECK (nphases == p0 + 1, "phase 1 ended (%u phases)", nphases - p0);
+  run (r, &sm, &ld, 0.1, &g, &a);       /* into phase 2's count */
+  CHECK (g == a, "phase 2 on the GPU: %lu of %lu", g, a);
+  sm.t += 0.08;
+  run (r, &sm, &ld, 2, &g, &a);
+  CHECK (strstr (last_log, "on the GPU for 4 s"), "the GPU, measured "
+         "without the pause: %s", last_log);
+  gr_router_free (r);
+}
+
 /* Kinds apart: a decision for one erasure count and size moves no other;
  * two kinds interleaved are tried one after the other, each decided by
  * its own figures. */
@@ -405,6 +435,7 @@ main (void)
   test_prior_overruled ();
   test_ties ();
   test_abandoned ();
+  test_pause_in_phase ();
   test_kinds_apart ();
   test_trial_left ();
   test_thresholds ();
