@@ -25,6 +25,11 @@
 #define RETRY_S 5.0     /* after an abandoned trial */
 #define WAIT_S 0.1      /* another kind's trial runs: look again */
 #define MIN_OPS 8       /* operations a phase must count */
+#define PAUSE_S 0.02    /* no operation of the kind for this long, and */
+#define PAUSE_X 8       /* this many times the phase's mean interval: a
+                         * pause (the client between two runs), and the
+                         * phase is measured again */
+#define MAX_AGAIN 4     /* phases measured again in a trial, at most */
 #define MARGIN 0.05     /* a side must be this much better to win */
 #define NPHASES 4
 #define NSIZES 4
@@ -50,9 +55,12 @@ struct kind {
   int side;                     /* SIDE_PRIOR or enum gr_route_side */
   double until;                 /* when the stage ends (ST_UNUSED: 0) */
   uint64_t bytes, ops;          /* routed since the phase's count began */
+  double last, pause;           /* the last operation's time; the longest
+                                 * interval since the count began */
   /* Under the router's lock. */
   enum stage stage;
   int phase, held;              /* the trial's phase; the side decided */
+  int again;                    /* phases measured again in this trial */
   double t0, cpu0;              /* the count's start: time, CPU time */
   double secs[2], cpu[2], b[2]; /* this trial, per side */
   unsigned trials, to_gpu, abandoned;
@@ -203,6 +211,21 @@ set_side (struct kind *kd, int side)
   __atomic_store_n (&kd->side, side, __ATOMIC_RELEASE);
 }
 
+static double
+load_pause (struct kind *kd)
+{
+  double v;
+
+  __atomic_load (&kd->pause, &v, __ATOMIC_RELAXED);
+  return v;
+}
+
+static void
+store_pause (struct kind *kd, double v)
+{
+  __atomic_store (&kd->pause, &v, __ATOMIC_RELAXED);
+}
+
 /* Back to holding the side decided, for `secs`; the trial ends. */
 static void
 hold (struct gr_router *r, struct kind *kd, double now, double secs)
@@ -307,6 +330,7 @@ step (struct gr_router *r, struct kind *kd, double now)
     memset (kd->cpu, 0, sizeof kd->cpu);
     memset (kd->b, 0, sizeof kd->b);
     kd->phase = 0;
+    kd->again = 0;
     warm (kd, now);
     return;
   case ST_WARM:
@@ -317,6 +341,7 @@ step (struct gr_router *r, struct kind *kd, double now)
     kd->cpu0 = r->clk.cpu (r->clk.arg);
     __atomic_store_n (&kd->bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n (&kd->ops, 0, __ATOMIC_RELAXED);
+    store_pause (kd, 0);
     set_until (kd, now + PHASE_S - WARM_S);
     return;
   case ST_COUNT:
@@ -328,9 +353,20 @@ step (struct gr_router *r, struct kind *kd, double now)
       break;
     s = phase_side[kd->phase];
     {
+      const double pause = load_pause (kd);
       char name[96];
 
       kind_name (r, kd, name, sizeof name);
+      if (pause > PAUSE_S && pause > PAUSE_X * secs / (double) ops) {
+        gr_debug ("accel=auto: %s: trial phase %d on the %s: a pause of "
+                  "%.0f ms in it (%.2f to %.2f s), measured again", name,
+                  kd->phase + 1, s == GR_SIDE_GPU ? "GPU" : "CPU",
+                  pause * 1e3, kd->t0 - r->born, now - r->born);
+        if (++kd->again > MAX_AGAIN)
+          break;
+        warm (kd, now);
+        return;
+      }
       gr_debug ("accel=auto: %s: trial phase %d on the %s: %.0f MB/s, "
                 "%.2f CPU-s/GB (%.2f to %.2f s)", name, kd->phase + 1,
                 s == GR_SIDE_GPU ? "GPU" : "CPU", (double) b / secs / 1e6,
@@ -370,6 +406,15 @@ gr_router_route (struct gr_router *r, enum gr_op op, size_t bytes,
     return prior (r, measured, bytes) ? GR_SIDE_GPU : GR_SIDE_CPU;
   kd = &r->k[kind * NSIZES + size_of (bytes)];
   now = r->clk.now (r->clk.arg);
+  {
+    /* The interval since the kind's last operation, the longest kept
+     * (a racing thread may lose one: a pause is seen by the next). */
+    double prev;
+
+    __atomic_exchange (&kd->last, &now, &prev, __ATOMIC_RELAXED);
+    if (now - prev > load_pause (kd))
+      store_pause (kd, now - prev);
+  }
   if (now >= load_until (kd)) {
     pthread_mutex_lock (&r->lock);
     step (r, kd, now);

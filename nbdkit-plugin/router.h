@@ -26,8 +26,12 @@
  * long as it, up to 30 s; then a new trial.  One trial runs at a time,
  * among all kinds, so that two kinds' switches do not blur each other; a
  * trial whose kind stops coming (a phase with fewer than 8 operations, or
- * reached late) is abandoned and tried again 5 s later.  Every decision
- * is logged with its figures (nbdkit -v), and at exit each kind that ran.
+ * reached late) is abandoned and tried again 5 s later; a phase with a
+ * shorter pause in it (no operation of the kind for 20 ms and for 8
+ * times the phase's mean interval: a client between two runs) is
+ * measured again, at most 4 times a trial, so that the pause is not
+ * taken for the side's rate.  Every decision is logged with its figures
+ * (nbdkit -v), and at exit each kind that ran.
  *
  * One owner: struct gr_router holds every kind's state.  Thread-safe: a
  * route is a few atomic loads and adds; the thread that finds a stage
