@@ -240,8 +240,9 @@ struct gr_plan_ctx {
                                  * jobs' zeroing (not journaled) still
                                  * fallocates */
   /* Where a coding operation of that many data bytes (a reconstruct's
-   * nerased: the members lost, members_lost in plan-internal.h) runs: true for the GPU, whose blocks are then all in scratch (the
-   * engine copies page-locked memory directly), or in the request where
+   * nerased: the members lost, members_lost in plan-internal.h) runs:
+   * true for the GPU, whose blocks are then all in scratch (the engine
+   * copies page-locked memory directly), or in the request where
    * req_pinned. */
   bool (*gpu) (void *arg, enum gr_op op, size_t bytes, int nerased);
   void *gpu_arg;
