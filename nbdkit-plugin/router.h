@@ -34,8 +34,9 @@
  * (nbdkit -v), and at exit each kind that ran.
  *
  * One owner: struct gr_router holds every kind's state.  Thread-safe: a
- * route is a few atomic loads, adds and an exchange (its time); the thread that finds a stage
- * ended moves the trial on, under the router's lock.  No I/O but the log.
+ * route is a few atomic loads, adds and an exchange (its time); the
+ * thread that finds a stage ended moves the trial on, under the router's
+ * lock.  No I/O but the log.
  */
 #ifndef GPURAID_ROUTER_H
 #define GPURAID_ROUTER_H
