@@ -190,19 +190,21 @@ kind_name (const struct gr_router *r, const struct kind *kd, char *buf,
               r->m, size_name[x % NSIZES]);
 }
 
+/* A double read by every route and written by others (the kinds'
+ * stage ends and pauses). */
 static double
-load_until (struct kind *kd)
+load_d (double *p)
 {
   double v;
 
-  __atomic_load (&kd->until, &v, __ATOMIC_ACQUIRE);
+  __atomic_load (p, &v, __ATOMIC_ACQUIRE);
   return v;
 }
 
 static void
-set_until (struct kind *kd, double v)
+store_d (double *p, double v)
 {
-  __atomic_store (&kd->until, &v, __ATOMIC_RELEASE);
+  __atomic_store (p, &v, __ATOMIC_RELEASE);
 }
 
 static void
@@ -211,28 +213,13 @@ set_side (struct kind *kd, int side)
   __atomic_store_n (&kd->side, side, __ATOMIC_RELEASE);
 }
 
-static double
-load_pause (struct kind *kd)
-{
-  double v;
-
-  __atomic_load (&kd->pause, &v, __ATOMIC_RELAXED);
-  return v;
-}
-
-static void
-store_pause (struct kind *kd, double v)
-{
-  __atomic_store (&kd->pause, &v, __ATOMIC_RELAXED);
-}
-
 /* Back to holding the side decided, for `secs`; the trial ends. */
 static void
 hold (struct gr_router *r, struct kind *kd, double now, double secs)
 {
   kd->stage = ST_HOLD;
   set_side (kd, kd->held);
-  set_until (kd, now + secs);
+  store_d (&kd->until, now + secs);
   if (r->trial == kd)
     r->trial = NULL;
 }
@@ -242,7 +229,7 @@ warm (struct kind *kd, double now)
 {
   kd->stage = ST_WARM;
   set_side (kd, phase_side[kd->phase]);
-  set_until (kd, now + WARM_S);
+  store_d (&kd->until, now + WARM_S);
 }
 
 /* kd's trial abandoned: its operations paused (logged); tried again
@@ -305,7 +292,7 @@ decide (struct gr_router *r, struct kind *kd, double now)
 static void
 step (struct gr_router *r, struct kind *kd, double now)
 {
-  const double until = load_until (kd);
+  const double until = load_d (&kd->until);
   double secs, cpu;
   uint64_t b, ops;
   int s;
@@ -319,10 +306,10 @@ step (struct gr_router *r, struct kind *kd, double now)
   case ST_HOLD:
     /* Another kind's trial: wait, unless that kind has stopped coming
      * (its stage ended a while ago): its trial is abandoned. */
-    if (r->trial != NULL && now > load_until (r->trial) + LATE_S)
+    if (r->trial != NULL && now > load_d (&r->trial->until) + LATE_S)
       abandon (r, r->trial, now);
     if (r->trial != NULL) {
-      set_until (kd, now + WAIT_S);
+      store_d (&kd->until, now + WAIT_S);
       return;
     }
     r->trial = kd;
@@ -341,8 +328,8 @@ step (struct gr_router *r, struct kind *kd, double now)
     kd->cpu0 = r->clk.cpu (r->clk.arg);
     __atomic_store_n (&kd->bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n (&kd->ops, 0, __ATOMIC_RELAXED);
-    store_pause (kd, 0);
-    set_until (kd, now + PHASE_S - WARM_S);
+    store_d (&kd->pause, 0);
+    store_d (&kd->until, now + PHASE_S - WARM_S);
     return;
   case ST_COUNT:
     secs = now - kd->t0;
@@ -353,7 +340,7 @@ step (struct gr_router *r, struct kind *kd, double now)
       break;
     s = phase_side[kd->phase];
     {
-      const double pause = load_pause (kd);
+      const double pause = load_d (&kd->pause);
       char name[96];
 
       kind_name (r, kd, name, sizeof name);
@@ -412,10 +399,10 @@ gr_router_route (struct gr_router *r, enum gr_op op, size_t bytes,
     double prev;
 
     __atomic_exchange (&kd->last, &now, &prev, __ATOMIC_RELAXED);
-    if (now - prev > load_pause (kd))
-      store_pause (kd, now - prev);
+    if (now - prev > load_d (&kd->pause))
+      store_d (&kd->pause, now - prev);
   }
-  if (now >= load_until (kd)) {
+  if (now >= load_d (&kd->until)) {
     pthread_mutex_lock (&r->lock);
     step (r, kd, now);
     pthread_mutex_unlock (&r->lock);
