@@ -20,7 +20,9 @@
  *
  * Kernels with many output blocks stage their inputs in shared memory
  * with cp.async (gr_gpu_jit_stage), so that later inputs arrive while the
- * network runs on earlier ones without holding registers.
+ * network runs on earlier ones without holding registers; the large RS
+ * ones then store their outputs through those slots by a loop, so that
+ * their machine code stays small enough to be fetched in time.
  *
  * NVRTC is loaded with dlopen, so nothing needs it to start; without it
  * (or on any failure) the generic kernels are used.  Compiling takes
@@ -77,6 +79,16 @@ int gr_gpu_jit_passrows = 16;
  * 2061, 10+4 CRS 2906 against 3068). */
 int gr_gpu_jit_stage = -1;
 #define JIT_STAGE_MINROWS 12
+/* Staged RS kernels of at least JIT_OUTLOOP_MIN input-output block pairs
+ * (k x m) store their outputs by a loop (emit_stage_out) and are
+ * compiled for 3 resident blocks of JIT_THREADS a SM (at most 168
+ * registers: else ptxas takes 192 for 16+16, 2 blocks fit, 86 % of the
+ * roofline against 93 %).  Measured on an H200 against the unrolled
+ * stores (docs/performance.md, "The output stage as a loop"): 16+16 RS
+ * +4-6 %, 12+16 +3 %, 16+12 +6 %, 20+16 +8 %; below, 4+16, 8+16 and 10+15
+ * lose 1-2 % (memory-bound, a few bytes spilled) and 12+12 is even. */
+#define JIT_OUTLOOP_MIN 192
+#define JIT_STAGE_MINBLOCKS "3"
 /* RS transposes' right shifts as IMAD.HI products (1) or SHF (0): moves
  * 384 instructions per 16+16 item from the integer ALU pipe to the
  * multiply pipe; even or slightly better everywhere. */
@@ -223,6 +235,8 @@ static const char prologue[] =
    * vector store into four 4-byte ones. */
   "#define STG16(p, a, b, c, d) asm volatile (\"st.global.v4.u32 [%0], {%1, %2, %3, %4};\""
   " :: \"l\" (p), \"r\" (a), \"r\" (b), \"r\" (c), \"r\" (d) : \"memory\")\n"
+  "#define STS16(sa, a, b, c, d) asm volatile (\"st.shared.v4.u32 [%0], {%1, %2, %3, %4};\""
+  " :: \"r\" (sa), \"r\" (a), \"r\" (b), \"r\" (c), \"r\" (d) : \"memory\")\n"
   "#define LDS4(a, sa) asm volatile (\"ld.shared.u32 %0, [%1];\""
   " : \"=r\" (a) : \"r\" (sa) : \"memory\")\n"
   "#define TR8(a) \\\n"
@@ -299,11 +313,48 @@ emit_stage_read (struct sbuf *b, enum gr_code code, int i, const char *dst)
   }
 }
 
+/* The output blocks of a staged RS item (accumulators o[0 .. 8 nrows)),
+ * transposed back and stored by a loop (JIT_OUTLOOP_MIN): each round puts
+ * up to ncols blocks' accumulators in the thread's input slots (every
+ * input has been read by then), then one loop body loads a block's 8
+ * words, transposes and stores them.  Unrolled, the 16 transposes and
+ * stores of 16+16 were 12 of the kernel's 67 KiB of machine code, and its
+ * warps stalled on instruction fetch more than on anything else (Nsight
+ * Compute; docs/performance.md, "The output stage as a loop"). */
+static void
+emit_stage_out (struct sbuf *b, int nrows, int ncols)
+{
+  for (int j0 = 0; j0 < nrows; j0 += ncols) {
+    const int n = nrows - j0 < ncols ? nrows - j0 : ncols;
+
+    for (int j = 0; j < n; j++) {
+      const int r = (j0 + j) * 8;
+      emit (b, "    STS16 (sb + %d, o[%d], o[%d], o[%d], o[%d]);\n"
+            "    STS16 (sb + %d, o[%d], o[%d], o[%d], o[%d]);\n",
+            j * JIT_STAGE_BYTES, r, r + 1, r + 2, r + 3,
+            j * JIT_STAGE_BYTES + JIT_THREADS * 16, r + 4, r + 5, r + 6,
+            r + 7);
+    }
+    emit (b, "    #pragma unroll 1\n"
+          "    for (int j_ = 0; j_ < %d; j_++) {\n"
+          "      const u32 sa_ = sb + j_ * %d;\n"
+          "      u32 *const q_ = op + (u64) (j_ + %d) * vlen + base;\n"
+          "      u32 q[8];\n"
+          "      LDS16 (q[0], q[1], q[2], q[3], sa_);\n"
+          "      LDS16 (q[4], q[5], q[6], q[7], sa_ + %d);\n"
+          "      TR8(q)\n"
+          "      STG16 (q_, q[0], q[1], q[2], q[3]);\n"
+          "      STG16 (q_ + h2, q[4], q[5], q[6], q[7]);\n"
+          "    }\n", n, JIT_STAGE_BYTES, j0, JIT_THREADS * 16);
+  }
+}
+
 /* Code generation options of gen_source (see the globals above). */
 struct gen_opts {
   int stage;            /* staged inputs: 0 or 1 (gr_gpu_jit_stage) */
   int shr;              /* RS right shifts as IMAD.HI */
   int lop3;             /* network rows as explicit LOP3s */
+  int outloop;          /* outputs stored by a loop (JIT_OUTLOOP_MIN) */
 };
 
 /* The network for input i (its planes in p[0..7]) into the accumulators
@@ -424,6 +475,9 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
       emit_net (b, bits, nc, i, r0, r1, r0, o->lop3);
       emit (b, "    }\n");
     }
+    if (o->outloop)
+      emit_stage_out (b, j1 - j0, ncols);
+    else
     for (int j = j0; j < j1; j++) {
       if (code == GR_CODE_RS)
         emit (b,
@@ -463,6 +517,8 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
   o->stage = stage;
   if (o->lop3 < 0)
     o->lop3 = code == GR_CODE_RS || stage;
+  o->outloop = stage && code == GR_CODE_RS
+    && nrows * ncols >= JIT_OUTLOOP_MIN;
   emit (&b, "#define GR_SHR_HI %d\n%s", o->shr ? 1 : 0, prologue);
   /* ITEM (t, base, h2) declares where item t of a stripe starts (base,
    * in words) and, RS, where its second 16 bytes are (h2 words further).
@@ -484,11 +540,12 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
     emit (&b, "#define ITEM(t, base, h2) const u64 base = ((t) >> 7) * 1024"
           " + ((t) & 127); const u32 h2 = 0; (void) h2;\n");
   emit (&b,
-        "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+        "extern \"C\" __global__ void __launch_bounds__(%d%s)\n"
         "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
         " u64 vlen, u64 nstripes)\n{\n"
         "  const u64 items = vlen / 8, total = items * nstripes;\n"
-        "  const unsigned w = threadIdx.x >> 5;\n", JIT_THREADS);
+        "  const unsigned w = threadIdx.x >> 5;\n", JIT_THREADS,
+        o->outloop ? ", " JIT_STAGE_MINBLOCKS : "");
   if (stage)
     emit (&b, "  extern __shared__ v4 gr_stage[];\n"
           "  u32 sb = (u32) __cvta_generic_to_shared (gr_stage)"
