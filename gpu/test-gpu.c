@@ -1398,7 +1398,10 @@ run_cksums (const struct gr_backend *ref, const struct gr_backend *gpu)
 }
 
 /* 16+16 (the heaviest JIT kernels, staged by default): encode and
- * reconstruct, RS and CRS, a few lengths and batch sizes. */
+ * reconstruct, RS and CRS, a few lengths and batch sizes; and 12+16 RS,
+ * whose staged kernel has more output blocks than input slots and so
+ * stores its outputs by the loop in two rounds (gpu/jit.cu,
+ * emit_stage_out). */
 static void
 run_16_16 (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
@@ -1415,6 +1418,17 @@ run_16_16 (const struct gr_backend *ref, const struct gr_backend *gpu)
     }
     else
       test_case (cr, cg, 3, 4096, 1, 0, 0, 1);
+    gr_coder_free (cg);
+    gr_coder_free (cr);
+  }
+  {
+    struct gr_coder *cr = NULL, *cg = NULL;
+
+    if (gr_coder_new (&cr, 12, 16, GR_CODE_RS, ref) < 0 ||
+        gr_coder_new (&cg, 12, 16, GR_CODE_RS, gpu) < 0)
+      FAIL ("coder 12+16 RS");
+    else
+      test_case (cr, cg, 3, 65536 + 13, 0, 0, 0, 1);
     gr_coder_free (cg);
     gr_coder_free (cr);
   }
