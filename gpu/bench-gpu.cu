@@ -30,7 +30,10 @@
  * at 64 MiB, from copies alone, against the engine; r, only when named:
  * kernel launches while another thread page-locks memory; e: small
  * decodes from many threads, as degraded reads make them; s: a write
- * batch's block checksums with its encode).
+ * batch's block checksums with its encode; ag, only when named: the JIT
+ * kernels of the geometries in BENCH_GEOMS, "k:m:rs:dec ...", rs 1 for
+ * RS and 0 for CRS, dec 1 for the decode of the first m data blocks
+ * (m <= k), in the default form, to compare two builds).
  * BENCH_SYNC=spin|yield|block: the host's wait for the GPU.
  */
 #include <errno.h>
@@ -75,6 +78,7 @@ want (const char *name)
 
   if (p == NULL || *p == 0)
     return strcmp (name, "bx") != 0 && strcmp (name, "a6") != 0 &&
+      strcmp (name, "ag") != 0 &&
       strcmp (name, "bp") != 0 && strcmp (name, "r") != 0;
   while (*p) {
     const char *e = strchr (p, ',');
@@ -515,6 +519,45 @@ bench_jit_forms (void *din, void *dout, const char *title,
   gr_gpu_jit_lop3 = save[2];
 }
 
+/* (ag): one geometry "k:m:rs:dec" in the default form, as many stripes
+ * of 1 MiB blocks as fit 1 GiB of the larger side. */
+static void
+bench_jit_geom (void *din, void *dout, const char *geom)
+{
+  int k, m, rs, dec;
+  struct jit_run r;
+  uint8_t *gen, *dm;
+
+  if (sscanf (geom, "%d:%d:%d:%d", &k, &m, &rs, &dec) != 4 || k < 1 ||
+      m < 1 || k + m > GR_MAX_MEMBERS || (dec && m > k)) {
+    printf ("ag %s: not k:m:rs:dec with dec only where m <= k\n", geom);
+    return;
+  }
+  const size_t ns = GiB / ((size_t) (k > m ? k : m) * MiB);
+
+  gen = (uint8_t *) malloc ((size_t) (k + m) * k);
+  dm = (uint8_t *) malloc ((size_t) m * k);
+  if (gen == NULL || dm == NULL) {
+    fprintf (stderr, "out of memory\n");
+    exit (1);
+  }
+  gr_gf_gen_matrix (k, m, gen);
+  if (dec)
+    decode_matrix (gen, k, m, dm);
+  if (time_jit (rs ? GR_CODE_RS : GR_CODE_CRS,
+                dec ? dm : gen + (size_t) k * k, k, m, din, dout, ns, MiB,
+                &r) == 0)
+    printf ("ag %d+%d %s %s: %7.1f GB/s (%.1f%% of roofline; %d regs, "
+            "%zu B local, %d blocks/SM)%s\n", k, m, rs ? "RS" : "CRS",
+            dec ? "dec" : "enc", r.gbs, r.roof, r.regs, r.local, r.per_sm,
+            r.check);
+  else
+    printf ("ag %d+%d jit failed: %s\n", k, m, gr_gpu_last_error ());
+  fflush (stdout);
+  free (gen);
+  free (dm);
+}
+
 static void
 bench_kernels (void)
 {
@@ -683,6 +726,17 @@ bench_kernels (void)
       free (gen);
     }
     gr_gpu_jit_passrows = saved;
+  }
+  if (want ("ag")) {
+    const char *env = getenv ("BENCH_GEOMS");
+    char buf[512], *save = NULL;
+
+    snprintf (buf, sizeof buf, "%s", env ? env : "16:16:1:0 16:16:1:1");
+    printf ("\n(ag) JIT kernels of BENCH_GEOMS, default form, blocks of "
+            "1 MiB, GB/s of data (median of 5)\n");
+    for (char *tok = strtok_r (buf, " ", &save); tok;
+         tok = strtok_r (NULL, " ", &save))
+      bench_jit_geom (din, dout, tok);
   }
   if (want ("a6")) {
     static const struct jit_form f[] = {
@@ -1547,7 +1601,8 @@ main (void)
           generic_name (GR_CODE_CRS), gr_gpu_jit_min >> 20);
   gr_gpu_jit_async = 0;         /* (b): JIT kernel ready before timing */
   references ();
-  if (want ("a") || want ("a2") || want ("a3") || want ("a6"))
+  if (want ("a") || want ("a2") || want ("a3") || want ("a6") ||
+      want ("ag"))
     bench_kernels ();
   if (want ("r"))
     bench_register ();
