@@ -80,13 +80,11 @@ int gr_gpu_jit_passrows = 16;
 int gr_gpu_jit_stage = -1;
 #define JIT_STAGE_MINROWS 12
 /* Staged RS kernels of at least JIT_OUTLOOP_MIN input-output block pairs
- * (k x m) store their outputs by a loop (emit_stage_out) and are
- * compiled for 3 resident blocks of JIT_THREADS a SM (at most 168
- * registers: else ptxas takes 192 for 16+16, 2 blocks fit, 86 % of the
- * roofline against 93 %).  Measured on an H200 against the unrolled
- * stores (docs/performance.md, "The output stage as a loop"): 16+16 RS
- * +4-6 %, 12+16 +3 %, 16+12 +6 %, 20+16 +8 %; below, 4+16, 8+16 and 10+15
- * lose 1-2 % (memory-bound, a few bytes spilled) and 12+12 is even. */
+ * (k x m) store their outputs by a loop (emit_stage_out), compiled for 3
+ * resident blocks of JIT_THREADS a SM (at most 168 registers; without
+ * the bound ptxas takes more and only 2 fit).  The loop makes the large
+ * kernels faster and the smaller, memory-bound ones a little slower
+ * (docs/performance.md, "The output stage as a loop"). */
 #define JIT_OUTLOOP_MIN 192
 #define JIT_STAGE_MINBLOCKS "3"
 /* RS transposes' right shifts as IMAD.HI products (1) or SHF (0): moves
@@ -317,10 +315,10 @@ emit_stage_read (struct sbuf *b, enum gr_code code, int i, const char *dst)
  * transposed back and stored by a loop (JIT_OUTLOOP_MIN): each round puts
  * up to ncols blocks' accumulators in the thread's input slots (every
  * input has been read by then), then one loop body loads a block's 8
- * words, transposes and stores them.  Unrolled, the 16 transposes and
- * stores of 16+16 were 12 of the kernel's 67 KiB of machine code, and its
- * warps stalled on instruction fetch more than on anything else (Nsight
- * Compute; docs/performance.md, "The output stage as a loop"). */
+ * words, transposes and stores them.  Unrolled, these transposes and
+ * stores made a sixth of the 16+16 kernel's straight-line code, whose
+ * warps waited on instruction fetch more than on anything else
+ * (docs/performance.md, "The output stage as a loop"). */
 static void
 emit_stage_out (struct sbuf *b, int nrows, int ncols)
 {
