@@ -476,20 +476,20 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
     if (o->outloop)
       emit_stage_out (b, j1 - j0, ncols);
     else
-    for (int j = j0; j < j1; j++) {
-      if (code == GR_CODE_RS)
-        emit (b,
-              "    {\n      u32 q[8];\n"
-              "      for (int r = 0; r < 8; r++) q[r] = o[%d + r];\n"
-              "      TR8(q)\n"
-              "      STG16 (op + %d * vlen + base, q[0], q[1], q[2], q[3]);\n"
-              "      STG16 (op + %d * vlen + base + h2, q[4], q[5], q[6], q[7]);\n"
-              "    }\n", (j - j0) * 8, j, j);
-      else
-        for (int r = 0; r < 8; r++)
-          emit (b, "    op[%d * vlen + base + %d] = o[%d];\n", j, r * 128,
-                (j - j0) * 8 + r);
-    }
+      for (int j = j0; j < j1; j++) {
+        if (code == GR_CODE_RS)
+          emit (b,
+                "    {\n      u32 q[8];\n"
+                "      for (int r = 0; r < 8; r++) q[r] = o[%d + r];\n"
+                "      TR8(q)\n"
+                "      STG16 (op + %d * vlen + base, q[0], q[1], q[2], q[3]);\n"
+                "      STG16 (op + %d * vlen + base + h2, q[4], q[5], q[6], q[7]);\n"
+                "    }\n", (j - j0) * 8, j, j);
+        else
+          for (int r = 0; r < 8; r++)
+            emit (b, "    op[%d * vlen + base + %d] = o[%d];\n", j, r * 128,
+                  (j - j0) * 8 + r);
+      }
     emit (b, "    }\n");
   }
 }
