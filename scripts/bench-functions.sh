@@ -37,11 +37,15 @@
 #   bench_record ROW ACCEL MB CPU MACHINE  one result (ROW names what was
 #                        measured, without spaces: 8+8/write/8conns;
 #                        ACCEL: cpu, gpu, auto or a variant's name),
-#                        kept in $tmp/records
+#                        kept in $tmp/records, of round $bench_round (1
+#                        unless the script sets it)
 #   bench_ratios TITLE   for each ROW recorded with accel cpu and gpu:
 #                        gpu / cpu of the MB/s and of both CPU-s/GB;
 #                        with auto too: auto / the better of the two;
-#                        after an empty line and TITLE, if there is any
+#                        after an empty line and TITLE, if there is any;
+#                        with several rounds, each ratio is the median of
+#                        the rounds' (each round's servers' own), with
+#                        their range
 
 progress () { printf '==> %s  [load %s]\n' "$*" "$(cut -d' ' -f1-3 /proc/loadavg)"; }
 ratio () { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
@@ -114,28 +118,66 @@ cpu_per_gb ()
     'BEGIN { printf "%.2f", (t / hz) / (b / 1e9) }'
 }
 
-bench_record () { echo "$*" >>"$tmp/records"; }
+bench_round=1
+bench_record () { echo "$bench_round $*" >>"$tmp/records"; }
 
 bench_ratios ()
 {
   [ -s "$tmp/records" ] || return 0
   awk -v title="$1" '
-    function r(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
-    { mb[$1, $2] = $3; c[$1, $2] = $4; mc[$1, $2] = $5
-      if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+    # The median of the n values v[1..n] (sorted here), with their range
+    # where there are several.
+    function med(v, n,   i, j, t, m) {
+      for (i = 2; i <= n; i++)
+        for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
+          t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
+        }
+      m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+      return n > 1 ? sprintf("%.2f (%.2f-%.2f)", m, v[1], v[n]) \
+                   : sprintf("%.2f", m)
+    }
+    # The ratios of row k, one a round, as strings (cpu and gpu in it).
+    function ratios(k,   rd, n, na, b, x, y, z, a, line) {
+      n = na = 0
+      for (rd = 1; rd <= nr; rd++) {
+        if (!(((rd, k, "cpu") in mb) && ((rd, k, "gpu") in mb)) ||
+            mb[rd, k, "cpu"] <= 0 || c[rd, k, "cpu"] <= 0 ||
+            mc[rd, k, "cpu"] <= 0)
+          continue
+        n++
+        x[n] = mb[rd, k, "gpu"] / mb[rd, k, "cpu"]
+        y[n] = c[rd, k, "gpu"] / c[rd, k, "cpu"]
+        z[n] = mc[rd, k, "gpu"] / mc[rd, k, "cpu"]
+        if ((rd, k, "auto") in mb) {
+          b = mb[rd, k, "gpu"] > mb[rd, k, "cpu"] ? "gpu" : "cpu"
+          a[++na] = mb[rd, k, "auto"] / mb[rd, k, b]
+          better[b]++
+        }
+      }
+      if (n == 0)
+        return ""
+      line = sprintf("%s: gpu / cpu %s x the MB/s, %s x the server CPU-s/GB, %s x the machine CPU-s/GB",
+                     k, med(x, n), med(y, n), med(z, n))
+      if (na > 0)
+        line = line sprintf("; auto / %s %s x the MB/s",
+                            better["gpu"] && better["cpu"] ? "the better of each round" \
+                            : better["gpu"] ? "gpu (the better)" : "cpu (the better)",
+                            med(a, na))
+      delete better
+      if (n < nr)
+        line = line sprintf("  [%d of %d rounds]", n, nr)
+      else if (nr > 1)
+        line = line sprintf("  [%d rounds]", n)
+      return line
+    }
+    { mb[$1, $2, $3] = $4; c[$1, $2, $3] = $5; mc[$1, $2, $3] = $6
+      if ($1 > nr) nr = $1
+      if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } }
     END {
       for (i = 1; i <= n; i++) {
-        k = order[i]
-        if (!(((k, "cpu") in mb) && ((k, "gpu") in mb)))
+        line = ratios(order[i])
+        if (line == "")
           continue
-        line = sprintf("%s: gpu / cpu %s x the MB/s, %s x the server CPU-s/GB, %s x the machine CPU-s/GB",
-                       k, r(mb[k, "gpu"], mb[k, "cpu"]), r(c[k, "gpu"], c[k, "cpu"]),
-                       r(mc[k, "gpu"], mc[k, "cpu"]))
-        if ((k, "auto") in mb) {
-          b = mb[k, "gpu"] > mb[k, "cpu"] ? "gpu" : "cpu"
-          line = line sprintf("; auto / %s (the better) %s x the MB/s", b,
-                              r(mb[k, "auto"], mb[k, b]))
-        }
         if (!said++)
           printf "\n%s\n", title
         print line
