@@ -458,6 +458,32 @@ decode_matrix (const uint8_t *gen, int k, int m, uint8_t *dm)
   free (inv);
 }
 
+/* time_jit of k+m's encode matrix, or (dec, m <= k) of the decode of
+ * its first m data blocks, on as many stripes of 1 MiB blocks as fit
+ * 1 GiB of the larger side. */
+static int
+time_jit_geom (enum gr_code code, int k, int m, int dec, void *din,
+               void *dout, struct jit_run *r)
+{
+  const size_t ns = GiB / ((size_t) (k > m ? k : m) * MiB);
+  uint8_t *gen = (uint8_t *) malloc ((size_t) (k + m) * k);
+  uint8_t *dm = (uint8_t *) malloc ((size_t) m * k);
+  int ret;
+
+  if (gen == NULL || dm == NULL) {
+    fprintf (stderr, "out of memory\n");
+    exit (1);
+  }
+  gr_gf_gen_matrix (k, m, gen);
+  if (dec)
+    decode_matrix (gen, k, m, dm);
+  ret = time_jit (code, dec ? dm : gen + (size_t) k * k, k, m, din, dout,
+                  ns, MiB, r);
+  free (gen);
+  free (dm);
+  return ret;
+}
+
 /* A form of JIT kernel: inputs staged in shared memory
  * (gr_gpu_jit_stage), RS right shifts as IMAD.HI (gr_gpu_jit_shr),
  * network rows as explicit LOP3s (gr_gpu_jit_lop3); codes: 1 RS, 2 CRS,
@@ -477,18 +503,12 @@ bench_jit_forms (void *din, void *dout, const char *title,
     { 10, 4, 1 }, { 10, 4, 0 },
   };
   const int save[3] = { gr_gpu_jit_stage, gr_gpu_jit_shr, gr_gpu_jit_lop3 };
-  const size_t len = MiB;
 
   printf ("\n%s, GB/s of data (median of 5)\n", title);
   for (size_t gi = 0; gi < sizeof geo / sizeof geo[0]; gi++) {
     const int k = geo[gi][0], m = geo[gi][1];
     const enum gr_code code = geo[gi][2] ? GR_CODE_RS : GR_CODE_CRS;
-    const size_t ns = GiB / ((size_t) k * len);
-    uint8_t *gen = (uint8_t *) malloc ((size_t) (k + m) * k);
-    uint8_t *dm = (uint8_t *) malloc ((size_t) m * k);
 
-    gr_gf_gen_matrix (k, m, gen);
-    decode_matrix (gen, k, m, dm);
     for (int op = 0; op < (k == 16 && m == 16 ? 2 : 1); op++)
       for (int fi = 0; fi < nforms; fi++) {
         const struct jit_form *f = &forms[fi];
@@ -499,8 +519,7 @@ bench_jit_forms (void *din, void *dout, const char *title,
         gr_gpu_jit_stage = f->stage;
         gr_gpu_jit_shr = f->shr;
         gr_gpu_jit_lop3 = f->lop3;
-        if (time_jit (code, op == 0 ? gen + (size_t) k * k : dm, k, m, din,
-                      dout, ns, len, &r) == 0)
+        if (time_jit_geom (code, k, m, op, din, dout, &r) == 0)
           printf ("%d+%d %-3s %s stage=%d shr=%d lop3=%d: "
                   "%7.1f GB/s (%.1f%% of roofline; %d regs, %zu B local, "
                   "%d blocks/SM; compile %.0f ms)%s\n",
@@ -511,42 +530,26 @@ bench_jit_forms (void *din, void *dout, const char *title,
         else
           printf ("%d+%d jit failed: %s\n", k, m, gr_gpu_last_error ());
       }
-    free (gen);
-    free (dm);
   }
   gr_gpu_jit_stage = save[0];
   gr_gpu_jit_shr = save[1];
   gr_gpu_jit_lop3 = save[2];
 }
 
-/* (ag): one geometry "k:m:rs:dec" in the default form, as many stripes
- * of 1 MiB blocks as fit 1 GiB of the larger side. */
+/* (ag): one geometry "k:m:rs:dec" in the default form. */
 static void
 bench_jit_geom (void *din, void *dout, const char *geom)
 {
   int k, m, rs, dec;
   struct jit_run r;
-  uint8_t *gen, *dm;
 
   if (sscanf (geom, "%d:%d:%d:%d", &k, &m, &rs, &dec) != 4 || k < 1 ||
       m < 1 || k + m > GR_MAX_MEMBERS || (dec && m > k)) {
     printf ("ag %s: not k:m:rs:dec with dec only where m <= k\n", geom);
     return;
   }
-  const size_t ns = GiB / ((size_t) (k > m ? k : m) * MiB);
-
-  gen = (uint8_t *) malloc ((size_t) (k + m) * k);
-  dm = (uint8_t *) malloc ((size_t) m * k);
-  if (gen == NULL || dm == NULL) {
-    fprintf (stderr, "out of memory\n");
-    exit (1);
-  }
-  gr_gf_gen_matrix (k, m, gen);
-  if (dec)
-    decode_matrix (gen, k, m, dm);
-  if (time_jit (rs ? GR_CODE_RS : GR_CODE_CRS,
-                dec ? dm : gen + (size_t) k * k, k, m, din, dout, ns, MiB,
-                &r) == 0)
+  if (time_jit_geom (rs ? GR_CODE_RS : GR_CODE_CRS, k, m, dec, din, dout,
+                     &r) == 0)
     printf ("ag %d+%d %s %s: %7.1f GB/s (%.1f%% of roofline; %d regs, "
             "%zu B local, %d blocks/SM)%s\n", k, m, rs ? "RS" : "CRS",
             dec ? "dec" : "enc", r.gbs, r.roof, r.regs, r.local, r.per_sm,
@@ -554,8 +557,6 @@ bench_jit_geom (void *din, void *dout, const char *geom)
   else
     printf ("ag %d+%d jit failed: %s\n", k, m, gr_gpu_last_error ());
   fflush (stdout);
-  free (gen);
-  free (dm);
 }
 
 static void
