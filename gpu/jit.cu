@@ -86,7 +86,7 @@ int gr_gpu_jit_stage = -1;
  * kernels faster and the smaller, memory-bound ones a little slower
  * (docs/performance.md, "The output stage as a loop"). */
 #define JIT_OUTLOOP_MIN 192
-#define JIT_STAGE_MINBLOCKS "3"
+#define JIT_STAGE_MINBLOCKS 3
 /* RS transposes' right shifts as IMAD.HI products (1) or SHF (0): moves
  * 384 instructions per 16+16 item from the integer ALU pipe to the
  * multiply pipe; even or slightly better everywhere. */
@@ -311,8 +311,8 @@ emit_stage_read (struct sbuf *b, enum gr_code code, int i, const char *dst)
   }
 }
 
-/* The output blocks of a staged RS item (accumulators o[0 .. 8 nrows)),
- * transposed back and stored by a loop (JIT_OUTLOOP_MIN): each round puts
+/* The nrows output blocks of a pass of a staged RS item, from block jpass
+ * (accumulators o[0 .. 8 nrows)), transposed back and stored by a loop (JIT_OUTLOOP_MIN): each round puts
  * up to ncols blocks' accumulators in the thread's input slots (every
  * input has been read by then), then one loop body loads a block's 8
  * words, transposes and stores them.  Unrolled, these transposes and
@@ -320,7 +320,7 @@ emit_stage_read (struct sbuf *b, enum gr_code code, int i, const char *dst)
  * warps waited on instruction fetch more than on anything else
  * (docs/performance.md, "The output stage as a loop"). */
 static void
-emit_stage_out (struct sbuf *b, int nrows, int ncols)
+emit_stage_out (struct sbuf *b, int jpass, int nrows, int ncols)
 {
   for (int j0 = 0; j0 < nrows; j0 += ncols) {
     const int n = nrows - j0 < ncols ? nrows - j0 : ncols;
@@ -343,7 +343,7 @@ emit_stage_out (struct sbuf *b, int nrows, int ncols)
           "      TR8(q)\n"
           "      STG16 (q_, q[0], q[1], q[2], q[3]);\n"
           "      STG16 (q_ + h2, q[4], q[5], q[6], q[7]);\n"
-          "    }\n", n, JIT_STAGE_BYTES, j0, JIT_THREADS * 16);
+          "    }\n", n, JIT_STAGE_BYTES, jpass + j0, JIT_THREADS * 16);
   }
 }
 
@@ -474,7 +474,7 @@ emit_rows (struct sbuf *b, enum gr_code code, const uint8_t *bits,
       emit (b, "    }\n");
     }
     if (o->outloop)
-      emit_stage_out (b, j1 - j0, ncols);
+      emit_stage_out (b, j0, j1 - j0, ncols);
     else
       for (int j = j0; j < j1; j++) {
         if (code == GR_CODE_RS)
@@ -507,6 +507,7 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
   int stage = o->stage;
   struct sbuf b = { NULL, 0, 0, 0 };
   const int passrows = gr_gpu_jit_passrows > 0 ? gr_gpu_jit_passrows : nrows;
+  char bounds[32];
 
   /* Staging: one pass of every output block (the shared buffer is per
    * thread), at most JIT_STAGE_MAXCOLS inputs. */
@@ -517,6 +518,11 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
     o->lop3 = code == GR_CODE_RS || stage;
   o->outloop = stage && code == GR_CODE_RS
     && nrows * ncols >= JIT_OUTLOOP_MIN;
+  if (o->outloop)
+    snprintf (bounds, sizeof bounds, "%d, %d", JIT_THREADS,
+              JIT_STAGE_MINBLOCKS);
+  else
+    snprintf (bounds, sizeof bounds, "%d", JIT_THREADS);
   emit (&b, "#define GR_SHR_HI %d\n%s", o->shr ? 1 : 0, prologue);
   /* ITEM (t, base, h2) declares where item t of a stripe starts (base,
    * in words) and, RS, where its second 16 bytes are (h2 words further).
@@ -538,12 +544,11 @@ gen_source (enum gr_code code, const uint8_t *bits, int nrows, int ncols,
     emit (&b, "#define ITEM(t, base, h2) const u64 base = ((t) >> 7) * 1024"
           " + ((t) & 127); const u32 h2 = 0; (void) h2;\n");
   emit (&b,
-        "extern \"C\" __global__ void __launch_bounds__(%d%s)\n"
+        "extern \"C\" __global__ void __launch_bounds__(%s)\n"
         "gr_jit(const u32 *__restrict__ in, u32 *__restrict__ out,"
         " u64 vlen, u64 nstripes)\n{\n"
         "  const u64 items = vlen / 8, total = items * nstripes;\n"
-        "  const unsigned w = threadIdx.x >> 5;\n", JIT_THREADS,
-        o->outloop ? ", " JIT_STAGE_MINBLOCKS : "");
+        "  const unsigned w = threadIdx.x >> 5;\n", bounds);
   if (stage)
     emit (&b, "  extern __shared__ v4 gr_stage[];\n"
           "  u32 sb = (u32) __cvta_generic_to_shared (gr_stage)"
