@@ -1405,33 +1405,37 @@ run_cksums (const struct gr_backend *ref, const struct gr_backend *gpu)
 static void
 run_16_16 (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
-  for (int ci = 0; ci < 2; ci++) {
-    const enum gr_code code = ci == 0 ? GR_CODE_RS : GR_CODE_CRS;
-    struct gr_coder *cr = NULL, *cg = NULL;
+  /* Each erasure set costs a compile: few of them. */
+  static const struct {
+    int k, m;
+    enum gr_code code;
+    size_t ns, len;             /* test_case's stripes and length */
+    int misalign;
+  } cs[] = {
+    { 16, 16, GR_CODE_RS, 1, 4096 + 5, 1 },
+    { 16, 16, GR_CODE_RS, 3, 65536 + 13, 0 },
+    { 16, 16, GR_CODE_CRS, 3, 4096, 1 },
+    { 12, 16, GR_CODE_RS, 3, 65536 + 13, 0 },
+  };
+  struct gr_coder *cr = NULL, *cg = NULL;
+  bool ok = false;
 
-    if (gr_coder_new (&cr, 16, 16, code, ref) < 0 ||
-        gr_coder_new (&cg, 16, 16, code, gpu) < 0)
-      FAIL ("coder 16+16 %s", code_name (code));
-    else if (ci == 0) {         /* (every erasure set costs a compile) */
-      test_case (cr, cg, 1, 4096 + 5, 1, 0, 0, 1);
-      test_case (cr, cg, 3, 65536 + 13, 0, 0, 0, 1);
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    if (i == 0 || cs[i].k != cs[i - 1].k || cs[i].m != cs[i - 1].m ||
+        cs[i].code != cs[i - 1].code) {
+      gr_coder_free (cg);
+      gr_coder_free (cr);
+      cr = cg = NULL;
+      ok = gr_coder_new (&cr, cs[i].k, cs[i].m, cs[i].code, ref) >= 0 &&
+        gr_coder_new (&cg, cs[i].k, cs[i].m, cs[i].code, gpu) >= 0;
+      if (!ok)
+        FAIL ("coder %d+%d %s", cs[i].k, cs[i].m, code_name (cs[i].code));
     }
-    else
-      test_case (cr, cg, 3, 4096, 1, 0, 0, 1);
-    gr_coder_free (cg);
-    gr_coder_free (cr);
+    if (ok)
+      test_case (cr, cg, cs[i].ns, cs[i].len, cs[i].misalign, 0, 0, 1);
   }
-  {
-    struct gr_coder *cr = NULL, *cg = NULL;
-
-    if (gr_coder_new (&cr, 12, 16, GR_CODE_RS, ref) < 0 ||
-        gr_coder_new (&cg, 12, 16, GR_CODE_RS, gpu) < 0)
-      FAIL ("coder 12+16 RS");
-    else
-      test_case (cr, cg, 3, 65536 + 13, 0, 0, 0, 1);
-    gr_coder_free (cg);
-    gr_coder_free (cr);
-  }
+  gr_coder_free (cg);
+  gr_coder_free (cr);
 }
 
 /* Big launches: page-locked batches back to back in one chunk of up to
