@@ -311,11 +311,12 @@ emit_stage_read (struct sbuf *b, enum gr_code code, int i, const char *dst)
   }
 }
 
-/* The nrows output blocks of a pass of a staged RS item, from block jpass
- * (accumulators o[0 .. 8 nrows)), transposed back and stored by a loop (JIT_OUTLOOP_MIN): each round puts
- * up to ncols blocks' accumulators in the thread's input slots (every
- * input has been read by then), then one loop body loads a block's 8
- * words, transposes and stores them.  Unrolled, these transposes and
+/* The nrows output blocks of a pass of a staged RS item, from block
+ * jpass (accumulators o[0 .. 8 nrows)), transposed back and stored by a
+ * loop (JIT_OUTLOOP_MIN): each round puts up to ncols blocks'
+ * accumulators in the thread's input slots (every input has been read by
+ * then), then one loop body loads a block's 8 words, transposes and
+ * stores them.  Unrolled, these transposes and
  * stores made a sixth of the 16+16 kernel's straight-line code, whose
  * warps waited on instruction fetch more than on anything else
  * (docs/performance.md, "The output stage as a loop"). */
