@@ -27,7 +27,8 @@
  * staged in shared memory, IMAD.HI shifts; bx, only when named: the
  * direct path's chunk size, sizes in MiB in BENCH_CHUNKS, default
  * 1,2,4,8,16; bp, only when named: the bound of a pipeline of chunks
- * at 64 MiB, from copies alone, against the engine; r, only when named:
+ * at 64 MiB, from copies alone, against the engine; bc: 64 MiB batches
+ * from 1 to 3 callers at once; r, only when named:
  * kernel launches while another thread page-locks memory; e: small
  * decodes from many threads, as degraded reads make them; s: a write
  * batch's block checksums with its encode; ag, only when named: the JIT
@@ -1179,6 +1180,143 @@ bench_bound (int k, int m)
   gr_coder_free (c);
 }
 
+/* (bc) Several callers' 64 MiB batches at once, as the array's group
+ * commit makes them (its next leader submits while the batch before is
+ * still on the GPU, each in a slot of its own).  One batch alone pays
+ * its first chunk's upload before any parity can come down ((bp)); with
+ * a second caller, that upload overlaps the other batch's downloads.
+ * Each caller encodes its own page-locked 64 MiB batch (1 MiB blocks)
+ * BC_REPS times from a barrier; the figure is all callers' data over the
+ * wall time (median of 5), against the copy-only ceiling measured in
+ * the same run.  BENCH_CHUNKS set: each caller count with each chunk
+ * size listed (MiB; the first is one caller's reference). */
+#define BC_REPS 6
+
+struct caller_arg {
+  struct gr_coder *c;
+  uint8_t **blk;
+  int k;
+  size_t ns, len;
+  pthread_barrier_t *bar;
+  int rc;
+};
+
+static void *
+caller_thread (void *p)
+{
+  struct caller_arg *a = (struct caller_arg *) p;
+
+  pthread_barrier_wait (a->bar);
+  for (int i = 0; i < BC_REPS && a->rc >= 0; i++)
+    a->rc = gr_encode (a->c, a->blk, a->ns, a->len);
+  pthread_barrier_wait (a->bar);
+  return NULL;
+}
+
+/* nc callers' batches at once: data bytes/s (median of 5). */
+static double
+callers_run (struct caller_arg *a, int nc)
+{
+  pthread_t th[8];
+  pthread_barrier_t bar;
+  double t[5];
+
+  pthread_barrier_init (&bar, NULL, (unsigned) nc + 1);
+  for (int rep = 0; rep < 5; rep++) {
+    double t0;
+
+    for (int i = 0; i < nc; i++) {
+      a[i].bar = &bar;
+      a[i].rc = 0;
+      if (pthread_create (&th[i], NULL, caller_thread, &a[i]) != 0)
+        exit (1);
+    }
+    pthread_barrier_wait (&bar);
+    t0 = gr_now ();
+    pthread_barrier_wait (&bar);
+    t[rep] = gr_now () - t0;
+    for (int i = 0; i < nc; i++) {
+      pthread_join (th[i], NULL);
+      if (a[i].rc < 0) {
+        fprintf (stderr, "gr_encode: %d %s\n", a[i].rc,
+                 gr_gpu_last_error ());
+        exit (1);
+      }
+    }
+  }
+  pthread_barrier_destroy (&bar);
+  qsort (t, 5, sizeof t[0], cmp_double);
+  return (double) nc * BC_REPS * a[0].ns * a[0].k * a[0].len / t[2];
+}
+
+static void
+bench_callers (int k, int m)
+{
+  enum { MAXC = 3 };
+  const size_t len = MiB, ns = 64 * MiB / (k * len), n = (size_t) (k + m);
+  const char *chunks = getenv ("BENCH_CHUNKS");
+  const size_t old = gr_gpu_set_chunk (0);
+  struct caller_arg a[MAXC];
+  uint8_t *pin[MAXC];
+  struct gr_coder *c;
+  double h2d, ceil, one = 0;
+
+  ceil = duplex_bw (k, m, &h2d);
+  if (gr_coder_new (&c, k, m, GR_CODE_RS, gr_backend_find ("cuda")) < 0)
+    exit (1);
+  for (int i = 0; i < MAXC; i++) {
+    pin[i] = (uint8_t *) gr_gpu_host_alloc (ns * n * len);
+    a[i].blk = (uint8_t **) malloc (sizeof *a[i].blk * n * ns);
+    if (pin[i] == NULL || a[i].blk == NULL) {
+      fprintf (stderr, "out of memory: %s\n", gr_gpu_last_error ());
+      exit (1);
+    }
+    fill_random (pin[i], ns * n * len, 11 + i);
+    set_blocks (a[i].blk, pin[i], (int) n, ns, len);
+    a[i].c = c;
+    a[i].k = k;
+    a[i].ns = ns;
+    a[i].len = len;
+  }
+  if (gr_encode (c, a[0].blk, ns, len) < 0)     /* warm-up, JIT compile */
+    exit (1);
+  gr_gpu_jit_drain ();
+  printf ("%d+%d RS, batches of %zu MiB of data: copy-only ceiling %.1f "
+          "GB/s, pinned H2D %.1f\n", k, m, ns * k * len / MiB, ceil / 1e9,
+          h2d / 1e9);
+  for (int nc = 1; nc <= MAXC; nc++) {
+    const char *p = chunks && *chunks ? chunks : NULL;
+
+    do {
+      const size_t ch = p ? strtoul (p, (char **) &p, 10) * MiB : 0;
+      const char *v = " verified";
+      double bw;
+
+      if (p && *p == ',')
+        p++;
+      gr_gpu_set_chunk (ch);
+      bw = callers_run (a, nc);
+      if (one == 0)
+        one = bw;
+      for (int i = 0; i < nc; i++)
+        if (strcmp (check_encode (k, m, GR_CODE_RS, a[i].blk, ns, len),
+                    " verified") != 0)
+          v = " WRONG";
+      if (ch)
+        printf ("  chunks of %2zu MiB,", ch / MiB);
+      printf ("  %d caller%s: %.1f GB/s of data, %.3f of the ceiling, %.2f "
+              "x one caller's%s\n", nc, nc > 1 ? "s" : " ", bw / 1e9,
+              bw / ceil, bw / one, v);
+    } while (p && *p);
+  }
+  gr_gpu_set_chunk (old);
+  for (int i = 0; i < MAXC; i++) {
+    gr_gpu_host_free (pin[i]);
+    free (a[i].blk);
+  }
+  gr_coder_free (c);
+}
+
 /* ---- (c) --------------------------------------------------------------- */
 
 struct isal_arg {
@@ -1615,6 +1753,13 @@ main (void)
     bench_bound (10, 4);
     bench_bound (8, 8);
     bench_bound (16, 16);
+  }
+  if (want ("bc")) {
+    printf ("\n(bc) host to host, 64 MiB batches from 1 to 3 callers at "
+            "once (page-locked, 1 MiB blocks; median of 5)\n");
+    bench_callers (10, 4);
+    bench_callers (8, 8);
+    bench_callers (16, 16);
   }
   if (want ("b")) {
     bench_host (GR_CODE_RS, 10, 4);
