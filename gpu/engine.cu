@@ -57,6 +57,10 @@
 static size_t direct_chunk = 0;
 #define CHUNK_LO ((size_t) 2 << 20)
 #define CHUNK_HI ((size_t) 8 << 20)
+/* A batch that starts while another holds a slot: a quarter of the batch,
+ * at most CHUNK_SHARED_HI (bench-gpu (bc): its first upload overlaps the
+ * other batch's downloads, so only the copies' count matters). */
+#define CHUNK_SHARED_HI ((size_t) 16 << 20)
 
 /* Test hooks (gpu/test-gpu, bench-gpu): each sets one knob for what
  * comes afterwards and returns its previous value.
@@ -594,9 +598,10 @@ gr_gpu_release (void)
 
 /* Take between 1 and want free slots, waiting for the first.  Slots are
  * set up (allocated) on first use.  Returns the number taken or a
- * negative errno. */
+ * negative errno; *others (if not NULL): whether other callers held
+ * slots when these were taken. */
 static int
-acquire_slots (struct slot **got, int want)
+acquire_slots (struct slot **got, int want, bool *others)
 {
   int n = 0, r;
 
@@ -610,6 +615,13 @@ acquire_slots (struct slot **got, int want)
     if (n > 0)
       break;
     pthread_cond_wait (&eng_cond, &eng_lock);
+  }
+  if (others) {
+    int busy = 0;
+
+    for (int i = 0; i < NSLOTS; i++)
+      busy += slots[i].busy;
+    *others = busy > n;
   }
   pthread_mutex_unlock (&eng_lock);
   for (int i = 0; i < n; i++) {
@@ -1137,9 +1149,21 @@ run_direct (struct job *j)
   size_t chunk = direct_chunk;
   size_t cs, w, wp, pieces, chunk_dev, nb, ci = 0, s0 = 0, o0 = 0;
   struct slot *sl;
+  bool shared;
   int r = 0, taper;
 
-  if (chunk == 0) {
+  r = acquire_slots (&sl, 1, &shared);
+  if (r < 0)
+    return r;
+  r = 0;
+  if (chunk == 0 && shared) {
+    /* Another batch on the link: this one's first upload overlaps its
+     * downloads, so fewer, larger copies. */
+    chunk = data / 4;
+    chunk = chunk < CHUNK_LO ? CHUNK_LO
+      : chunk > CHUNK_SHARED_HI ? CHUNK_SHARED_HI : chunk;
+  }
+  else if (chunk == 0) {
     /* Outputs at least as large as the inputs: the downloads bound the
      * batch, and they start only once the first chunk is up, so a
      * smaller first chunk pays more than the copies it adds. */
@@ -1186,10 +1210,6 @@ run_direct (struct job *j)
   if (nb > SLOT_BUFS)
     nb = SLOT_BUFS;
 
-  r = acquire_slots (&sl, 1);
-  if (r < 0)
-    return r;
-  r = 0;
   while (s0 < j->nstripes && r == 0) {
     const size_t b = ci++ % nb;
     const size_t left = ((j->nstripes - s0) * j->len - o0) * j->ncols;
@@ -1293,7 +1313,8 @@ run_job (struct job *j)
     all_pinned ((const uint8_t *const *) j->out, j->nstripes * j->nrows,
                 j->len, NULL);
 
-  nslots = acquire_slots (got, nchunks < NSLOTS ? (int) nchunks : NSLOTS);
+  nslots = acquire_slots (got, nchunks < NSLOTS ? (int) nchunks : NSLOTS,
+                           NULL);
   if (nslots < 0)
     return nslots;
 
@@ -1414,7 +1435,7 @@ run_many (const struct job *js, size_t nj)
   double t0 = gr_now (), t1, t2, tq;
   int r;
 
-  r = acquire_slots (&sl, 1);
+  r = acquire_slots (&sl, 1, NULL);
   if (r < 0)
     return r;
   t1 = gr_now ();
