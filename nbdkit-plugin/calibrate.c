@@ -209,14 +209,17 @@ gr_calibrate (struct gr_coding *coding, uint32_t chunk)
   struct cal c = { .coding = coding, .k = gr_coding_k (coding),
                    .m = gr_coding_m (coding) };
   size_t lmin = CAL_MIN_BLOCK, lmax = CAL_MAX_BLOCK, blocks, i;
-  size_t from[GR_ROUTE_NKINDS] = { SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX };
+  size_t from[GR_ROUTE_NKINDS];
   size_t lm = gr_coding_len_multiple (coding);
+  const int half = (c.m + 1) / 2;
   char line[256], s[GR_ROUTE_NKINDS][32];
   double t0 = gr_now ();
   int r = -1;
 
   if (!gr_coding_gpu_usable (coding) || gr_coding_gpu_all (coding))
     return 0;
+  for (i = 0; i < GR_ROUTE_NKINDS; i++)
+    from[i] = SIZE_MAX;
   c.n = c.k + c.m;
   while (lmin % lm)
     lmin *= 2;
@@ -255,6 +258,17 @@ gr_calibrate (struct gr_coding *coding, uint32_t chunk)
   c.nerased = 1;
   if (cal_kind (&c, line, lmin, lmax < chunk ? lmax : chunk, from) == -1)
     goto out;
+  /* And with about half and with all m lost (the router takes the
+   * nearest for the count an array has lost). */
+  from[GR_ROUTE_RECON_HALF] = from[GR_ROUTE_RECON_ONE];
+  if (half > 1 && half < c.m) {
+    snprintf (line, sizeof line, "reconstruct with %d of %d+%d lost",
+              half, c.k, c.m);
+    c.kind = GR_ROUTE_RECON_HALF;
+    c.nerased = half;
+    if (cal_kind (&c, line, lmin, lmax < chunk ? lmax : chunk, from) == -1)
+      goto out;
+  }
   if (c.m > 1) {
     snprintf (line, sizeof line, "reconstruct with %d of %d+%d lost",
               c.m, c.k, c.m);
@@ -279,10 +293,11 @@ gr_calibrate (struct gr_coding *coding, uint32_t chunk)
   gr_coding_set_gpu_from (coding, from,
                           gr_fakegpu_auto () != GR_FAKE_AUTO_ALL);
   gr_debug ("accel=auto: on the GPU from (data bytes per operation): "
-            "encode %s, reconstruct %s (1 lost) / %s (%d lost), update %s; "
-            "smaller operations on the CPU (measured in %.0f ms)",
-            s[GR_ROUTE_ENCODE], s[GR_ROUTE_RECON_ONE], s[GR_ROUTE_RECON_ALL],
-            c.m, s[GR_ROUTE_UPDATE], (gr_now () - t0) * 1e3);
+            "encode %s, reconstruct %s (1 lost) / %s (%d lost) / %s (%d "
+            "lost), update %s; smaller operations on the CPU (measured in "
+            "%.0f ms)", s[GR_ROUTE_ENCODE], s[GR_ROUTE_RECON_ONE],
+            s[GR_ROUTE_RECON_HALF], half, s[GR_ROUTE_RECON_ALL], c.m,
+            s[GR_ROUTE_UPDATE], (gr_now () - t0) * 1e3);
   r = 0;
  out:
   if (r == -1)

@@ -2,8 +2,8 @@
 /* gpuraid - accel=auto's start-up measurement.
  *
  * In the server process, with a GPU coder in use and not every operation
- * sent to it: for each kind of operation (encode; reconstruct with 1 and
- * with m blocks lost; parity update) one call on the CPU coder and one on
+ * sent to it: for each kind of operation (encode; reconstruct with 1,
+ * with (m + 1) / 2 and with m blocks lost; parity update) one call on the CPU coder and one on
  * the GPU coder are timed at sizes from 4 KiB per block up to the chunk
  * (encodes to 4 MiB per block), in the buffers the data paths use; an
  * operation then goes to the GPU from the smallest size at which the GPU

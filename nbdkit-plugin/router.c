@@ -157,9 +157,15 @@ kind_of (const struct gr_router *r, enum gr_op op, int nerased,
       nerased = 1;
     if (nerased > r->m)
       nerased = r->m;
-    /* Measured with 1 and with m lost: the nearer one. */
-    *measured = 2 * nerased > 1 + r->m ? GR_ROUTE_RECON_ALL
-      : GR_ROUTE_RECON_ONE;
+    {
+      /* Measured with 1, (m + 1) / 2 and m lost: the nearest, a tie to
+       * the one with more lost. */
+      const int h = (r->m + 1) / 2;
+
+      *measured = 2 * nerased >= h + r->m ? GR_ROUTE_RECON_ALL
+        : 2 * nerased >= 1 + h && h > 1 ? GR_ROUTE_RECON_HALF
+        : GR_ROUTE_RECON_ONE;
+    }
     return 1 + nerased;
   }
 }

@@ -47,7 +47,8 @@
 #include "plan.h"
 
 /* The kinds the start-up measurement times (calibrate.h). */
-enum gr_route_kind { GR_ROUTE_ENCODE, GR_ROUTE_RECON_ONE, GR_ROUTE_RECON_ALL,
+enum gr_route_kind { GR_ROUTE_ENCODE, GR_ROUTE_RECON_ONE,
+                     GR_ROUTE_RECON_HALF, GR_ROUTE_RECON_ALL,
                      GR_ROUTE_UPDATE, GR_ROUTE_NKINDS };
 
 /* Where an operation runs. */

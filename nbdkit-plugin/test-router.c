@@ -360,8 +360,16 @@ test_thresholds (void)
 {
   struct sim sm = { 0, 0 };
   struct gr_router *r = new_router (&sm, 4, SIZE_MAX, false);
-  const size_t from[GR_ROUTE_NKINDS] = { 1 << 20, 256 << 10, 64 << 10,
-                                         SIZE_MAX };
+  const size_t from[GR_ROUTE_NKINDS] = {
+    [GR_ROUTE_ENCODE] = 1 << 20, [GR_ROUTE_RECON_ONE] = 256 << 10,
+    [GR_ROUTE_RECON_HALF] = 128 << 10, [GR_ROUTE_RECON_ALL] = 64 << 10,
+    [GR_ROUTE_UPDATE] = SIZE_MAX
+  };
+  const size_t from16[GR_ROUTE_NKINDS] = {
+    [GR_ROUTE_ENCODE] = SIZE_MAX, [GR_ROUTE_RECON_ONE] = SIZE_MAX,
+    [GR_ROUTE_RECON_HALF] = 1 << 20, [GR_ROUTE_RECON_ALL] = 256 << 10,
+    [GR_ROUTE_UPDATE] = SIZE_MAX
+  };
   struct load ld = recon (1e-3, 0.1e-3, 1e-4, 1e-4);
   unsigned long g, a;
 
@@ -374,12 +382,35 @@ test_thresholds (void)
          gr_router_route (r, GR_OP_ENCODE, 512 << 10, 0) == GR_SIDE_CPU,
          "encode from 1 MiB");
   CHECK (gr_router_route (r, GR_OP_RECONSTRUCT, 256 << 10, 1) ==
-         GR_SIDE_GPU && gr_router_route (r, GR_OP_RECONSTRUCT, 128 << 10, 2)
-         == GR_SIDE_CPU, "1 and 2 of 4 lost: as measured with 1 lost");
+         GR_SIDE_GPU && gr_router_route (r, GR_OP_RECONSTRUCT, 128 << 10, 1)
+         == GR_SIDE_CPU, "1 of 4 lost: as measured with 1 lost");
+  CHECK (gr_router_route (r, GR_OP_RECONSTRUCT, 128 << 10, 2) ==
+         GR_SIDE_GPU && gr_router_route (r, GR_OP_RECONSTRUCT, 64 << 10, 2)
+         == GR_SIDE_CPU, "2 of 4 lost: as measured with 2 lost");
   CHECK (gr_router_route (r, GR_OP_RECONSTRUCT, 64 << 10, 3) ==
-         GR_SIDE_GPU, "3 of 4 lost: as measured with 4 lost");
+         GR_SIDE_GPU, "3 of 4 lost: as measured with 4 lost (a tie)");
   CHECK (gr_router_route (r, GR_OP_UPDATE, 4 << 20, 0) == GR_SIDE_CPU,
          "updates never");
+  gr_router_free (r);
+
+  /* m = 16: measured with 1, 8 and 16 lost; each count the nearest. */
+  r = new_router (&sm, 16, SIZE_MAX, false);
+  CHECK (r != NULL, "gr_router_new (16)");
+  gr_router_set_prior (r, from16, false);
+  for (int e = 1; e <= 16; e++) {
+    const enum gr_route_side at1m =
+      gr_router_route (r, GR_OP_RECONSTRUCT, 1 << 20, e);
+    const enum gr_route_side at256k =
+      gr_router_route (r, GR_OP_RECONSTRUCT, 256 << 10, e);
+    const char *want = e <= 4 ? "1" : e <= 11 ? "8" : "16";
+    const bool ok = e <= 4 ? at1m == GR_SIDE_CPU
+      : e <= 11 ? at1m == GR_SIDE_GPU && at256k == GR_SIDE_CPU
+      : at256k == GR_SIDE_GPU;
+
+    CHECK (ok, "%d of 16 lost: as measured with %s lost (1 MiB %s, 256 "
+           "KiB %s)", e, want, at1m == GR_SIDE_GPU ? "GPU" : "CPU",
+           at256k == GR_SIDE_GPU ? "GPU" : "CPU");
+  }
   gr_router_free (r);
 }
 
@@ -407,7 +438,7 @@ hammer (void *p)
 static void
 test_threads (void)
 {
-  const size_t from[GR_ROUTE_NKINDS] = { 0, 0, 0, 0 };
+  const size_t from[GR_ROUTE_NKINDS] = { 0 };
   struct gr_router *r = gr_router_new (4, NULL);
   pthread_t th[8];
   struct th a[8];

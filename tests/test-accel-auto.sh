@@ -6,6 +6,7 @@
 #     reconstruct (1 and m lost) and parity update, the time per call on
 #     each side and the size from which the GPU is used, then a summary;
 #     random I/O (partial, whole-stripe, degraded) reads back right.
+#     1b. With m = 4 the reconstructs are measured with 1, 2 and 4 lost.
 #  2. fake_auto=2: every operation on the stand-in GPU through the same
 #     paths (degraded reads rebuilt in scratch from the page-locked pool
 #     and copied out, updates through pdelta); data and parity checked,
@@ -82,6 +83,26 @@ randio write "$uri" "$ref" --seed "$seed" --ops 150 --chunk $chunk --k $k ||
   fail "random I/O with measured routing"
 stop_nbdkit "$pid"
 check_parity $k $m $chunk rs "${members[@]}"
+
+# --- 1b. m = 4: reconstructs also measured with (m + 1) / 2 = 2 lost -------
+saved=("${members[@]}")
+make_members 8 8M half
+set_args
+serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=1 -- m=4 chunk=$chunk \
+  create=true
+for what in "reconstruct with 1 of 4+4 lost" "reconstruct with 2 of 4+4 lost" \
+            "reconstruct with 4 of 4+4 lost"; do
+  line=$(grep "accel=auto: $what, us per call CPU/GPU:" "$nbdkit_log") ||
+    fail "4+4: no measurement logged for: $what"
+  grep -Eq '( [0-9.]+[KM] [0-9]+/[0-9]+){3,}; GPU from ([0-9.]+[KM]|never)$' \
+    <<<"$line" || fail "measurement line malformed: $line"
+done
+grep -Eq 'reconstruct ([0-9.]+[KM]|never) \(1 lost\) / ([0-9.]+[KM]|never) \(2 lost\) / ([0-9.]+[KM]|never) \(4 lost\)' \
+  "$nbdkit_log" || fail "4+4: the summary does not name the three reconstructs"
+stop_nbdkit "$pid"
+rm -f "${members[@]}"
+members=("${saved[@]}")
+set_args
 
 # --- 2. every operation on the stand-in GPU, pool-backed scratch ----------
 serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=2
