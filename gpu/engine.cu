@@ -53,7 +53,8 @@
  * gr_gpu_set_chunk): an eighth of the batch, a sixteenth where the
  * outputs are at least as large as the inputs, between CHUNK_LO and
  * CHUNK_HI (measured best on the H200, bench-gpu (bx); the sixteenth:
- * docs/performance.md, "The direct path's bound"). */
+ * docs/performance.md, "The direct path's bound"); a quarter, up to
+ * CHUNK_SHARED_HI, for a batch that starts while another holds a slot. */
 static size_t direct_chunk = 0;
 #define CHUNK_LO ((size_t) 2 << 20)
 #define CHUNK_HI ((size_t) 8 << 20)
