@@ -74,6 +74,15 @@ GR_GPU_TEST_HOOK (int, gr_gpu_set_jit_async, gr_gpu_jit_async)
 GR_GPU_TEST_HOOK (size_t, gr_gpu_set_jit_min, gr_gpu_jit_min)
 GR_GPU_TEST_HOOK (size_t, gr_gpu_set_chunk, direct_chunk)
 
+/* Direct batches that took the shared chunk (for gpu/test-gpu). */
+static unsigned long direct_shared_n;
+
+extern "C" unsigned long
+gr_gpu_direct_shared (void)
+{
+  return __atomic_load_n (&direct_shared_n, __ATOMIC_RELAXED);
+}
+
 /* ---- errors ------------------------------------------------------------ */
 
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1163,6 +1172,7 @@ run_direct (struct job *j)
     chunk = data / 4;
     chunk = chunk < CHUNK_LO ? CHUNK_LO
       : chunk > CHUNK_SHARED_HI ? CHUNK_SHARED_HI : chunk;
+    __atomic_add_fetch (&direct_shared_n, 1, __ATOMIC_RELAXED);
   }
   else if (chunk == 0) {
     /* Outputs at least as large as the inputs: the downloads bound the

@@ -72,6 +72,9 @@ main (void)
 /* Internal hook (gpu/engine.cu): data bytes per chunk of the direct
  * path (0 leaves it); returns the previous value. */
 extern size_t gr_gpu_set_chunk (size_t bytes);
+/* Direct batches that started while another held a slot (and took the
+ * shared chunk size). */
+extern unsigned long gr_gpu_direct_shared (void);
 extern int gr_gpu_set_mapped (int on);
 /* Internal hooks (gpu/engine.cu, gpu/jit.cu).  Batches of at least
  * min_bytes compile the JIT kernel. */
@@ -472,6 +475,99 @@ test_threads (struct gr_coder *cr, struct gr_coder *cg)
   }
   for (int i = 0; i < 4; i++)
     pthread_join (th[i], NULL);
+}
+
+/* ---- direct batches beside another caller ----------------------------- */
+
+struct shr {
+  struct gr_coder *cg;
+  const struct batch *good;
+  struct batch *b;
+  pthread_barrier_t *bar;
+};
+
+static void *
+shared_main (void *arg)
+{
+  struct shr *t = arg;
+  const int k = gr_coder_k (t->cg), m = gr_coder_m (t->cg), n = k + m;
+
+  for (int round = 0; round < 3; round++) {
+    for (size_t st = 0; st < t->b->ns; st++)
+      for (int i = k; i < n; i++)
+        memset (t->b->blk[st * n + i], 0x5a, t->b->len);
+    pthread_barrier_wait (t->bar);
+    if (gr_encode (t->cg, t->b->blk, t->b->ns, t->b->len) < 0)
+      FAIL ("%d+%d: encode beside another caller failed", k, m);
+    else
+      batch_cmp (t->good, t->b, k, n, "encode beside another caller", k, m,
+                 code_name (gr_coder_code (t->cg)));
+  }
+  return NULL;
+}
+
+/* Two threads encode page-locked batches of 48-64 MiB at once, three
+ * times, with the automatic chunk size: the one that starts while the
+ * other holds a slot takes the larger chunks of the shared rule (16+16
+ * with blocks of 1 MiB + 96 bytes: stripes cut into byte ranges). */
+static void
+run_shared (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  static const int geo[][3] = { { 16, 16, 4 }, { 8, 8, 6 } };
+  const size_t old = gr_gpu_set_chunk (0);
+  const unsigned long before = gr_gpu_direct_shared ();
+  uint64_t s = rnd () | 1;
+
+  for (int gi = 0; gi < 2; gi++) {
+    const int k = geo[gi][0], m = geo[gi][1], n = k + m;
+    const size_t ns = (size_t) geo[gi][2];
+    const size_t len = gi == 0 ? MiB + 96 : MiB;
+    struct gr_coder *cr = NULL, *cg = NULL;
+    struct batch good = { 0 }, b[2] = { { 0 }, { 0 } };
+    struct shr t[2];
+    pthread_t th[2];
+    pthread_barrier_t bar;
+
+    printf ("  %d+%d RS: two callers' batches of %zu stripes of %zu bytes "
+            "at once\n", k, m, ns, len);
+    if (gr_coder_new (&cr, k, m, GR_CODE_RS, ref) < 0 ||
+        gr_coder_new (&cg, k, m, GR_CODE_RS, gpu) < 0 ||
+        batch_new (&good, ns, n, k, len, 0, 0, &s) < 0 ||
+        batch_new (&b[0], ns, n, k, len, 0, 2, &s) < 0 ||
+        batch_new (&b[1], ns, n, k, len, 0, 2, &s) < 0 ||
+        gr_encode (cr, good.blk, ns, len) < 0) {
+      FAIL ("%d+%d: set-up", k, m);
+    }
+    else {
+      pthread_barrier_init (&bar, NULL, 2);
+      for (int i = 0; i < 2; i++) {
+        batch_copy (&b[i], &good);
+        t[i] = (struct shr) { .cg = cg, .good = &good, .b = &b[i],
+                              .bar = &bar };
+        if (pthread_create (&th[i], NULL, shared_main, &t[i]) != 0) {
+          FAIL ("pthread_create");
+          exit (1);
+        }
+      }
+      for (int i = 0; i < 2; i++)
+        pthread_join (th[i], NULL);
+      pthread_barrier_destroy (&bar);
+    }
+    batch_free (&b[1]);
+    batch_free (&b[0]);
+    batch_free (&good);
+    gr_coder_free (cg);
+    gr_coder_free (cr);
+  }
+  pthread_mutex_lock (&fail_lock);
+  test_checks++;
+  pthread_mutex_unlock (&fail_lock);
+  if (gr_gpu_direct_shared () == before)
+    FAIL ("no batch took the shared chunk size in 6 rounds of two callers");
+  else
+    printf ("  %lu batches took the shared chunk size\n",
+            gr_gpu_direct_shared () - before);
+  gr_gpu_set_chunk (old);
 }
 
 /* ---- main -------------------------------------------------------------- */
@@ -1567,6 +1663,8 @@ main (void)
     run_cksums (ref, gpu);
     printf ("reconstructs that rebuild part of their erasures\n");
     run_partial (ref, gpu);
+    printf ("direct batches beside another caller\n");
+    run_shared (ref, gpu);
   }
   /* The run-time compiled XOR networks on every batch, reduced. */
   if (!part || strcmp (part, "default") != 0) {
