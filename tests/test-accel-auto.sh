@@ -61,6 +61,17 @@ serve () {
   fi
 }
 
+# measured WHAT: the start-up measurement's line for WHAT, well formed
+# (sizes, each with a CPU and a GPU time, and a decision); printed.
+measured () {
+  local line
+  line=$(grep "accel=auto: $1, us per call CPU/GPU:" "$nbdkit_log") ||
+    fail "no measurement logged for: $1"
+  grep -Eq '( [0-9.]+[KM] [0-9]+/[0-9]+){3,}; GPU from ([0-9.]+[KM]|never)$' \
+    <<<"$line" || fail "measurement line malformed: $line"
+  echo "${line#*debug: }"
+}
+
 # --- 1. measured routing -------------------------------------------------
 serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=1 -- m=$m chunk=$chunk \
   create=true
@@ -69,12 +80,7 @@ grep -q 'fake working GPU coder .* routed as accel=auto' "$nbdkit_log" ||
 for what in "encode" "reconstruct with 1 of $k+$m lost" \
             "reconstruct with $m of $k+$m lost" \
             "parity update from one data delta"; do
-  line=$(grep "accel=auto: $what, us per call CPU/GPU:" "$nbdkit_log") ||
-    fail "no measurement logged for: $what"
-  # Sizes measured, each with a CPU and a GPU time, and a decision.
-  grep -Eq '( [0-9.]+[KM] [0-9]+/[0-9]+){3,}; GPU from ([0-9.]+[KM]|never)$' \
-    <<<"$line" || fail "measurement line malformed: $line"
-  echo "${line#*debug: }"
+  measured "$what"
 done
 grep -Eq 'accel=auto: on the GPU from \(data bytes per operation\): encode ([0-9.]+[KM]|never), reconstruct' \
   "$nbdkit_log" || fail "no summary of the routing decision"
@@ -90,12 +96,8 @@ make_members 8 8M half
 set_args
 serve -D gpuraid.fake_gpu=2 -D gpuraid.fake_auto=1 -- m=4 chunk=$chunk \
   create=true
-for what in "reconstruct with 1 of 4+4 lost" "reconstruct with 2 of 4+4 lost" \
-            "reconstruct with 4 of 4+4 lost"; do
-  line=$(grep "accel=auto: $what, us per call CPU/GPU:" "$nbdkit_log") ||
-    fail "4+4: no measurement logged for: $what"
-  grep -Eq '( [0-9.]+[KM] [0-9]+/[0-9]+){3,}; GPU from ([0-9.]+[KM]|never)$' \
-    <<<"$line" || fail "measurement line malformed: $line"
+for e in 1 2 4; do
+  measured "reconstruct with $e of 4+4 lost"
 done
 grep -Eq 'reconstruct ([0-9.]+[KM]|never) \(1 lost\) / ([0-9.]+[KM]|never) \(2 lost\) / ([0-9.]+[KM]|never) \(4 lost\)' \
   "$nbdkit_log" || fail "4+4: the summary does not name the three reconstructs"
