@@ -31,7 +31,7 @@
  * from 1 to 3 callers at once; r, only when named:
  * kernel launches while another thread page-locks memory; e: small
  * decodes from many threads, as degraded reads make them; s: a write
- * batch's block checksums with its encode; ag, only when named: the JIT
+ * batch's block checksums with its encode; rb: a rebuild's batch; ag, only when named: the JIT
  * kernels of the geometries in BENCH_GEOMS, "k:m:rs:dec ...", rs 1 for
  * RS and 0 for CRS, dec 1 for the decode of the first m data blocks
  * (m <= k), in the default form, to compare two builds).
@@ -1317,6 +1317,143 @@ bench_callers (int k, int m)
   gr_coder_free (c);
 }
 
+/* ---- (rb) -------------------------------------------------------------- */
+
+/* (rb) A rebuild's batch as the array's lanes give it to the GPU: the
+ * stripes of 128 MiB of members (rebuild.c's batch) of an array whose
+ * first `lost` members are being rebuilt, 64 KiB chunks, page-locked
+ * scratch, one operation per erasure pattern (parity rotates, so stripe
+ * t has the pattern of t mod n: an operation holds the batch's stripes
+ * of one pattern), every lost block rebuilt, the block checksums of
+ * what is read and rebuilt asked for; one gr_code_many a batch (median
+ * of 9).  Against the copy-only ceiling of the same bytes (k blocks up,
+ * `lost` down, at once) in the same run; checked: every block of the
+ * batch against a codeword ISA-L encoded, and every checksum asked for
+ * against crc32_iscsi. */
+static double time_many (struct gr_coder *c, struct gr_code_op *ops,
+                         size_t nops);
+extern "C" int gr_gpu_set_mapped (int on);
+
+static void
+bench_rebuild_batch (int k, int m, int lost, size_t len)
+{
+  const int n = k + m;
+  const size_t ns = 128 * MiB / ((size_t) n * len), nb = len / GR_SUM_BLOCK;
+  const size_t bytes = ns * n * len;
+  struct gr_coder *gc, *cc;
+  uint8_t *pin = (uint8_t *) gr_gpu_host_alloc (bytes);
+  uint8_t *ref = (uint8_t *) malloc (bytes);
+  uint8_t **rblk = (uint8_t **) malloc (sizeof *rblk * ns * n);
+  uint8_t **oblk = (uint8_t **) malloc (sizeof *oblk * ns * n);
+  uint32_t *ck = (uint32_t *) calloc (ns * n * nb, sizeof *ck);
+  size_t *at = (size_t *) malloc (sizeof *at * ns);  /* op slot -> stripe */
+  int er[GR_MAX_MEMBERS][GR_MAX_MEMBERS], ne[GR_MAX_MEMBERS];
+  int sv[GR_MAX_MEMBERS][GR_MAX_MEMBERS];
+  struct gr_code_op ops[GR_MAX_MEMBERS];
+  size_t nops = 0, slot = 0, wrong = 0, sums = 0;
+  double ceil, h2d, plain, summed;
+
+  if (gr_coder_new (&gc, k, m, GR_CODE_RS, gr_backend_find ("cuda")) < 0 ||
+      gr_coder_new (&cc, k, m, GR_CODE_RS, gr_backend_find ("isal")) < 0 ||
+      pin == NULL || ref == NULL || rblk == NULL || oblk == NULL ||
+      ck == NULL || at == NULL) {
+    fprintf (stderr, "bench_rebuild_batch: %s\n", gr_gpu_last_error ());
+    exit (1);
+  }
+  set_blocks (rblk, ref, n, ns, len);
+  for (size_t t = 0; t < ns; t++)
+    fill_random (rblk[t * n], (size_t) k * len, 31 + t);
+  if (gr_encode (cc, rblk, ns, len) < 0)
+    exit (1);
+  memcpy (pin, ref, bytes);
+  ceil = duplex_bw (k, lost, &h2d);
+  printf ("%d+%d RS, %d lost, %zu stripes of %zu KiB chunks, copy-only "
+          "ceiling %.1f GB/s:\n", k, m, lost, ns, len >> 10, ceil / 1e9);
+  /* One operation per pattern p: the stripes t = p, p + n, ... (code
+   * index i of stripe t is on member (i - t) mod n). */
+  for (int p = 0; p < n && (size_t) p < ns; p++) {
+    bool lst[GR_MAX_MEMBERS];
+    const size_t first = slot;
+
+    for (int i = 0; i < n; i++)
+      lst[i] = (i + n - p % n) % n < lost;
+    ne[nops] = gr_reconstruct_choose (k, m, lst, lst, er[nops], sv[nops]);
+    for (size_t t = (size_t) p; t < ns; t += (size_t) n) {
+      at[slot] = t;
+      for (int i = 0; i < n; i++)
+        oblk[slot * n + i] = pin + (t * n + i) * len;
+      slot++;
+    }
+    ops[nops] = (struct gr_code_op) { .erased = er[nops],
+                                      .nerased = ne[nops],
+                                      .blocks = oblk + first * n,
+                                      .nstripes = slot - first, .len = len,
+                                      .cksums = NULL };
+    nops++;
+  }
+  printf ("  %zu operations (one an erasure pattern)\n", nops);
+  /* Copies by the engine's copy kernel on mapped memory (its default),
+   * then by the copy engines; with the engine's account of a call. */
+  for (int mapped = 0; mapped <= 1; mapped++) {
+    const int old = gr_gpu_set_mapped (!mapped);
+    struct gr_gpu_many_stats a0, a1;
+
+    for (size_t o = 0; o < nops; o++)
+      ops[o].cksums = NULL;
+    plain = time_many (gc, ops, nops);
+    for (size_t o = 0, s0 = 0; o < nops; s0 += ops[o].nstripes, o++)
+      ops[o].cksums = ck + s0 * n * nb;
+    gr_gpu_many_account (&a0);
+    summed = time_many (gc, ops, nops);
+    gr_gpu_many_account (&a1);
+    gr_gpu_set_mapped (old);
+    printf ("  %s: %.2f ms a batch, %.1f GB/s of survivors' data (%.3f of "
+            "the ceiling); with the checksums %.2f ms (%.3f); a call: %.0f "
+            "chunks, %.0f copies, %.0f us enqueueing, %.0f us waiting\n",
+            mapped ? "copy engines  " : "copy kernel   ", plain * 1e3,
+            ns * k * len / plain / 1e9, ns * k * len / plain / ceil,
+            summed * 1e3, ns * k * len / summed / ceil,
+            (a1.chunks - a0.chunks) / 10.0, (a1.copies - a0.copies) / 10.0,
+            (a1.enqueue_ns - a0.enqueue_ns) / 10e3,
+            (a1.wait_ns - a0.wait_ns) / 10e3);
+  }
+  /* Checked: the lost blocks spoiled, rebuilt once more. */
+  for (size_t o = 0; o < nops; o++)
+    for (size_t j = 0; j < ops[o].nstripes; j++)
+      for (int e = 0; e < ne[o]; e++)
+        memset (ops[o].blocks[j * n + er[o][e]], 0xa5, len);
+  if (gr_code_many (gc, ops, nops) < 0)
+    exit (1);
+  wrong += memcmp (pin, ref, bytes) != 0;
+  for (size_t o = 0, s0 = 0; o < nops; s0 += ops[o].nstripes, o++)
+    for (size_t j = 0; j < ops[o].nstripes; j++) {
+      const size_t t = at[s0 + j];
+      bool used[GR_MAX_MEMBERS] = { false };
+
+      for (int i = 0; i < k; i++)
+        used[sv[o][i]] = true;
+      for (int e = 0; e < ne[o]; e++)
+        used[er[o][e]] = true;
+      for (int i = 0; i < n; i++)
+        for (size_t b = 0; used[i] && b < nb; b++, sums++)
+          wrong += ck[((s0 + j) * n + i) * nb + b] !=
+            crc32_iscsi (ref + (t * n + i) * len + b * GR_SUM_BLOCK,
+                         GR_SUM_BLOCK, 0);
+    }
+  nchecked++;
+  nwrong += wrong > 0;
+  printf ("  %zu checksums and every block%s\n", sums,
+          wrong ? ": WRONG" : " verified");
+  gr_coder_free (gc);
+  gr_coder_free (cc);
+  gr_gpu_host_free (pin);
+  free (ref);
+  free (rblk);
+  free (oblk);
+  free (ck);
+  free (at);
+}
+
 /* ---- (c) --------------------------------------------------------------- */
 
 struct isal_arg {
@@ -1774,6 +1911,13 @@ main (void)
     bench_sums (GR_CODE_RS, 8, 8, 64 << 10);
     bench_sums (GR_CODE_CRS, 10, 4, 64 << 10);
     bench_sums (GR_CODE_RS, 16, 16, 1 << 20);
+  }
+  if (want ("rb")) {
+    printf ("\n(rb) a rebuild's batch of 128 MiB of members, one operation "
+            "an erasure pattern, page-locked (median of 9)\n");
+    bench_rebuild_batch (8, 8, 8, 64 << 10);
+    bench_rebuild_batch (16, 16, 16, 64 << 10);
+    bench_rebuild_batch (16, 16, 1, 64 << 10);
   }
   if (want ("e")) {
     bench_small (8, 8, 8, 64 << 10);
