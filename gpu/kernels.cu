@@ -33,7 +33,9 @@
 
 /* ---- RS ---------------------------------------------------------------- */
 
-/* Grid: x over the columns of a stripe, y over stripes (no divisions).
+/* Grid: x over the columns of a stripe, y over stripes (no divisions), z
+ * over the passes of MB output rows (more than one only in a launch too
+ * small to fill the device: gr_gpu_launch).
  * Each thread owns C uint4 columns (THREADS apart, so every load is
  * coalesced) and keeps the pass's coefficients (8 per output row) in
  * registers for all of them: one coefficient load per C columns. */
@@ -56,7 +58,7 @@ rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
 #pragma unroll
       for (int c = 0; c < C; c++)
         ok[c] = base + (size_t) c * THREADS < vlen;
-      for (int j0 = 0; j0 < nrows; j0 += MB) {
+      for (int j0 = blockIdx.z * MB; j0 < nrows; j0 += gridDim.z * MB) {
         uint32_t acc[C][MB][4];
         uint4 x[C];
 
@@ -137,8 +139,8 @@ rs_cols (int mb)
 /* ---- CRS --------------------------------------------------------------- */
 
 /* Grid: x over (group, 16-byte offset in a packet) of a stripe, y over
- * stripes.  A thread owns 16 bytes of each of the 8 packets of one group:
- * 32 threads per group. */
+ * stripes, z over the passes of MB output rows (as RS).  A thread owns 16
+ * bytes of each of the 8 packets of one group: 32 threads per group. */
 #define CRS_MBMAX 2
 #define PKT4 (GR_CRS_PACKET / 16)       /* uint4 per packet: 32 */
 
@@ -157,7 +159,7 @@ crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
       const uint4 *ip = in + s * ncols * vlen + base;
       uint4 *op = out + s * nrows * vlen + base;
 
-      for (int j0 = 0; j0 < nrows; j0 += MB) {
+      for (int j0 = blockIdx.z * MB; j0 < nrows; j0 += gridDim.z * MB) {
         uint32_t acc[MB][8][4];
 
 #pragma unroll
@@ -381,6 +383,38 @@ grid_x (size_t n)
   return n == 0 ? 1 : n > 65535 ? 65535 : (unsigned) n;
 }
 
+/* A launch of fewer blocks than this (two a multiprocessor of the
+ * current device) leaves most of the GPU idle: a rebuild's or a degraded
+ * read's chunk of one or two stripes of 64 KiB chunks is 4 to 8 blocks
+ * of columns.  Such a launch takes one column a thread (RS) and spreads
+ * its passes of output rows over blocks too. */
+static unsigned
+small_blocks (void)
+{
+  static int n;
+  int v = __atomic_load_n (&n, __ATOMIC_RELAXED), dev;
+
+  if (v == 0) {
+    if (cudaGetDevice (&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute (&v, cudaDevAttrMultiProcessorCount, dev)
+        != cudaSuccess || v < 1)
+      v = 64;
+    v *= 2;
+    __atomic_store_n (&n, v, __ATOMIC_RELAXED);
+  }
+  return (unsigned) v;
+}
+
+/* Passes to spread over grid.z: enough for `want` blocks, at most
+ * npasses. */
+static unsigned
+grid_z (unsigned blocks, unsigned want, int npasses)
+{
+  unsigned z = (want + blocks - 1) / blocks;
+
+  return z > (unsigned) npasses ? (unsigned) npasses : z < 1 ? 1 : z;
+}
+
 #define CASE_MB(N, CALL) case N: CALL (N); break;
 #define SWITCH_MB16(mb, CALL)                                           \
   switch (mb) {                                                         \
@@ -412,7 +446,9 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
 {
   const uint32_t *tab = t->d + (size_t) col0 * t->npad * t->per_row;
   const int nrows = t->nrows, npad = t->npad;
+  const unsigned want = small_blocks ();
   size_t vlen;
+  bool small;
   dim3 grid;
 
   if (nstripes == 0 || lp == 0)
@@ -433,17 +469,37 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
     if (lp % 16)
       return cudaErrorInvalidValue;
     vlen = lp / 16;
+    /* Small: one column a thread, passes over blocks. */
+    small = (size_t) grid_x ((vlen + THREADS * rs_cols (t->mb) - 1)
+                             / (THREADS * rs_cols (t->mb)))
+      * grid_x (nstripes) * (size_t) (npad / t->mb) < want;
+#define L_RS_GRID(C)                                                    \
+    grid = dim3 (grid_x ((vlen + THREADS * (C) - 1) / (THREADS * (C))), \
+                 grid_x (nstripes));                                    \
+    grid.z = small ? grid_z (grid.x * grid.y, want, npad / t->mb) : 1
 #define L_RS_IMAD(N)                                                    \
-    grid = dim3 (grid_x ((vlen + THREADS * rs_cols (N) - 1)             \
-                         / (THREADS * rs_cols (N))), grid_x (nstripes)); \
-    if (acc)                                                            \
-      rs_imad_kernel<N, rs_cols (N), true><<<grid, THREADS, 0, st>>>    \
-        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
-         vlen, nstripes);                                               \
-    else                                                                \
-      rs_imad_kernel<N, rs_cols (N), false><<<grid, THREADS, 0, st>>>   \
-        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
-         vlen, nstripes)
+    if (small) {                                                        \
+      L_RS_GRID (1);                                                    \
+      if (acc)                                                          \
+        rs_imad_kernel<N, 1, true><<<grid, THREADS, 0, st>>>            \
+          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad, \
+           vlen, nstripes);                                             \
+      else                                                              \
+        rs_imad_kernel<N, 1, false><<<grid, THREADS, 0, st>>>           \
+          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad, \
+           vlen, nstripes);                                             \
+    }                                                                   \
+    else {                                                              \
+      L_RS_GRID (rs_cols (N));                                          \
+      if (acc)                                                          \
+        rs_imad_kernel<N, rs_cols (N), true><<<grid, THREADS, 0, st>>>  \
+          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad, \
+           vlen, nstripes);                                             \
+      else                                                              \
+        rs_imad_kernel<N, rs_cols (N), false><<<grid, THREADS, 0, st>>> \
+          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad, \
+           vlen, nstripes);                                             \
+    }
     SWITCH_MB8 (t->mb, L_RS_IMAD);
   }
   else {
@@ -452,6 +508,8 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
     vlen = lp / 16;
     grid = dim3 (grid_x ((vlen / 8 + THREADS - 1) / THREADS),
                  grid_x (nstripes));
+    if (grid.x * grid.y * (size_t) (npad / t->mb) < want)
+      grid.z = grid_z (grid.x * grid.y, want, npad / t->mb);
 #define L_CRS(N)                                                        \
     if (acc)                                                            \
       crs_kernel<N, true><<<grid, THREADS, 0, st>>>                     \
