@@ -83,7 +83,8 @@ enum gr_exec_outcome gr_exec_verify_coded (struct gr_exec *x,
  * (gr_exec_repair_bad) and plans again.
  * Code: its steps (ERROR: a coding failure).  Write: its writes (the
  * bitmap marked, the journal written first where it says so; a
- * rebuild's fronts moved).  pool (pool.h; NULL: the calling thread
+ * rebuild's fronts moved: gr_exec_fronts_open, gr_exec_write_members,
+ * then gr_exec_fronts_close but after REPLAN).  pool (pool.h; NULL: the calling thread
  * alone): the threads that verify the checksums of what is read, split
  * a CPU coding step of several stripes, and set the checksums of what
  * is written. */
@@ -105,6 +106,20 @@ enum gr_exec_outcome gr_exec_write_stage (struct gr_exec *x,
                                           enum gr_mio_policy policy,
                                           struct gr_pool *pool,
                                           struct gr_exec_result *res);
+/* The write stage in its parts, for lanes whose writes overlap
+ * (exec-lanes.c): a rebuild plan's fronts must move in batch order, its
+ * stripes held.  Open: each replacement the plan writes may be written
+ * up to its end (wfront; one whose rebuild has ended is left out of the
+ * plan).  Close: reads may use them there (front). */
+void gr_exec_fronts_open (struct gr_exec *x, struct gr_plan *p);
+enum gr_exec_outcome gr_exec_write_members (struct gr_exec *x,
+                                            struct gr_plan *p,
+                                            const struct gr_bufs *b,
+                                            struct gr_mio *mio,
+                                            enum gr_mio_policy policy,
+                                            struct gr_pool *pool,
+                                            struct gr_exec_result *res);
+void gr_exec_fronts_close (struct gr_exec *x, const struct gr_plan *p);
 
 /* Repair what the read stage found bad (exec-repair.c): the block that
  * failed its checksum, or each block of a read that failed with a read

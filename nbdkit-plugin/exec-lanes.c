@@ -16,13 +16,17 @@
 /* -D gpuraid.job_threads=N: a job's CPU work (checksums, coding) on N
  * threads instead of one a core (to measure what every core brings). */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_job_threads = 0;
+/* -D gpuraid.lane_stall_ms=N (tests): each even batch waits N ms before
+ * its writes, so that the odd one after it writes first. */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_lane_stall_ms = 0;
 
 /* A lane's batch: given to it (ISSUED), then DONE (outcome). */
 enum lane_state { IDLE, ISSUED, DONE };
 
 /* The steps taken in batch order, one batch at a time each (turn[] is
- * the batch whose turn it is). */
-enum step { STEP_LOCK, STEP_CODE, STEP_WRITE, NSTEPS };
+ * the batch whose turn it is): the lock, the coding, the start of the
+ * writes (which then overlap) and the end (fronts, release, done). */
+enum step { STEP_LOCK, STEP_CODE, STEP_WRITE, STEP_END, NSTEPS };
 
 struct lane {
   struct gr_exec_lanes *l;
@@ -51,10 +55,14 @@ struct gr_exec_lanes {
   pthread_cond_t pc;
   uint64_t turn[NSTEPS];
   uint64_t next;                /* batches given out */
-  bool failed;                  /* a batch failed: no later one writes */
+  bool failed;                  /* a batch failed: no later one starts
+                                 * writing or ends done */
   bool failed_since;            /* ... since the last drain */
   bool quit;
   double busy[3];               /* seconds reading, coding, writing */
+  int writers;                  /* batches writing now */
+  uint64_t batches, overlapped; /* batches that wrote; of them, those that
+                                 * began while another one was writing */
 };
 
 /* Under l->pl: wait for batch seq's turn at step st. */
@@ -159,8 +167,8 @@ code_batch (struct gr_exec_lanes *l, struct lane *ln,
   }
 }
 
-/* One batch on lane ln: lock, plan and read, code, write, each step in
- * its turn. */
+/* One batch on lane ln: lock, plan and read, code, write, end, each step
+ * but the reads and the writes in its turn. */
 static void
 run_batch (struct gr_exec_lanes *l, struct lane *ln)
 {
@@ -172,6 +180,7 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
   struct gr_exec_result res = { .rewritten = 0 };
   struct gr_exec_bad bad = { .skip = &res };
   enum gr_exec_outcome r;
+  bool write, before_failed;
   double t[4];
 
   pthread_mutex_lock (&l->pl);
@@ -199,8 +208,8 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
   l->busy[1] += t[3] - t[2];
   pass_turn (l, STEP_CODE);
   wait_turn (l, STEP_WRITE, ln->seq);
-  /* After a batch that failed none is written: a job's position must not
-   * pass stripes that were not done. */
+  /* After a batch that failed none starts writing: a job's position must
+   * not pass stripes that were not done. */
   if (r != GR_EXEC_DONE)
     l->failed = l->failed_since = true;
   else if (l->failed) {
@@ -208,14 +217,47 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
     r = GR_EXEC_ERROR;
   }
   pthread_mutex_unlock (&l->pl);
+  write = r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP;
+  /* A rebuild's replacements may be written up to the batch's end, in
+   * batch order (the fronts only go forward). */
+  if (write)
+    gr_exec_fronts_open (x, p);
+  pthread_mutex_lock (&l->pl);
+  if (write) {
+    l->batches++;
+    l->overlapped += l->writers > 0;
+    l->writers++;
+  }
+  pass_turn (l, STEP_WRITE);
+  pthread_mutex_unlock (&l->pl);
+  if (write && gpuraid_debug_lane_stall_ms > 0 && ln->seq % 2 == 0)
+    usleep (gpuraid_debug_lane_stall_ms * 1000);
+  /* The writes of the batches after this one overlap its own: each
+   * batch's stripes are its own, held. */
   t[0] = gr_now ();
-  if (r == GR_EXEC_DONE && p->kind != GR_PLAN_SKIP)
-    r = gr_exec_write_stage (x, p, &b, ln->mio, l->ops.policy, l->pool,
-                             &res);
+  if (write)
+    r = gr_exec_write_members (x, p, &b, ln->mio, l->ops.policy, l->pool,
+                               &res);
   if (r == GR_EXEC_DONE && res.nrows > 0)
     gr_exec_poison_rows (x, p, &res);
-  gr_exec_unlock_plan (x, &held);
   t[1] = gr_now ();
+  pthread_mutex_lock (&l->pl);
+  l->writers -= write;
+  wait_turn (l, STEP_END, ln->seq);
+  /* A batch before this one failed while this one was writing: this one
+   * is not done either (written, it is done again when the job goes on
+   * from its position), and its fronts stay where that one left them. */
+  before_failed = l->failed;
+  if (before_failed && r == GR_EXEC_DONE) {
+    errno = EIO;
+    r = GR_EXEC_ERROR;
+  }
+  pthread_mutex_unlock (&l->pl);
+  /* Reads may use the replacements up to the batch's end once every
+   * batch before it is there: in batch order, its stripes held. */
+  if (write && !before_failed && r != GR_EXEC_REPLAN)
+    gr_exec_fronts_close (x, p);
+  gr_exec_unlock_plan (x, &held);
   /* The job hears of its batches in batch order (its position is the
    * written front). */
   l->ops.done (l->ops.arg, p, r, &res);
@@ -223,7 +265,7 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
   if (r != GR_EXEC_DONE)
     l->failed = l->failed_since = true;
   l->busy[2] += t[1] - t[0];
-  pass_turn (l, STEP_WRITE);
+  pass_turn (l, STEP_END);
   ln->out = r;
   ln->state = DONE;
   pthread_cond_broadcast (&l->pc);
@@ -313,6 +355,9 @@ gr_exec_lanes_free (struct gr_exec_lanes *l)
   if (l == NULL)
     return;
   gr_exec_lanes_drain (l);
+  if (l->batches > 0)
+    gr_debug ("lanes: %" PRIu64 " batches written, %" PRIu64 " of them "
+              "begun while another was writing", l->batches, l->overlapped);
   pthread_mutex_lock (&l->pl);
   l->quit = true;
   pthread_cond_broadcast (&l->pc);

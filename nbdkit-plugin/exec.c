@@ -486,28 +486,53 @@ write_list (struct gr_exec *x, const struct gr_plan *p,
   return nw;
 }
 
+void
+gr_exec_fronts_open (struct gr_exec *x, struct gr_plan *p)
+{
+  if (p->kind == GR_PLAN_REBUILD)
+    for (int m = 0; m < x->g.k + x->g.m; m++)
+      if (p->rb_adv[m] &&
+          !gr_members_rebuild_advance (x->ms, m, p->rb_end, false))
+        p->rb_adv[m] = false;
+}
+
+void
+gr_exec_fronts_close (struct gr_exec *x, const struct gr_plan *p)
+{
+  if (p->kind == GR_PLAN_REBUILD)
+    for (int m = 0; m < x->g.k + x->g.m; m++)
+      if (p->rb_adv[m])
+        gr_members_rebuild_advance (x->ms, m, p->rb_end, true);
+}
+
 enum gr_exec_outcome
 gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
                      const struct gr_bufs *b, struct gr_mio *mio,
                      enum gr_mio_policy policy, struct gr_pool *pool,
                      struct gr_exec_result *res)
 {
+  enum gr_exec_outcome r;
+
+  gr_exec_fronts_open (x, p);
+  r = gr_exec_write_members (x, p, b, mio, policy, pool, res);
+  if (r != GR_EXEC_REPLAN)
+    gr_exec_fronts_close (x, p);
+  return r;
+}
+
+enum gr_exec_outcome
+gr_exec_write_members (struct gr_exec *x, struct gr_plan *p,
+                       const struct gr_bufs *b, struct gr_mio *mio,
+                       enum gr_mio_policy policy, struct gr_pool *pool,
+                       struct gr_exec_result *res)
+{
   enum gr_exec_outcome r = GR_EXEC_DONE;
   bool marked = false, gated = false;
   size_t i, nw;
-  int m;
 
-  /* A rebuild's fronts: a replacement whose rebuild has ended is not
-   * written; the others move once their writes are there (healthy reads
-   * take no lock). */
-  if (p->kind == GR_PLAN_REBUILD)
-    for (m = 0; m < x->g.k + x->g.m; m++)
-      if (p->rb_adv[m] &&
-          !gr_members_rebuild_advance (x->ms, m, p->rb_end, false))
-        p->rb_adv[m] = false;
   nw = write_list (x, p, b, mio, res);
   if (nw == 0)
-    goto fronts;
+    goto out;
   /* A request's or the resync's writes that are not journaled: not once
    * a member has failed on an array that journals (the plan was made
    * before: made again, journaled), and held against the drain. */
@@ -577,11 +602,6 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
     case GR_MIO_SKIPPED:
       break;
     }
- fronts:
-  if (p->kind == GR_PLAN_REBUILD)
-    for (m = 0; m < x->g.k + x->g.m; m++)
-      if (p->rb_adv[m])
-        gr_members_rebuild_advance (x->ms, m, p->rb_end, true);
  out:
   if (marked)
     gr_bitmap_end_write (x->bitmap, p->s0, p->nstripes);

@@ -170,12 +170,15 @@ struct gr_exec_batches {
 };
 
 /* Lanes that run batches of up to max_ns stripes through the stages
- * (exec.c): the locks, the coding and the writes taken in batch order,
- * one batch at a time each (batches never wait for each other's locks
- * out of order, writes land in order; a batch's coding on the CPU is
- * split by stripes over every core, on the GPU it is one operation); a
- * batch whose plan meets a failed member is planned again, its stripes
- * still held.  After a batch that failed, none is written.  Each lane's
+ * (exec.c): the locks, the coding and the start of the writes taken in
+ * batch order, one batch at a time each (batches never wait for each
+ * other's locks out of order; a batch's coding on the CPU is split by
+ * stripes over every core, on the GPU it is one operation); the writes
+ * of several batches overlap, and each batch ends in batch order (a
+ * rebuild's fronts moved, its stripes released, done); a batch whose
+ * plan meets a failed member is planned again, its stripes still held.
+ * After a batch that failed, none begins writing, and one writing then
+ * ends failed (done again from the job's position).  Each lane's
  * buffer: scratch bytes, page-locked where a GPU codes.  NULL after
  * nbdkit_error. */
 struct gr_exec_lanes;
