@@ -35,6 +35,32 @@ requires_ctl
 
 k=4 m=2 n=6 chunk=16384
 width=$(( k * chunk ))
+# finish_rebuild WHAT: no rate limit, the rebuild ends, the array is
+# healthy, every byte reads back (WHAT says when), stopped, parity checked.
+finish_rebuild ()
+{
+  "$CTL" -c "$ctl" rate 0 >/dev/null
+  timeout 60 "$CTL" -c "$ctl" wait | grep -q '^rebuild done: 100.0%' ||
+    fail "the resumed rebuild did not finish: $(grep -i 'rebuil\|EIO' "$nbdkit_log" | tail -3)"
+  [ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy: $(ctl_json 's["state"]')"
+  verify "$1"
+  stop_nbdkit "$pid"
+  check_parity $k $m $chunk rs "${members[@]}"
+}
+# kill_after_checkpoint: the next checkpoint of the running rebuild, then
+# kill -9 at once; $at: that checkpoint's stripe (past 0).
+kill_after_checkpoint ()
+{
+  local n0 i
+  n0=$(grep -c 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log")
+  for (( i = 0; i < 100; i++ )); do
+    [ "$(grep -c 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log")" -gt "$n0" ] && break
+    sleep 0.05
+  done
+  kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+  at=$(grep 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log" | tail -1 | sed 's/.* stripe //')
+  [ "${at:-0}" -gt 0 ] || fail "no checkpoint past stripe 0 before the kill"
+}
 # crash_and_resume NEW: kill -9 now (a checkpoint taken), restart with NEW
 # as member 1, read everything, let the rebuild finish, check it all.
 crash_and_resume ()
@@ -56,13 +82,7 @@ crash_and_resume ()
   at=$(sed -n 's/.*resuming the rebuild of member 1 (.*) at stripe \([0-9]*\).*/\1/p' "$nbdkit_log")
   [ -n "$at" ] || fail "not resumed: $(grep -i 'rebuil\|journal\|degraded' "$nbdkit_log")"
   verify "after kill -9 during the rebuild, while rebuilding"
-  "$CTL" -c "$ctl" rate 0 >/dev/null
-  timeout 60 "$CTL" -c "$ctl" wait | grep -q '^rebuild done: 100.0%' ||
-    fail "the resumed rebuild did not finish: $(grep -i 'rebuil\|EIO' "$nbdkit_log" | tail -3)"
-  [ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy: $(ctl_json 's["state"]')"
-  verify "rebuild resumed after kill -9"
-  stop_nbdkit "$pid"
-  check_parity $k $m $chunk rs "${members[@]}"
+  finish_rebuild "rebuild resumed after kill -9"
   echo "  resumed at stripe $at"
 }
 
@@ -144,13 +164,7 @@ small_writes 0 8
 "$CTL" -c "$ctl" replace 1 "$slow" >/dev/null || fail "replace 1 $slow"
 wait_front 20
 small_writes 0 60
-# The next checkpoint past this one, then kill -9 at once.
-n0=$(grep -c 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log")
-for (( i = 0; i < 100; i++ )); do
-  [ "$(grep -c 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log")" -gt "$n0" ] && break
-  sleep 0.05
-done
-kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+kill_after_checkpoint
 # The slow member's server is not the array under test, but it has died
 # with the array's kill -9: seen under load with nbdkit 1.32.5 started as
 # a daemon, its errors lost ("not resumed", member 1 "cannot open: ...
@@ -162,8 +176,6 @@ if ! kill -0 "$(cat "$tmpdir/slow.pid")" 2>/dev/null; then
   echo "  the slow member's server died with the array's kill -9 ($(tail -n 2 "$tmpdir/slow.log" | tr '\n' ' ')): started again"
   start_slow
 fi
-at=$(grep 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log" | tail -1 | sed 's/.* stripe //')
-[ "${at:-0}" -gt 0 ] || fail "no checkpoint past stripe 0 before the kill"
 members[1]=$slow
 set_args
 ctl_serve
@@ -215,14 +227,7 @@ for i in 1 2 3; do
   [ "$(ctl_json 's["state"]')" != healthy ] || fail "the rebuild ended before read $i"
   verify "read $i during a rebuild whose batch writes overlap"
 done
-n0=$(grep -c 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log")
-for (( i = 0; i < 100; i++ )); do
-  [ "$(grep -c 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log")" -gt "$n0" ] && break
-  sleep 0.05
-done
-kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
-at=$(grep 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log" | tail -1 | sed 's/.* stripe //')
-[ "${at:-0}" -gt 0 ] || fail "no checkpoint past stripe 0 before the kill"
+kill_after_checkpoint
 members[1]=$tmpdir/new4.img
 set_args
 # Paced again (the log's count of overlaps is this server's).
@@ -231,13 +236,7 @@ wait_log 'resuming the rebuild of member 1' || fail "not resumed: $(grep -i 'reb
 verify "after kill -9 during a rebuild whose batch writes overlap"
 wait_front $(( at + 40 ))
 verify "during the resumed rebuild, its batch writes overlapping"
-"$CTL" -c "$ctl" rate 0 >/dev/null
-timeout 60 "$CTL" -c "$ctl" wait | grep -q '^rebuild done: 100.0%' ||
-  fail "the resumed rebuild did not finish: $(grep -i 'rebuil\|EIO' "$nbdkit_log" | tail -3)"
-[ "$(ctl_json 's["state"]')" = healthy ] || fail "not healthy: $(ctl_json 's["state"]')"
-verify "rebuild with overlapping batch writes, resumed after kill -9"
-stop_nbdkit "$pid"
-check_parity $k $m $chunk rs "${members[@]}"
+finish_rebuild "rebuild with overlapping batch writes, resumed after kill -9"
 ov=$(sed -n 's/.*lanes: [0-9]* batches written, \([0-9]*\) of them begun while another was writing.*/\1/p' "$nbdkit_log" | sort -n | tail -1)
 [ "${ov:-0}" -gt 0 ] || fail "no batch began writing while another was writing: $(grep 'lanes:' "$nbdkit_log")"
 echo "  checkpoint at stripe $at; $ov batches began writing while another was writing"
