@@ -238,8 +238,6 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
   if (write)
     r = gr_exec_write_members (x, p, &b, ln->mio, l->ops.policy, l->pool,
                                &res);
-  if (r == GR_EXEC_DONE && res.nrows > 0)
-    gr_exec_poison_rows (x, p, &res);
   t[1] = gr_now ();
   pthread_mutex_lock (&l->pl);
   l->writers -= write;
@@ -257,6 +255,10 @@ run_batch (struct gr_exec_lanes *l, struct lane *ln)
    * batch before it is there: in batch order, its stripes held. */
   if (write && !before_failed && r != GR_EXEC_REPLAN)
     gr_exec_fronts_close (x, p);
+  /* Then the rows past repair marked unreadable: what a rebuild wrote
+   * there is read back from its replacements, below their fronts. */
+  if (r == GR_EXEC_DONE && res.nrows > 0)
+    gr_exec_poison_rows (x, p, &res);
   gr_exec_unlock_plan (x, &held);
   /* The job hears of its batches in batch order (its position is the
    * written front). */
