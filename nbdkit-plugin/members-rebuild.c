@@ -202,16 +202,6 @@ gr_members_rebuild_checkpoint (struct gr_members *ms, const uint64_t *upto)
 }
 
 bool
-gr_members_in_use (const struct gr_members *ms, int i, uint64_t off,
-                   uint64_t len)
-{
-  const struct gr_mio v = { .kind = GR_MIO_READ, .member = i, .off = off,
-                            .len = len };
-
-  return gr_members_usable (ms, &v);
-}
-
-bool
 gr_members_rebuild_advance (struct gr_members *ms, int i, uint64_t front,
                             bool written)
 {

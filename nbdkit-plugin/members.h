@@ -331,10 +331,6 @@ bool gr_members_rebuild_checkpoint (struct gr_members *ms,
 /* The fronts of the members being rebuilt, in stripes, into front[i]
  * for every member (0 for the others); how many are being rebuilt. */
 int gr_members_rebuilding (const struct gr_members *ms, uint64_t *front);
-/* Is [off, off + len) of member i in use: a live member, or the rebuilt
- * part of a replacement? */
-bool gr_members_in_use (const struct gr_members *ms, int i, uint64_t off,
-                        uint64_t len);
 /* How a rebuild ends. */
 enum gr_rebuild_end {
   GR_REBUILD_DONE,              /* every stripe rebuilt: the replacements
