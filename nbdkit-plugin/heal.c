@@ -401,17 +401,6 @@ gr_heal_operation (struct gr_heal *h, struct gr_progress *p)
   return job;
 }
 
-bool
-gr_heal_busy (struct gr_heal *h)
-{
-  bool r;
-
-  pthread_mutex_lock (&h->lock);
-  r = running_locked (h);
-  pthread_mutex_unlock (&h->lock);
-  return r;
-}
-
 int
 gr_heal_replace_progress (struct gr_heal *h, struct gr_progress *p,
                           char *path, size_t len)

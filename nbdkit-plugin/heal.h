@@ -152,7 +152,5 @@ enum gr_heal_job { GR_HEAL_JOB_NONE, GR_HEAL_JOB_REBUILD,
  * running rebuild, scrub or resync, else the rebuild or scrub started
  * last, else the resync; its progress into p.  NONE if there is none. */
 enum gr_heal_job gr_heal_operation (struct gr_heal *h, struct gr_progress *p);
-/* A rebuild or a scrub is running. */
-bool gr_heal_busy (struct gr_heal *h);
 
 #endif /* GPURAID_HEAL_H */

@@ -165,12 +165,6 @@ gr_disk_size (const struct gr_disk *d)
 }
 
 bool
-gr_disk_remote (const struct gr_disk *d)
-{
-  return d->r != NULL;
-}
-
-bool
 gr_disk_direct (const struct gr_disk *d)
 {
   return d->direct;

@@ -92,7 +92,6 @@ enum gr_disk_open_outcome gr_disk_open (const char *path, bool read_only,
 void gr_disk_close (struct gr_disk *d);
 
 uint64_t gr_disk_size (const struct gr_disk *d);
-bool gr_disk_remote (const struct gr_disk *d);
 /* Was d opened with O_DIRECT? */
 bool gr_disk_direct (const struct gr_disk *d);
 /* What O_DIRECT's alignment cost on d so far: accesses that went through
