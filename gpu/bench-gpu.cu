@@ -1532,8 +1532,6 @@ bench_isal (int k, int m)
 
 /* ---- (e) --------------------------------------------------------------- */
 
-extern "C" int gr_gpu_set_mapped (int on);
-
 /* (s) A write batch's block checksums with its encode (gr_code_op's
  * cksums), as the plugin's group commit submits it: 64 MiB of data in
  * operations of 2 stripes, page-locked, one gr_code_many, with and
