@@ -464,6 +464,18 @@ stop_nbdkit ()
   rm -f "$pidfile"
 }
 
+# crash_nbdkit PIDFILE: kill -9 the server started with that pidfile and
+# wait until it is gone (under ASan its exit takes a while, and until then
+# its sockets still take connections), its pidfile removed.
+crash_nbdkit ()
+{
+  local pid
+  pid=$(cat "$1")
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  rm -f "$1"
+}
+
 # ---- gpuraid helpers ---------------------------------------------------------
 
 # sock_uri SOCKET

@@ -57,7 +57,7 @@ kill_after_checkpoint ()
     [ "$(grep -c 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log")" -gt "$n0" ] && break
     sleep 0.05
   done
-  kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+  crash_nbdkit "$pid"; rm -f "$ctl"
   at=$(grep 'rebuild checkpoint: a restart resumes at stripe' "$nbdkit_log" | tail -1 | sed 's/.* stripe //')
   [ "${at:-0}" -gt 0 ] || fail "no checkpoint past stripe 0 before the kill"
 }
@@ -67,7 +67,7 @@ crash_and_resume ()
 {
   local new=$1 at
   sleep 1.2                             # a checkpoint past stripe 0
-  kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+  crash_nbdkit "$pid"; rm -f "$ctl"
   members[1]=$new
   set_args
   ctl_serve

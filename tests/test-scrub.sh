@@ -198,7 +198,7 @@ ctl_serve
 scrub_started
 grep -q "going on from array byte [1-9]" "$tmpdir/scrub.out" || fail "did not go on after a restart"
 sleep 4
-kill -9 "$(cat "$pid")"
+crash_nbdkit "$pid"
 rm -f "$sock"
 ctl_serve
 wait_resync
