@@ -477,28 +477,22 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
     grid = dim3 (grid_x ((vlen + THREADS * (C) - 1) / (THREADS * (C))), \
                  grid_x (nstripes));                                    \
     grid.z = small ? grid_z (grid.x * grid.y, want, npad / t->mb) : 1
+#define L_RS_LAUNCH(N, C)                                               \
+    L_RS_GRID (C);                                                      \
+    if (acc)                                                            \
+      rs_imad_kernel<N, C, true><<<grid, THREADS, 0, st>>>              \
+        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
+         vlen, nstripes);                                               \
+    else                                                                \
+      rs_imad_kernel<N, C, false><<<grid, THREADS, 0, st>>>             \
+        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
+         vlen, nstripes)
 #define L_RS_IMAD(N)                                                    \
     if (small) {                                                        \
-      L_RS_GRID (1);                                                    \
-      if (acc)                                                          \
-        rs_imad_kernel<N, 1, true><<<grid, THREADS, 0, st>>>            \
-          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad, \
-           vlen, nstripes);                                             \
-      else                                                              \
-        rs_imad_kernel<N, 1, false><<<grid, THREADS, 0, st>>>           \
-          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad, \
-           vlen, nstripes);                                             \
+      L_RS_LAUNCH (N, 1);                                               \
     }                                                                   \
     else {                                                              \
-      L_RS_GRID (rs_cols (N));                                          \
-      if (acc)                                                          \
-        rs_imad_kernel<N, rs_cols (N), true><<<grid, THREADS, 0, st>>>  \
-          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad, \
-           vlen, nstripes);                                             \
-      else                                                              \
-        rs_imad_kernel<N, rs_cols (N), false><<<grid, THREADS, 0, st>>> \
-          ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad, \
-           vlen, nstripes);                                             \
+      L_RS_LAUNCH (N, rs_cols (N));                                     \
     }
     SWITCH_MB8 (t->mb, L_RS_IMAD);
   }
