@@ -466,13 +466,19 @@ stop_nbdkit ()
 
 # crash_nbdkit PIDFILE: kill -9 the server started with that pidfile and
 # wait until it is gone (under ASan its exit takes a while, and until then
-# its sockets still take connections), its pidfile removed.
+# its sockets still take connections), its pidfile removed.  A server
+# that is not this shell's child (started under a wrapper or in another
+# namespace) is waited for by polling, for up to 10 s.
 crash_nbdkit ()
 {
-  local pid
+  local pid i
   pid=$(cat "$1")
   kill -9 "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
+  for (( i = 0; i < 100; i++ )); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
   rm -f "$1"
 }
 

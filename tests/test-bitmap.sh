@@ -46,7 +46,7 @@ serve ()
   start_nbdkit -P "$pid" -U "$sock" "${opts[@]}" "$PLUGIN" "${args[@]}" "$@" ||
     fail "start"
 }
-crash () { kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid"; }
+crash () { crash_nbdkit "$pid"; }
 # nbdio w|r|z OFFSET LEN [FILE]: write FILE's bytes / read and compare
 # with FILE / read expecting EIO.
 nbdio ()

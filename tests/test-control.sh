@@ -162,7 +162,7 @@ set_args
 ctl_serve m=1 chunk=4096 create=true bitmap-chunk=64K
 head -c 8M /dev/urandom >"$tmpdir/data"
 nbdcopy "$tmpdir/data" "$uri" || fail "write"
-kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid"
+crash_nbdkit "$pid"
 ctl_serve resync-rate=1M
 sleep 0.5
 ctl_json 's["resync"]' | tee "$tmpdir/rs"

@@ -136,9 +136,8 @@ PY
 
 kill9 ()
 {
-  kill -9 "$(cat "$pid")"
-  sleep 0.3
-  rm -f "$pid" "$ctl"
+  crash_nbdkit "$pid"
+  rm -f "$ctl"
   total_crash=$(( total_crash + 1 ))
 }
 

@@ -46,9 +46,8 @@ crash_once ()   # args...: start, $nw writers, kill at a random moment
   done
   delay=$(( RANDOM % 600 + 50 ))
   sleep "$(printf '0.%03d' "$delay")"
-  kill -9 "$(cat "$pid")"
+  crash_nbdkit "$pid"
   wait "${wpids[@]}"
-  rm -f "$pid"
   total=$(( total + 1 ))
 }
 

@@ -126,9 +126,8 @@ crash_loop ()
     "$PY" "$top/tests/crashloop.py" write "$uri" "$tmpdir/state.json" $seed &
     wpid=$!
     sleep "$(printf '0.%03d' $(( RANDOM % 600 + 100 )))"
-    kill -9 "$(cat "$pid")"
+    crash_nbdkit "$pid"
     wait "$wpid"
-    rm -f "$pid"
     serve "${mem[@]}" -- "${opts[@]}"
     "$PY" "$top/tests/crashloop.py" verify "$uri" "$tmpdir/state.json" ||
       fail "crash $c lost or corrupted data"

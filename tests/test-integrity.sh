@@ -122,7 +122,7 @@ for how in restart kill; do
   "$CTL" -c "$ctl" status | grep -q "^last scrub done .*; $nparity blocks failed their checksums and were rebuilt, 0 past repair" ||
     fail "status does not show the last scrub after a $how"
   if [ $how = kill ]; then
-    kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+    crash_nbdkit "$pid"; rm -f "$ctl"
   else
     stop_nbdkit "$pid"
   fi
@@ -210,7 +210,7 @@ h = nbd.NBD(); h.connect_uri(sys.argv[1])
 h.pwrite(open(sys.argv[2], "rb").read(), int(sys.argv[3])); h.flush()' \
   "$uri" "$tmpdir/w" $(( 6 * width )) || fail "write"
 dd if="$tmpdir/w" of="$tmpdir/expect" bs=1 seek=$(( 6 * width )) conv=notrunc status=none
-kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+crash_nbdkit "$pid"; rm -f "$ctl"
 ctl_serve
 wait_resync
 grep -q 'not shut down cleanly' "$nbdkit_log" || fail "no resync after kill -9"

@@ -162,7 +162,7 @@ for (( i = 0; i < 100; i++ )); do
   sleep 0.1
 done
 sleep 1
-kill -9 "$(cat "$pid")"; wait "$(cat "$pid")" 2>/dev/null; rm -f "$pid"
+crash_nbdkit "$pid"
 od -An -tu4 -j 52 -N 4 "${members[1]}" | grep -q . || fail "no superblock on member 1"
 [ $(( $(od -An -tu4 -j 52 -N 4 "${members[1]}") & 0x48 )) = $(( 0x48 )) ] ||
   fail "member 1's own superblock does not say REBUILDING+READD"

@@ -60,7 +60,7 @@ truncate -s 8M "$tmpdir/new1.img"
 wait_front 12
 small_writes 1 12
 [ "$(ctl_json 's["rebuild"]["state"]')" = running ] || fail "the rebuild ended"
-kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+crash_nbdkit "$pid"; rm -f "$ctl"
 ctl_serve
 [ "$(ctl_json 's["members"][1]["state"]')" != active ] || fail "member 1 active"
 verify "the replacement left out after a crash"
@@ -113,7 +113,7 @@ for (( i = 0; i < 50; i++ )); do
   [ "$now" = "$front0" ] && break
   front0=$now
 done
-kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid" "$ctl"
+crash_nbdkit "$pid"; rm -f "$ctl"
 members[1]=$tmpdir/new1.img
 set_args
 ctl_serve

@@ -158,7 +158,7 @@ verify "after a rebuild stopped at shutdown"
 sleep 1
 [ "$(ctl_json 's["members"][4]["state"]')" = rebuilding ] ||
   fail "member 4 before the kill: $(ctl_json 's["members"][4]')"
-kill -9 "$(cat "$pid")"; sleep 0.3; rm -f "$pid"
+crash_nbdkit "$pid"
 ctl_serve
 grep -q 'member 4' "$nbdkit_log" || fail "member 4 not named missing after the crash"
 verify "after a crash during the rebuild"

@@ -116,8 +116,7 @@ host_unhang ()
 
 host_kill ()
 {
-  kill -9 "$(cat "$tmpdir/host$1.pid")"
-  rm -f "$tmpdir/host$1.pid"
+  crash_nbdkit "$tmpdir/host$1.pid"
 }
 
 # slowcat [FILE]: FILE (or stdin) to stdout at about 50 MiB/s, so that

@@ -142,7 +142,7 @@ truncate -s 32M "$tmpdir/new0.img"
 "$CTL" -c "$ctl" replace --live 0 "$tmpdir/new0.img" >/dev/null || fail "replace --live 0"
 write_ref $(( 3 * width )) $(( 16 * width ))
 sleep 0.5
-kill -9 "$(cat "$pid")"; wait "$(cat "$pid")" 2>/dev/null; rm -f "$pid"
+crash_nbdkit "$pid"
 ctl_serve
 wait_healthy
 "$CTL" -c "$ctl" wait >/dev/null || fail "the resync after kill -9"

@@ -40,8 +40,7 @@ for code in rs crs; do
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
   seed=$(( seed + 1 ))
   randio write "$uri" "$ref" --seed $seed --ops 10 --chunk $chunk --k $k || exit 1
-  kill -9 "$(cat "$pid")"
-  sleep 0.5
+  crash_nbdkit "$pid"
 
   # Torn writes: parity 0 of stripe 3 (member (4-3) mod 6 = 1) and
   # parity 1 of stripe 7 (member (5-7) mod 6 = 4) no longer match.
@@ -85,8 +84,7 @@ for code in rs crs; do
   # repairs the stripes being written, and the array is clean after it.
   seed=$(( seed + 1 ))
   randio write "$uri" "$ref" --seed $seed --ops 10 --chunk $chunk --k $k || exit 1
-  kill -9 "$(cat "$pid")"
-  sleep 0.5
+  crash_nbdkit "$pid"
   : >"$nbdkit_log"
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
   grep -q 'repaired from the journal; it is consistent' "$nbdkit_log" ||
@@ -109,8 +107,7 @@ for code in rs crs; do
   seed=$(( seed + 1 ))
   cp "$tmpdir/healthy-ref" "$ref"
   randio write "$uri" "$ref" --seed $seed --ops 10 --chunk $chunk --k $k || exit 1
-  kill -9 "$(cat "$pid")"
-  sleep 0.5
+  crash_nbdkit "$pid"
   mv "${members[3]}" "$tmpdir/gone3"; mv "${members[5]}" "$tmpdir/gone5"
   : >"$nbdkit_log"
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1

@@ -146,7 +146,7 @@ echo "OK"
 echo "=== 3. a crash without the bitmap: only written regions resynced"
 ctl_serve
 write_ref $(( 8 * region )) "$region"
-kill -9 "$(cat "$pid")"; wait "$(cat "$pid")" 2>/dev/null; rm -f "$pid"
+crash_nbdkit "$pid"
 for f in "${members[@]}"; do sb_patch_flags "$f" $(( ~4 & 0xffffffff )) 0; done
 ctl_serve
 # 3 map regions written: 6 write-intent regions.
