@@ -79,7 +79,8 @@ TSAN_TESTS += tests/test-concurrent.sh tests/test-group-commit.sh \
               tests/test-bitmap.sh tests/test-control.sh tests/test-rebuild.sh \
               tests/test-scrub.sh tests/test-spare.sh tests/test-integrity.sh \
               tests/test-request-pin.sh nbdkit-plugin/test-router \
-              nbdkit-plugin/test-scratch tests/test-rebuild-gpu-sums.sh
+              nbdkit-plugin/test-scratch tests/test-rebuild-gpu-sums.sh \
+              tests/test-rebuild-crash.sh
 # On the GPU machine: GPU parity inside the array (skips without a GPU).
 GPU_TESTS += tests/test-gpu-array.sh tests/test-gpu-request-pin.sh
 CLEAN_FILES += $(TESTS_PROGS) tests/logs/*.log
