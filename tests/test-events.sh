@@ -159,7 +159,13 @@ seen=$(grep -c . "$tmpdir/mon2.txt")
 "$CTL" -c "$ctl" fail 5 >/dev/null 2>&1 && fail "fail past m accepted"
 # A third member lost under the server: past m.
 truncate -s 0 "${members[4]}"
-nbdcopy "$uri" "$tmpdir/back" 2>/dev/null && fail "read past m succeeded"
+# One request in flight: nbdkit before 1.33.10 (Debian 12's 1.32.5)
+# aborts when a client hangs up at its first error reply while another
+# reply of the same connection is still to be sent (nbdkit 9d82aa4f), as
+# nbdcopy with its default 64 requests in flight did here (under ASan,
+# about one run in 30).
+nbdcopy --connections=1 --requests=1 "$uri" "$tmpdir/back" 2>/dev/null &&
+  fail "read past m succeeded"
 wait_for "$tmpdir/mon2.txt" '"event": "array-failed"' 2
 grep -q '"event": "member-failed".*"member": 4' "$tmpdir/mon2.txt" || fail "member 4: $(cat "$tmpdir/mon2.txt")"
 wait_for "$hooklog" 'ARG=array-failed '
