@@ -69,13 +69,27 @@ _bench_cleanup ()
 
 bench_ready () { true; }
 
+# The bytes free where the bench's files go.
+bench_free () { df --output=avail -B1 "$tmp" | tail -1; }
+
+# bench_fits BYTES WHAT: exit with one line unless BYTES fit there (a
+# fill that meets ENOSPC half way has cost minutes).
+bench_fits ()
+{
+  local free
+  free=$(bench_free)
+  (( $1 <= free )) && return 0
+  echo "$(basename "$0"): $2 need $(numfmt --to=iec "$1") in $tmp, $(numfmt --to=iec "$free") free (BENCH_DIR, or a larger tmpfs)" >&2
+  exit 1
+}
+
 bench_warm ()
 {
   local mib avail
   [ "${WARM:-1}" != 0 ] || return 0
   [ "$(stat -f -c %T "$tmp")" = tmpfs ] || return 0
   mib=$(( ($1 + 1048575) / 1048576 ))
-  avail=$(( $(df --output=avail -B1M "$tmp" | tail -1) - 1024 ))
+  avail=$(( $(bench_free) / 1048576 - 1024 ))
   (( mib <= avail )) || mib=$avail
   (( mib > 0 )) || return 0
   progress "warming $mib MiB of tmpfs (WARM=0: not)"
