@@ -1332,7 +1332,10 @@ bench_callers (int k, int m)
  * against crc32_iscsi. */
 static double time_many (struct gr_coder *c, struct gr_code_op *ops,
                          size_t nops);
-extern "C" int gr_gpu_set_mapped (int on);
+/* Which direct jobs the copy kernel copies (gpu/engine.cu's enum
+ * mapped_use): none, those of short runs (the default), all. */
+extern "C" int gr_gpu_set_mapped (int use);
+enum { MAPPED_NEVER, MAPPED_SHORT_RUNS, MAPPED_ALWAYS };
 
 static void
 bench_rebuild_batch (int k, int m, int lost, size_t len)
@@ -1392,12 +1395,18 @@ bench_rebuild_batch (int k, int m, int lost, size_t len)
     nops++;
   }
   printf ("  %zu operations (one an erasure pattern)\n", nops);
-  /* Copies by the engine's copy kernel on mapped memory (its default),
-   * then by the copy engines; with the engine's account of a call (its
-   * wait for the GPU: for the stream, or for the checksums it brings
-   * back). */
-  for (int engines = 0; engines <= 1; engines++) {
-    const int old = gr_gpu_set_mapped (!engines);
+  /* Copies by the engine's copy kernel on mapped memory, by the copy
+   * engines, and as the engine chooses (by the jobs' runs: the copy
+   * engines here); with the engine's account of a call (its wait for the
+   * GPU: for the stream, or for the checksums it brings back). */
+  static const struct {
+    const char *what;
+    int use;
+  } how[] = { { "copy kernel   ", MAPPED_ALWAYS },
+              { "copy engines  ", MAPPED_NEVER },
+              { "engine's rule ", MAPPED_SHORT_RUNS } };
+  for (size_t h = 0; h < sizeof how / sizeof how[0]; h++) {
+    const int old = gr_gpu_set_mapped (how[h].use);
     struct gr_gpu_many_stats a0, a1;
 
     for (size_t o = 0; o < nops; o++)
@@ -1412,7 +1421,7 @@ bench_rebuild_batch (int k, int m, int lost, size_t len)
     printf ("  %s: %.2f ms a batch, %.1f GB/s of survivors' data (%.3f of "
             "the ceiling); with the checksums %.2f ms (%.3f); a call: %.0f "
             "chunks, %.0f copies, %.0f us enqueueing, %.0f us waiting\n",
-            engines ? "copy engines  " : "copy kernel   ", plain * 1e3,
+            how[h].what, plain * 1e3,
             ns * k * len / plain / 1e9, ns * k * len / plain / ceil,
             summed * 1e3, ns * k * len / summed / ceil,
             (a1.chunks - a0.chunks) / 10.0, (a1.copies - a0.copies) / 10.0,
@@ -1792,14 +1801,20 @@ bench_small (int k, int m, int lost, size_t len)
     bool scatter;
     int mapped;
   } rows[] = {
-    { "ISA-L, a stripe a call", false, 1, false, 1 },
-    { "GPU, a stripe a call", true, 1, false, 1 },
-    { "GPU, 16 stripes a call", true, 16, false, 1 },
-    { "GPU, 16 stripes a call, copy engines", true, 16, false, 0 },
-    { "GPU, 16 a call, scattered", true, 16, true, 1 },
-    { "GPU, 16 a call, scattered, copy engines", true, 16, true, 0 },
-    { "ISA-L, 16 stripes a call", false, 16, false, 1 },
-    { "ISA-L, 16 a call, scattered", false, 16, true, 1 },
+    { "ISA-L, a stripe a call", false, 1, false, MAPPED_SHORT_RUNS },
+    { "GPU, a stripe a call", true, 1, false, MAPPED_SHORT_RUNS },
+    { "GPU, 16 stripes a call", true, 16, false, MAPPED_SHORT_RUNS },
+    { "GPU, 16 stripes a call, copy kernel", true, 16, false,
+      MAPPED_ALWAYS },
+    { "GPU, 16 stripes a call, copy engines", true, 16, false,
+      MAPPED_NEVER },
+    { "GPU, 16 a call, scattered", true, 16, true, MAPPED_SHORT_RUNS },
+    { "GPU, 16 a call, scattered, copy kernel", true, 16, true,
+      MAPPED_ALWAYS },
+    { "GPU, 16 a call, scattered, copy engines", true, 16, true,
+      MAPPED_NEVER },
+    { "ISA-L, 16 stripes a call", false, 16, false, MAPPED_SHORT_RUNS },
+    { "ISA-L, 16 a call, scattered", false, 16, true, MAPPED_SHORT_RUNS },
   };
   struct gr_coder *gc, *cc;
   uint8_t *tmpl = (uint8_t *) malloc ((size_t) n * len);
@@ -1819,9 +1834,9 @@ bench_small (int k, int m, int lost, size_t len)
   printf ("\n(e) small decodes from many threads: %d+%d RS, %d members "
           "lost (%d patterns), %zu KiB blocks, page-locked; pinned H2D "
           "%.1f GB/s\n", k, m, lost, n, len >> 10, h2d_bw / 1e9);
-  /* Scattered blocks: each copy its own; the engine's copy kernel moves
-   * them, against the copy engines, one CUDA copy each
-   * (gr_gpu_set_mapped). */
+  /* Scattered blocks: each copy its own.  Copies as the engine chooses
+   * them (the copy kernel for short runs), by the copy kernel only, and
+   * by the copy engines only, one CUDA copy each (gr_gpu_set_mapped). */
   for (size_t row = 0; row < sizeof rows / sizeof rows[0]; row++)
     for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
       const int old = gr_gpu_set_mapped (rows[row].mapped);

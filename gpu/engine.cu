@@ -655,13 +655,22 @@ acquire_slots (struct slot **got, int want, bool *others)
 
 /* The 1D copies of a chunk (one direction) are queued together and
  * enqueued at its end: of a small operation's job (gr_code_many) whose
- * blocks all lie in page-locked memory the engine knows of, in one launch
- * of the GPU's own copy kernel that reads and writes host memory through
- * the device's mapping of it (mapped_rows; test hook gr_gpu_set_mapped:
- * 0 = never); otherwise one cudaMemcpyAsync each.  A CUDA copy costs the
- * host several microseconds; a launch of up to GR_GPU_ROWS_MAX rows
- * about one. */
-static int mapped_copies = 1;
+ * blocks all lie in page-locked memory the engine knows of and make
+ * short runs on the host (scattered blocks, as a degraded read's), in one
+ * launch of the GPU's own copy kernel that reads and writes host memory
+ * through the device's mapping of it (mapped_rows); otherwise one
+ * cudaMemcpyAsync each, or a 2D copy.  A CUDA copy costs the host several
+ * microseconds; a launch of up to GR_GPU_ROWS_MAX rows about one.  Long
+ * runs (a rebuild's stripes, whose blocks lie back to back) go faster by
+ * the copy engines (docs/performance.md, "A rebuild's batch by the copy
+ * engines").  Test hook gr_gpu_set_mapped: enum mapped_use. */
+enum mapped_use {
+  MAPPED_NEVER = 0,
+  MAPPED_SHORT_RUNS = 1,        /* the default: jobs of runs < MAPPED_RUN */
+  MAPPED_ALWAYS = 2,
+};
+#define MAPPED_RUN ((size_t) 128 << 10)
+static int mapped_copies = MAPPED_SHORT_RUNS;
 GR_GPU_TEST_HOOK (int, gr_gpu_set_mapped, mapped_copies)
 
 /* May the copy kernel use host pointers as they are: does the device
@@ -687,6 +696,22 @@ mapped_rows (void)
     __atomic_store_n (&can, v, __ATOMIC_RELAXED);
   }
   return v && __atomic_load_n (&mapped_copies, __ATOMIC_RELAXED);
+}
+
+/* Do the rows of a job (na inputs, nb outputs, len bytes each) make runs
+ * shorter than MAPPED_RUN on average, blocks that follow each other on
+ * the host merging into one run (copier_row)? */
+static bool
+short_runs (const uint8_t *const *a, size_t na, const uint8_t *const *b,
+            size_t nb, size_t len)
+{
+  size_t runs = (na > 0) + (nb > 0);
+
+  for (size_t i = 1; i < na; i++)
+    runs += a[i] != a[i - 1] + len;
+  for (size_t i = 1; i < nb; i++)
+    runs += b[i] != b[i - 1] + len;
+  return runs > 0 && (na + nb) * len < runs * MAPPED_RUN;
 }
 
 /* Test hooks (test-gpu): what the engine makes of a span of host memory
@@ -1419,6 +1444,7 @@ gr_gpu_many_account (struct gr_gpu_many_stats *st)
   st->direct_jobs = __atomic_load_n (&many_st.direct_jobs, __ATOMIC_RELAXED);
   st->staged_jobs = __atomic_load_n (&many_st.staged_jobs, __ATOMIC_RELAXED);
   st->summed_jobs = __atomic_load_n (&many_st.summed_jobs, __ATOMIC_RELAXED);
+  st->mapped_jobs = __atomic_load_n (&many_st.mapped_jobs, __ATOMIC_RELAXED);
   st->slot_ns = __atomic_load_n (&many_st.slot_ns, __ATOMIC_RELAXED);
   st->enqueue_ns = __atomic_load_n (&many_st.enqueue_ns, __ATOMIC_RELAXED);
   st->wait_ns = __atomic_load_n (&many_st.wait_ns, __ATOMIC_RELAXED);
@@ -1499,6 +1525,9 @@ run_many (const struct job *js, size_t nj)
   many_add (&many_st.cksums_ns, (unsigned long long) ((t2 - tq) * 1e9));
   many_add_since (&many_st.wait_ns, t2);
   many_add (&many_st.direct_jobs, nj);
+  for (size_t x = 0; x < nj; x++)
+    if (js[x].mapped)
+      many_add (&many_st.mapped_jobs, 1);
   return r;
 }
 
@@ -1762,7 +1791,10 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
       all_pinned (j->in, ns * k, j->len, &known_in) &&
       all_pinned ((const uint8_t *const *) j->out, ns * nout, j->len,
                   &known_out);
-    j->mapped = j->direct && known_in && known_out && mapped_rows ();
+    j->mapped = j->direct && known_in && known_out && mapped_rows () &&
+      (__atomic_load_n (&mapped_copies, __ATOMIC_RELAXED) == MAPPED_ALWAYS ||
+       short_runs (j->in, ns * k, (const uint8_t *const *) j->out,
+                   ns * nout, j->len));
     /* The block checksums of a direct operation, while the slot's area
      * holds them (the rest: on the CPU, after, gr_code_many). */
     if (sums && j->direct && nblk > 0 && j->len % GR_SUM_BLOCK == 0 &&

@@ -108,6 +108,8 @@ struct gr_gpu_many_stats {
   unsigned long long summed_jobs;       /* direct encodes and
                                          * reconstructs whose block
                                          * checksums the GPU computed */
+  unsigned long long mapped_jobs;       /* direct jobs whose copies the
+                                         * copy kernel made */
   unsigned long long chunks, copies;    /* the direct jobs' chunks and
                                          * the copies queued for them */
   unsigned long long slot_ns, enqueue_ns, wait_ns, staged_ns;

@@ -75,7 +75,11 @@ extern size_t gr_gpu_set_chunk (size_t bytes);
 /* Direct batches that started while another held a slot (and took the
  * shared chunk size). */
 extern unsigned long gr_gpu_direct_shared (void);
-extern int gr_gpu_set_mapped (int on);
+/* Which direct jobs of gr_code_many the copy kernel copies (as
+ * gpu/engine.cu's enum mapped_use): none, those of short runs (the
+ * default), all; returns the previous value. */
+extern int gr_gpu_set_mapped (int use);
+enum { MAPPED_NEVER, MAPPED_SHORT_RUNS, MAPPED_ALWAYS };
 /* Internal hooks (gpu/engine.cu, gpu/jit.cu).  Batches of at least
  * min_bytes compile the JIT kernel. */
 extern size_t gr_gpu_set_jit_min (size_t min_bytes);
@@ -759,6 +763,56 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
   }
 }
 
+/* Which copies a direct job of gr_code_many gets: an encode of 2 stripes
+ * of 64 KiB blocks back to back in one page-locked region (runs of 512
+ * KiB: the copy engines), then the same blocks each in its own
+ * page-locked allocation (the copy kernel, where the device maps host
+ * memory); the parity checked each time. */
+static void
+mapped_rule_case (struct gr_coder *cr, struct gr_coder *cg)
+{
+  const int k = gr_coder_k (cg), n = k + gr_coder_m (cg);
+  const size_t len = 65536;
+
+  for (int pinned = 2; pinned >= 1; pinned--) {
+    struct batch good = { 0 }, work = { 0 };
+    struct gr_code_op op = { NULL, 0, NULL, 2, len, NULL };
+    struct gr_gpu_many_stats a, b;
+    const bool kernel = pinned == 1 && gr_gpu_mapped_ok ();
+
+    if (batch_new (&good, 2, n, k, len, 0, 0, &rng) < 0 ||
+        batch_new (&work, 2, n, k, len, 0, pinned, &rng) < 0 ||
+        gr_encode (cr, good.blk, 2, len) < 0) {
+      FAIL ("copy rule: set-up");
+      batch_free (&good);
+      batch_free (&work);
+      return;
+    }
+    for (int i = 0; i < 2 * n; i++)
+      if (i % n < k)
+        memcpy (work.blk[i], good.blk[i], len);
+    op.blocks = work.blk;
+    gr_gpu_many_account (&a);
+    if (gr_code_many (cg, &op, 1) < 0)
+      FAIL ("copy rule: gr_code_many (%s)", pinned == 2 ? "one region"
+            : "scattered");
+    else {
+      gr_gpu_many_account (&b);
+      batch_cmp (&good, &work, k, n, pinned == 2
+                 ? "encode, blocks back to back"
+                 : "encode, blocks scattered", k, n - k, "RS");
+      CHECK (b.direct_jobs - a.direct_jobs == 1,
+             "copy rule: the encode not direct");
+      CHECK (b.mapped_jobs - a.mapped_jobs == (kernel ? 1u : 0u),
+             "copy rule: blocks %s: %llu jobs by the copy kernel, not %d",
+             pinned == 2 ? "back to back" : "scattered",
+             b.mapped_jobs - a.mapped_jobs, kernel ? 1 : 0);
+    }
+    batch_free (&good);
+    batch_free (&work);
+  }
+}
+
 /* Several operations in one submission: more chunks than a slot has
  * buffers (8+8), blocks wider than a buffer (16+16 with 1 MiB blocks),
  * CRS. */
@@ -778,13 +832,17 @@ run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
     else if (gi < 2) {
       many_case (cr, cg, quick ? 24 : 48, 65536, 4096);
       if (gi == 0) {
-        /* rows of a length the copy kernel moves byte by byte; then
-         * the copies by the copy engines, not the copy kernel */
-        const int old = gr_gpu_set_mapped (0);
+        /* the copies by the copy engines only, then by the copy
+         * kernel only (as the engine chooses them: mapped_rule_case);
+         * rows of a length the copy kernel moves byte by byte */
+        int old = gr_gpu_set_mapped (MAPPED_NEVER);
 
+        many_case (cr, cg, quick ? 24 : 48, 65536, 4096);
+        gr_gpu_set_mapped (MAPPED_ALWAYS);
         many_case (cr, cg, quick ? 24 : 48, 65536, 4096);
         gr_gpu_set_mapped (old);
         many_case (cr, cg, 12, 65536 + 5, 4096);
+        mapped_rule_case (cr, cg);
       }
     }
     else
@@ -1147,6 +1205,7 @@ run_reg_list (const struct gr_backend *ref, const struct gr_backend *gpu)
     uint8_t *blk[32], *region = NULL;
     struct gr_code_op op = { NULL, 0, blk, 2, len, NULL };
     bool ok = false;
+    int mapped;
 
     if (gr_coder_new (&cr, k, m, GR_CODE_RS, ref) < 0 ||
         gr_coder_new (&cg, k, m, GR_CODE_RS, gpu) < 0 ||
@@ -1182,7 +1241,9 @@ run_reg_list (const struct gr_backend *ref, const struct gr_backend *gpu)
           memset (p, 0xa5, len);
       }
     gr_gpu_many_account (&s0);
+    mapped = gr_gpu_set_mapped (MAPPED_ALWAYS); /* runs of 512 KiB */
     r = gr_code_many (cg, &op, 1);
+    gr_gpu_set_mapped (mapped);
     gr_gpu_many_account (&s1);
     if (r < 0)
       FAIL ("reg list: gr_code_many across two ranges: %d", r);
