@@ -1332,10 +1332,6 @@ bench_callers (int k, int m)
  * against crc32_iscsi. */
 static double time_many (struct gr_coder *c, struct gr_code_op *ops,
                          size_t nops);
-/* Which direct jobs the copy kernel copies (gpu/engine.cu's enum
- * mapped_use): none, those of short runs (the default), all. */
-extern "C" int gr_gpu_set_mapped (int use);
-enum { MAPPED_NEVER, MAPPED_SHORT_RUNS, MAPPED_ALWAYS };
 
 static void
 bench_rebuild_batch (int k, int m, int lost, size_t len)
@@ -1402,9 +1398,9 @@ bench_rebuild_batch (int k, int m, int lost, size_t len)
   static const struct {
     const char *what;
     int use;
-  } how[] = { { "copy kernel   ", MAPPED_ALWAYS },
-              { "copy engines  ", MAPPED_NEVER },
-              { "engine's rule ", MAPPED_SHORT_RUNS } };
+  } how[] = { { "copy kernel   ", GR_GPU_MAPPED_ALWAYS },
+              { "copy engines  ", GR_GPU_MAPPED_NEVER },
+              { "engine's rule ", GR_GPU_MAPPED_SHORT_RUNS } };
   for (size_t h = 0; h < sizeof how / sizeof how[0]; h++) {
     const int old = gr_gpu_set_mapped (how[h].use);
     struct gr_gpu_many_stats a0, a1;
@@ -1801,20 +1797,26 @@ bench_small (int k, int m, int lost, size_t len)
     bool scatter;
     int mapped;
   } rows[] = {
-    { "ISA-L, a stripe a call", false, 1, false, MAPPED_SHORT_RUNS },
-    { "GPU, a stripe a call", true, 1, false, MAPPED_SHORT_RUNS },
-    { "GPU, 16 stripes a call", true, 16, false, MAPPED_SHORT_RUNS },
+    { "ISA-L, a stripe a call", false, 1, false,
+      GR_GPU_MAPPED_SHORT_RUNS },
+    { "GPU, a stripe a call", true, 1, false,
+      GR_GPU_MAPPED_SHORT_RUNS },
+    { "GPU, 16 stripes a call", true, 16, false,
+      GR_GPU_MAPPED_SHORT_RUNS },
     { "GPU, 16 stripes a call, copy kernel", true, 16, false,
-      MAPPED_ALWAYS },
+      GR_GPU_MAPPED_ALWAYS },
     { "GPU, 16 stripes a call, copy engines", true, 16, false,
-      MAPPED_NEVER },
-    { "GPU, 16 a call, scattered", true, 16, true, MAPPED_SHORT_RUNS },
+      GR_GPU_MAPPED_NEVER },
+    { "GPU, 16 a call, scattered", true, 16, true,
+      GR_GPU_MAPPED_SHORT_RUNS },
     { "GPU, 16 a call, scattered, copy kernel", true, 16, true,
-      MAPPED_ALWAYS },
+      GR_GPU_MAPPED_ALWAYS },
     { "GPU, 16 a call, scattered, copy engines", true, 16, true,
-      MAPPED_NEVER },
-    { "ISA-L, 16 stripes a call", false, 16, false, MAPPED_SHORT_RUNS },
-    { "ISA-L, 16 a call, scattered", false, 16, true, MAPPED_SHORT_RUNS },
+      GR_GPU_MAPPED_NEVER },
+    { "ISA-L, 16 stripes a call", false, 16, false,
+      GR_GPU_MAPPED_SHORT_RUNS },
+    { "ISA-L, 16 a call, scattered", false, 16, true,
+      GR_GPU_MAPPED_SHORT_RUNS },
   };
   struct gr_coder *gc, *cc;
   uint8_t *tmpl = (uint8_t *) malloc ((size_t) n * len);

@@ -663,14 +663,10 @@ acquire_slots (struct slot **got, int want, bool *others)
  * microseconds; a launch of up to GR_GPU_ROWS_MAX rows about one.  Long
  * runs (a rebuild's stripes, whose blocks lie back to back) go faster by
  * the copy engines (docs/performance.md, "A rebuild's batch by the copy
- * engines").  Test hook gr_gpu_set_mapped: enum mapped_use. */
-enum mapped_use {
-  MAPPED_NEVER = 0,
-  MAPPED_SHORT_RUNS = 1,        /* the default: jobs of runs < MAPPED_RUN */
-  MAPPED_ALWAYS = 2,
-};
+ * engines").  Test hook gr_gpu_set_mapped: enum gr_gpu_mapped_use; short
+ * runs average under MAPPED_RUN bytes. */
 #define MAPPED_RUN ((size_t) 128 << 10)
-static int mapped_copies = MAPPED_SHORT_RUNS;
+static int mapped_copies = GR_GPU_MAPPED_SHORT_RUNS;
 GR_GPU_TEST_HOOK (int, gr_gpu_set_mapped, mapped_copies)
 
 /* May the copy kernel use host pointers as they are: does the device
@@ -1525,9 +1521,13 @@ run_many (const struct job *js, size_t nj)
   many_add (&many_st.cksums_ns, (unsigned long long) ((t2 - tq) * 1e9));
   many_add_since (&many_st.wait_ns, t2);
   many_add (&many_st.direct_jobs, nj);
-  for (size_t x = 0; x < nj; x++)
-    if (js[x].mapped)
-      many_add (&many_st.mapped_jobs, 1);
+  {
+    unsigned long long mapped = 0;
+
+    for (size_t x = 0; x < nj; x++)
+      mapped += js[x].mapped != 0;
+    many_add (&many_st.mapped_jobs, mapped);
+  }
   return r;
 }
 
@@ -1792,7 +1792,8 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
       all_pinned ((const uint8_t *const *) j->out, ns * nout, j->len,
                   &known_out);
     j->mapped = j->direct && known_in && known_out && mapped_rows () &&
-      (__atomic_load_n (&mapped_copies, __ATOMIC_RELAXED) == MAPPED_ALWAYS ||
+      (__atomic_load_n (&mapped_copies, __ATOMIC_RELAXED) ==
+       GR_GPU_MAPPED_ALWAYS ||
        short_runs (j->in, ns * k, (const uint8_t *const *) j->out,
                    ns * nout, j->len));
     /* The block checksums of a direct operation, while the slot's area

@@ -122,6 +122,16 @@ extern int gr_gpu_jit_lop3;
     return old_;                                \
   }
 
+/* Which direct jobs of gr_code_many the copy kernel copies (engine.cu;
+ * test hook gr_gpu_set_mapped, which returns the previous value; test-gpu.c
+ * mirrors the values). */
+enum gr_gpu_mapped_use {
+  GR_GPU_MAPPED_NEVER = 0,
+  GR_GPU_MAPPED_SHORT_RUNS = 1, /* the default: jobs of short runs */
+  GR_GPU_MAPPED_ALWAYS = 2,
+};
+extern "C" int gr_gpu_set_mapped (int use);
+
 /* cudaSuccess if the kernels' machine code loads on the current device. */
 cudaError_t gr_gpu_kernels_loadable (void);
 

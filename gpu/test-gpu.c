@@ -76,8 +76,8 @@ extern size_t gr_gpu_set_chunk (size_t bytes);
  * shared chunk size). */
 extern unsigned long gr_gpu_direct_shared (void);
 /* Which direct jobs of gr_code_many the copy kernel copies (as
- * gpu/engine.cu's enum mapped_use): none, those of short runs (the
- * default), all; returns the previous value. */
+ * gpu-internal.h's enum gr_gpu_mapped_use, CUDA C++ only): none, those of
+ * short runs (the default), all; returns the previous value. */
 extern int gr_gpu_set_mapped (int use);
 enum { MAPPED_NEVER, MAPPED_SHORT_RUNS, MAPPED_ALWAYS };
 /* Internal hooks (gpu/engine.cu, gpu/jit.cu).  Batches of at least
@@ -835,7 +835,7 @@ run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
         /* the copies by the copy engines only, then by the copy
          * kernel only (as the engine chooses them: mapped_rule_case);
          * rows of a length the copy kernel moves byte by byte */
-        int old = gr_gpu_set_mapped (MAPPED_NEVER);
+        const int old = gr_gpu_set_mapped (MAPPED_NEVER);
 
         many_case (cr, cg, quick ? 24 : 48, 65536, 4096);
         gr_gpu_set_mapped (MAPPED_ALWAYS);
