@@ -13,6 +13,8 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "storage-internal.h"
 #include "../common/thread.h"
@@ -88,8 +90,13 @@ open_local (struct gr_disk *d, bool read_only, int *err, char *why,
       return GR_DISK_CANNOT_OPEN;
     }
   }
-  else if (S_ISREG (st.st_mode))
+  else if (S_ISREG (st.st_mode)) {
+    struct statfs sf;
+
     d->size = (uint64_t) st.st_size;
+    d->memory = fstatfs (d->fd, &sf) == 0 &&
+      (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+  }
   else {
     *err = 0;
     snprintf (why, whylen, "not a regular file or block device");
@@ -446,13 +453,19 @@ par_io (struct gr_dio **v, size_t n)
 /* Does v go through the ring with the batch's others?  Reads, and the
  * writes of members opened with O_DIRECT (which wait for the device);
  * buffered writes one by one (through io_uring they were measured
- * slower: docs/performance.md, make bench of the executor). */
+ * slower: docs/performance.md, make bench of the executor).  Not the
+ * accesses of files in memory (tmpfs): the kernel cannot do them at once
+ * in the ring (tmpfs takes no RWF_NOWAIT), so each would go to one of
+ * io_uring's worker threads and back, for a copy that waits for no
+ * device (docs/performance.md, "Members in memory read without the
+ * ring"). */
 static bool
 ringed (const struct gr_dio *v)
 {
-  return v->kind == GR_DIO_READ ||
-    (v->disk->direct && (v->kind == GR_DIO_WRITE ||
-                         v->kind == GR_DIO_WRITE_DSYNC));
+  return !v->disk->memory &&
+    (v->kind == GR_DIO_READ ||
+     (v->disk->direct && (v->kind == GR_DIO_WRITE ||
+                          v->kind == GR_DIO_WRITE_DSYNC)));
 }
 
 /* The local entries (O_DIRECT's bounced first): several reads, and

@@ -25,6 +25,9 @@ struct gr_disk {
   dev_t dev;
   ino_t ino;
   bool blk;                     /* a block device */
+  /* A file in a memory file system (tmpfs, ramfs): its accesses are
+   * copies that never wait for a device (disk.c: not through the ring). */
+  bool memory;
   /* Opened with O_DIRECT (disk-direct.c): every access's buffer address
    * a multiple of mem_align, its offset and length of off_align (powers
    * of two). */

@@ -3,9 +3,11 @@
  * buffered writes into a file whose turn another thread holds are left
  * for later while the batch's other files are written; a file's own
  * accesses keep their order; with turns off the batch goes in its order;
- * and many threads writing many files in turns leave every byte where
- * it was written. */
+ * many threads writing many files in turns leave every byte where it
+ * was written; and reads of files in memory (tmpfs) are done in the
+ * calling thread, not handed to io_uring's workers. */
 #undef NDEBUG
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -15,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 
 #include "storage/storage-internal.h"
 #include "tests/testkit.h"
@@ -255,6 +259,96 @@ many_writers (void)
     }
 }
 
+/* How many of this process's threads are io_uring's workers (iou-wrk-*),
+ * which take the ring's accesses that the kernel cannot do at once. */
+static int
+ring_workers (void)
+{
+  DIR *dp = opendir ("/proc/self/task");
+  struct dirent *e;
+  int n = 0;
+
+  if (dp == NULL)
+    return 0;
+  while ((e = readdir (dp)) != NULL) {
+    char path[300], comm[64] = "";
+    FILE *f;
+
+    if (e->d_name[0] == '.')
+      continue;
+    snprintf (path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    if ((f = fopen (path, "r")) != NULL) {
+      if (fgets (comm, sizeof comm, f) && strncmp (comm, "iou-wrk", 7) == 0)
+        n++;
+      fclose (f);
+    }
+  }
+  closedir (dp);
+  return n;
+}
+
+/* Members in a memory file system (tmpfs): their reads are copies that
+ * never wait for a device, and io_uring cannot do them at once (tmpfs
+ * takes no RWF_NOWAIT), so through the ring each would go to one of its
+ * worker threads and back.  A batch of reads of them is done in the
+ * calling thread: right bytes, and no ring worker started. */
+static void
+memory_reads_inline (void)
+{
+  char mdir[] = "/dev/shm/gpuraid-test-disk.XXXXXX", mpath[4][64];
+  struct gr_disk *md[4];
+  struct gr_dio v[8];
+  uint8_t *buf[8];
+  struct statfs sf;
+
+  if (statfs ("/dev/shm", &sf) != 0 || sf.f_type != TMPFS_MAGIC ||
+      mkdtemp (mdir) == NULL) {
+    printf ("%s: memory_reads_inline: no tmpfs at /dev/shm, not run\n",
+            PROG);
+    return;
+  }
+  for (int i = 0; i < 4; i++) {
+    char why[256];
+    int err, fd;
+    uint8_t *p = filled ('a' + i);
+
+    snprintf (mpath[i], sizeof mpath[i], "%s/m%d", mdir, i);
+    fd = open (mpath[i], O_CREAT | O_RDWR | O_TRUNC, 0600);
+    CHECK (fd >= 0 && pwrite (fd, p, BLK, 0) == BLK &&
+           pwrite (fd, p, BLK, BLK) == BLK, "%s", mpath[i]);
+    close (fd);
+    free (p);
+    CHECK (gr_disk_open (mpath[i], false, &md[i], &err, why, sizeof why)
+           == GR_DISK_OPENED, "%s: %s", mpath[i], why);
+    if (md[i] == NULL)
+      exit (T_EXIT_FAIL);
+  }
+  for (int round = 0; round < 20; round++) {
+    for (int j = 0; j < 8; j++) {
+      buf[j] = malloc (BLK);
+      if (buf[j] == NULL)
+        exit (T_EXIT_FAIL);
+      v[j] = (struct gr_dio) { .disk = md[j % 4], .kind = GR_DIO_READ,
+                               .buf = buf[j], .off = (uint64_t) (j / 4) * BLK,
+                               .len = BLK };
+    }
+    gr_disk_io (v, 8);
+    for (int j = 0; j < 8; j++) {
+      CHECK (v[j].res == 0 && buf[j][0] == 'a' + j % 4 &&
+             buf[j][BLK - 1] == 'a' + j % 4, "read %d: res %d, byte %d",
+             j, v[j].res, buf[j][0]);
+      free (buf[j]);
+    }
+  }
+  CHECK (ring_workers () == 0, "%d io_uring workers after reads of tmpfs "
+         "members", ring_workers ());
+  for (int i = 0; i < 4; i++) {
+    gr_disk_close (md[i]);
+    unlink (mpath[i]);
+  }
+  rmdir (mdir);
+}
+
 int
 main (void)
 {
@@ -268,6 +362,7 @@ main (void)
   keeps_a_files_order ();
   turns_off ();
   many_writers ();
+  memory_reads_inline ();
   for (int i = 0; i < NFILES; i++) {
     gr_disk_close (disk[i]);
     unlink (paths[i]);
