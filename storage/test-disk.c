@@ -323,22 +323,21 @@ memory_reads_inline (void)
     if (md[i] == NULL)
       exit (T_EXIT_FAIL);
   }
+  for (int j = 0; j < 8; j++)
+    if ((buf[j] = malloc (BLK)) == NULL)
+      exit (T_EXIT_FAIL);
   for (int round = 0; round < 20; round++) {
     for (int j = 0; j < 8; j++) {
-      buf[j] = malloc (BLK);
-      if (buf[j] == NULL)
-        exit (T_EXIT_FAIL);
+      memset (buf[j], 0, BLK);
       v[j] = (struct gr_dio) { .disk = md[j % 4], .kind = GR_DIO_READ,
                                .buf = buf[j], .off = (uint64_t) (j / 4) * BLK,
                                .len = BLK };
     }
     gr_disk_io (v, 8);
-    for (int j = 0; j < 8; j++) {
+    for (int j = 0; j < 8; j++)
       CHECK (v[j].res == 0 && buf[j][0] == 'a' + j % 4 &&
              buf[j][BLK - 1] == 'a' + j % 4, "read %d: res %d, byte %d",
              j, v[j].res, buf[j][0]);
-      free (buf[j]);
-    }
   }
   CHECK (ring_workers () == 0, "%d io_uring workers after reads of tmpfs "
          "members", ring_workers ());
@@ -348,18 +347,13 @@ memory_reads_inline (void)
     struct gr_dio *pv[8];
 
     for (int j = 0; j < 8; j++) {
-      buf[j] = malloc (BLK);
-      if (buf[j] == NULL)
-        exit (T_EXIT_FAIL);
-      v[j].buf = buf[j];
+      memset (buf[j], 0, BLK);
       pv[j] = &v[j];
     }
     gr_uring_batch (pv, 8);
-    for (int j = 0; j < 8; j++) {
+    for (int j = 0; j < 8; j++)
       CHECK (v[j].res == 0 && buf[j][0] == 'a' + j % 4, "ring read %d: %d",
              j, v[j].res);
-      free (buf[j]);
-    }
     if (ring_workers () == 0)
       printf ("%s: memory_reads_inline: this kernel's io_uring reads tmpfs "
               "without workers: the check proves nothing here\n", PROG);
@@ -367,6 +361,8 @@ memory_reads_inline (void)
   else
     printf ("%s: memory_reads_inline: no io_uring here: the check proves "
             "nothing here\n", PROG);
+  for (int j = 0; j < 8; j++)
+    free (buf[j]);
   for (int i = 0; i < 4; i++) {
     gr_disk_close (md[i]);
     unlink (mpath[i]);
