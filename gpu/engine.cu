@@ -154,6 +154,18 @@ struct slot {
 };
 static struct slot slots[NSLOTS];
 
+/* gr_gpu_host_copy's streams: taken in turn, each with an event whose
+ * wait sleeps (the copies are short; a spinning wait would cost the
+ * host what the copy saves). */
+#define NCOPIERS 8
+static struct {
+  cudaStream_t st;
+  cudaEvent_t ev;
+  bool ready, busy;
+} copiers[NCOPIERS];
+static pthread_cond_t copier_cond = PTHREAD_COND_INITIALIZER;
+static struct gr_gpu_host_copy_stats hc_st;     /* atomic */
+
 int
 gr_gpu_probe_device (int device, char *name, size_t namelen)
 {
@@ -603,6 +615,13 @@ gr_gpu_release (void)
         continue;
       slot_destroy (s);
     }
+  if (cudaSetDevice (gpu_dev) == cudaSuccess)
+    for (int i = 0; i < NCOPIERS; i++)
+      if (copiers[i].ready && !copiers[i].busy) {
+        (void) cudaEventDestroy (copiers[i].ev);
+        (void) cudaStreamDestroy (copiers[i].st);
+        copiers[i].ready = false;
+      }
   pthread_mutex_unlock (&eng_lock);
 }
 
@@ -1529,6 +1548,121 @@ run_many (const struct job *js, size_t nj)
     many_add (&many_st.mapped_jobs, mapped);
   }
   return r;
+}
+
+/* ---- host-to-host copies ------------------------------------------------ */
+
+/* A free copier (set up on first use), waiting for one; -1 (message
+ * kept) if one cannot be set up. */
+static int
+copier_take (void)
+{
+  int i;
+
+  pthread_mutex_lock (&eng_lock);
+  for (;;) {
+    for (i = 0; i < NCOPIERS && copiers[i].busy; i++)
+      ;
+    if (i < NCOPIERS)
+      break;
+    pthread_cond_wait (&copier_cond, &eng_lock);
+  }
+  copiers[i].busy = true;
+  pthread_mutex_unlock (&eng_lock);
+  if (!copiers[i].ready) {
+    cudaError_t e = cudaStreamCreateWithFlags (&copiers[i].st,
+                                               cudaStreamNonBlocking);
+
+    if (e == cudaSuccess) {
+      e = cudaEventCreateWithFlags (&copiers[i].ev, cudaEventBlockingSync |
+                                    cudaEventDisableTiming);
+      if (e != cudaSuccess)
+        (void) cudaStreamDestroy (copiers[i].st);
+    }
+    if (e != cudaSuccess) {
+      gr_gpu_fail (e, "a host copy's stream");
+      pthread_mutex_lock (&eng_lock);
+      copiers[i].busy = false;
+      pthread_cond_signal (&copier_cond);
+      pthread_mutex_unlock (&eng_lock);
+      return -1;
+    }
+    copiers[i].ready = true;
+  }
+  return i;
+}
+
+static void
+copier_give (int i)
+{
+  pthread_mutex_lock (&eng_lock);
+  copiers[i].busy = false;
+  pthread_cond_signal (&copier_cond);
+  pthread_mutex_unlock (&eng_lock);
+}
+
+/* Copies between page-locked ranges by the copy kernel, which reads and
+ * writes host memory through the device's mapping of it: the host's
+ * part is a launch and a wait asleep, whatever the bytes. */
+extern "C" int
+gr_gpu_host_copy (const struct gr_gpu_host_row *rows, size_t n)
+{
+  struct gr_gpu_rows q;
+  cudaError_t e = cudaSuccess;
+  size_t bytes = 0, i;
+  int c, r;
+
+  for (i = 0; i < n; i++)
+    if (rows[i].len > UINT_MAX)
+      return -EINVAL;
+  r = set_device ();
+  if (r < 0)
+    return r;
+  if (!mapped_rows ())
+    return -EAGAIN;
+  for (i = 0; i < n; i++)
+    if (!host_span_ok ((const uint8_t *) rows[i].dst, rows[i].len) ||
+        !host_span_ok ((const uint8_t *) rows[i].src, rows[i].len))
+      return -EAGAIN;
+  if ((c = copier_take ()) < 0)
+    return -EIO;
+  q.n = 0;
+  for (i = 0; i < n && e == cudaSuccess; i++) {
+    q.dst[q.n] = rows[i].dst;
+    q.src[q.n] = rows[i].src;
+    q.len[q.n++] = (unsigned) rows[i].len;
+    bytes += rows[i].len;
+    if (q.n == GR_GPU_ROWS_MAX || i + 1 == n) {
+      e = gr_gpu_copy_rows (&q, copiers[c].st);
+      q.n = 0;
+    }
+  }
+  if (e == cudaSuccess)
+    e = cudaEventRecord (copiers[c].ev, copiers[c].st);
+  if (e == cudaSuccess)
+    e = cudaEventSynchronize (copiers[c].ev);
+  if (e != cudaSuccess) {
+    /* the stream may hold a failed launch: set it up anew */
+    (void) cudaStreamSynchronize (copiers[c].st);
+    (void) cudaEventDestroy (copiers[c].ev);
+    (void) cudaStreamDestroy (copiers[c].st);
+    copiers[c].ready = false;
+    copier_give (c);
+    return gr_gpu_fail (e, "a host copy");
+  }
+  copier_give (c);
+  __atomic_add_fetch (&hc_st.calls, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch (&hc_st.rows, n, __ATOMIC_RELAXED);
+  __atomic_add_fetch (&hc_st.bytes, bytes, __ATOMIC_RELAXED);
+  return 0;
+}
+
+extern "C" void
+gr_gpu_host_copy_account (struct gr_gpu_host_copy_stats *st)
+{
+  st->calls = __atomic_load_n (&hc_st.calls, __ATOMIC_RELAXED);
+  st->rows = __atomic_load_n (&hc_st.rows, __ATOMIC_RELAXED);
+  st->bytes = __atomic_load_n (&hc_st.bytes, __ATOMIC_RELAXED);
 }
 
 /* ---- backend ----------------------------------------------------------- */

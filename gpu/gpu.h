@@ -121,6 +121,26 @@ struct gr_gpu_many_stats {
 };
 void gr_gpu_many_account (struct gr_gpu_many_stats *st);
 
+/* Copies from host memory to host memory by the GPU (its copy kernel
+ * reads and writes both through the device's mapping), so that the host
+ * spends a launch and a wait asleep on them, not a memcpy: row i copies
+ * len bytes from src to dst (no overlap).  Every row's both ends must lie
+ * inside page-locked memory the engine copies directly (an allocation of
+ * gr_gpu_host_alloc, or a registered range in use): else -EAGAIN and
+ * nothing is copied, as where the device cannot map host memory.  0,
+ * -EAGAIN, -EINVAL (a row over 4 GiB) or -EIO (message kept). */
+struct gr_gpu_host_row {
+  void *dst;
+  const void *src;
+  size_t len;
+};
+int gr_gpu_host_copy (const struct gr_gpu_host_row *rows, size_t n);
+/* What gr_gpu_host_copy did since the process started. */
+struct gr_gpu_host_copy_stats {
+  unsigned long long calls, rows, bytes;
+};
+void gr_gpu_host_copy_account (struct gr_gpu_host_copy_stats *st);
+
 /* Message of the last CUDA failure in this process ("" if none). */
 const char *gr_gpu_last_error (void);
 

@@ -1657,6 +1657,88 @@ run_jit_plain (const struct gr_backend *ref, const struct gr_backend *gpu)
   }
 }
 
+/* Host-to-host copies by the GPU (gr_gpu_host_copy): rows from an
+ * allocation of the engine's into a registered range in use, at
+ * addresses 16 bytes past a page as nbdkit's request buffers lie and at
+ * odd ones, lengths from one byte to 1 MiB; bytes around each row left
+ * as they were; -EAGAIN (nothing copied) where an end lies in memory
+ * the engine does not copy directly: a range not in use, plain memory. */
+static void
+run_host_copy (void)
+{
+  const size_t SZ = (size_t) 4 << 20;
+  static const size_t lens[] = { 1, 13, 4096, 4111, 65536, 524288, 1048576,
+                                 200000 };
+  const size_t nl = sizeof lens / sizeof lens[0];
+  struct gr_gpu_host_row rows[8];
+  struct gr_gpu_host_copy_stats st0, st1;
+  uint8_t *src = gr_gpu_host_alloc (SZ), *dst = NULL, *plain = NULL;
+  size_t at = 16, i, bad = 0;
+  int r;
+
+  printf ("host-to-host copies by the GPU\n");
+  if (src == NULL || posix_memalign ((void **) &dst, 4096, SZ) != 0 ||
+      posix_memalign ((void **) &plain, 4096, SZ) != 0) {
+    FAIL ("host copy: out of memory");
+    goto out;
+  }
+  for (i = 0; i < SZ; i++) {
+    src[i] = (uint8_t) (test_rand () >> 7);
+    dst[i] = plain[i] = 0x5a;
+  }
+  if ((r = gr_gpu_host_register (dst, SZ)) < 0) {
+    FAIL ("host copy: gr_gpu_host_register: %d (%s)", r,
+          gr_gpu_last_error ());
+    goto out;
+  }
+  /* Not in use yet: refused, nothing written. */
+  rows[0] = (struct gr_gpu_host_row) { dst + 16, src, 65536 };
+  r = gr_gpu_host_copy (rows, 1);
+  CHECK (r == -EAGAIN, "host copy into a range not in use: %d", r);
+  rows[0].dst = plain + 16;
+  r = gr_gpu_host_copy (rows, 1);
+  CHECK (r == -EAGAIN, "host copy into plain memory: %d", r);
+  rows[0] = (struct gr_gpu_host_row) { dst + 16, plain, 65536 };
+  gr_gpu_host_in_use (dst, 1);
+  r = gr_gpu_host_copy (rows, 1);
+  CHECK (r == -EAGAIN, "host copy from plain memory: %d", r);
+  for (i = 0; i < SZ; i++)
+    bad += dst[i] != 0x5a || plain[i] != 0x5a;
+  CHECK (bad == 0, "refused host copies wrote %zu bytes", bad);
+
+  gr_gpu_host_copy_account (&st0);
+  for (i = 0; i < nl; i++) {
+    rows[i] = (struct gr_gpu_host_row) { dst + at, src + (i * 7919) % 4096,
+                                         lens[i] };
+    at += lens[i] + 16 + i;     /* gaps: bytes to leave alone */
+  }
+  CHECK (at < SZ, "host copy: layout");
+  r = gr_gpu_host_copy (rows, nl);
+  CHECK (r == 0, "host copy: %d (%s)", r, gr_gpu_last_error ());
+  for (i = 0, bad = 0; i < nl && r == 0; i++)
+    bad += memcmp (rows[i].dst, rows[i].src, rows[i].len) != 0;
+  CHECK (bad == 0, "host copy: %zu rows differ", bad);
+  for (i = 0, at = 16, bad = 0; i < nl; i++) {
+    for (size_t j = at - 16; j < at; j++)
+      bad += dst[j] != 0x5a;
+    at += lens[i] + 16 + i;
+  }
+  for (size_t j = at - 16; j < SZ; j++)
+    bad += dst[j] != 0x5a;
+  CHECK (bad == 0, "host copy wrote %zu bytes outside its rows", bad);
+  gr_gpu_host_copy_account (&st1);
+  CHECK (st1.calls == st0.calls + 1 && st1.rows == st0.rows + nl,
+         "host copy account: %llu calls, %llu rows (before %llu, %llu)",
+         st1.calls, st1.rows, st0.calls, st0.rows);
+  gr_gpu_host_in_use (dst, 0);
+  r = gr_gpu_host_unregister (dst);
+  CHECK (r == 0, "host copy: unregister: %d", r);
+ out:
+  gr_gpu_host_free (src);
+  free (dst);
+  free (plain);
+}
+
 int
 main (void)
 {
@@ -1716,6 +1798,7 @@ main (void)
     run_fork (ref, gpu);
     run_stale_error (ref, gpu);
     run_reg_list (ref, gpu);
+    run_host_copy ();
     printf ("kernels: default\n");
     run_suite (ref, gpu);
     printf ("several operations in one submission\n");
