@@ -61,6 +61,9 @@ struct gr_members {
   int falloc_refused;           /* atomic: bits 1 << GR_MIO_PUNCH/ZERO */
   int direct;                   /* atomic: a member was opened with
                                  * O_DIRECT (storage.h); never cleared */
+  uint32_t dio_align;           /* atomic: the largest memory alignment
+                                 * of those (gr_disk_mem_align); never
+                                 * lowered */
   unsigned max_read_errors;     /* set before I/O (max-read-errors=) */
   bool maps_kept;               /* the degraded map is kept while a member
                                  * is failed (sb.degraded_since) */
@@ -80,5 +83,9 @@ bool gr_members_rebuild_drop_locked (struct gr_members *ms, int i);
 bool gr_members_rebuild_in_progress_locked (const struct gr_members *ms);
 /* May v be done: a live member, or the part of a replacement rebuilt. */
 bool gr_members_usable (const struct gr_members *ms, const struct gr_mio *v);
+
+/* Disk d (or NULL) now serves a slot or a replacement: note whether it
+ * was opened with O_DIRECT, and its alignment (direct, dio_align). */
+void gr_members_note_disk (struct gr_members *ms, const struct gr_disk *d);
 
 #endif /* GPURAID_MEMBERS_INTERNAL_H */

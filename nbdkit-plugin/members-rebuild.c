@@ -31,8 +31,7 @@ rebuild_set_locked (struct gr_members *ms, int i, const char *path,
     mb->path = p;
   }
   mb->disk = d;
-  if (d && gr_disk_direct (d))
-    __atomic_store_n (&ms->direct, 1, __ATOMIC_RELEASE);
+  gr_members_note_disk (ms, d);
   mb->readd = readd;
   snprintf (mb->why, sizeof mb->why, readd ? "being re-added"
             : "being rebuilt");
@@ -360,8 +359,7 @@ gr_members_live_begin (struct gr_members *ms, int i, const char *path,
     errno = -e;
     return GR_MEMBERS_IO_ERROR;
   }
-  if (gr_disk_direct (d))
-    __atomic_store_n (&ms->direct, 1, __ATOMIC_RELEASE);
+  gr_members_note_disk (ms, d);
   pthread_rwlock_wrlock (&ms->shadow_lock);
   mb->shadow = d;
   free (mb->shadow_path);

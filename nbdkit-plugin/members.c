@@ -50,14 +50,35 @@ gr_members_attach (struct gr_members *ms, int i, const char *path,
   free (ms->mem[i].path);
   ms->mem[i].path = strdup (path);
   ms->mem[i].disk = d;
-  if (d && gr_disk_direct (d))
-    __atomic_store_n (&ms->direct, 1, __ATOMIC_RELEASE);
+  gr_members_note_disk (ms, d);
+}
+
+void
+gr_members_note_disk (struct gr_members *ms, const struct gr_disk *d)
+{
+  uint32_t a, was;
+
+  if (d == NULL || !gr_disk_direct (d))
+    return;
+  __atomic_store_n (&ms->direct, 1, __ATOMIC_RELEASE);
+  a = gr_disk_mem_align (d);
+  was = __atomic_load_n (&ms->dio_align, __ATOMIC_RELAXED);
+  while (a > was &&
+         !__atomic_compare_exchange_n (&ms->dio_align, &was, a, false,
+                                       __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    ;
 }
 
 bool
 gr_members_direct (const struct gr_members *ms)
 {
   return __atomic_load_n (&ms->direct, __ATOMIC_ACQUIRE);
+}
+
+uint32_t
+gr_members_dio_align (const struct gr_members *ms)
+{
+  return __atomic_load_n (&ms->dio_align, __ATOMIC_ACQUIRE);
 }
 
 int

@@ -39,6 +39,10 @@ void gr_members_attach (struct gr_members *ms, int i, const char *path,
  * data area (plan.h), so that none goes through the bounce buffer's
  * read-modify-write. */
 bool gr_members_direct (const struct gr_members *ms);
+/* The largest memory alignment a member opened with O_DIRECT needs of a
+ * buffer for it to be read or written without the bounce buffer
+ * (storage.h: gr_disk_mem_align); 0 if none is. */
+uint32_t gr_members_dio_align (const struct gr_members *ms);
 /* Slot i is missing or not to be used, for the reason why (assembly; not
  * logged here).  Its failed bit is set in the in-memory superblock and
  * written with the next superblock update.  path may be NULL. */

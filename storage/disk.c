@@ -177,6 +177,12 @@ gr_disk_direct (const struct gr_disk *d)
   return d->direct;
 }
 
+uint32_t
+gr_disk_mem_align (const struct gr_disk *d)
+{
+  return d->direct && d->mem_align > 1 ? d->mem_align : 1;
+}
+
 void
 gr_disk_bounced (const struct gr_disk *d, struct gr_disk_bounced *out)
 {

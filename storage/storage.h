@@ -94,6 +94,9 @@ void gr_disk_close (struct gr_disk *d);
 uint64_t gr_disk_size (const struct gr_disk *d);
 /* Was d opened with O_DIRECT? */
 bool gr_disk_direct (const struct gr_disk *d);
+/* The alignment of buffer addresses d's accesses need to skip the bounce
+ * buffer (a power of two; 1 where not opened with O_DIRECT). */
+uint32_t gr_disk_mem_align (const struct gr_disk *d);
 /* What O_DIRECT's alignment cost on d so far: accesses that went through
  * the bounce buffer, their bytes, and the writes of parts of blocks
  * among them (each read its block first). */
