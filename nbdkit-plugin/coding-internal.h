@@ -103,6 +103,9 @@ struct gr_coding {
                                  * gather queue: the CPU */
   int inflight;                 /* atomic */
   uint64_t ops_gpu, ops_spilled;        /* atomic */
+  uint64_t copies_gpu, copies_cpu;      /* host copies (plan_host_copy):
+                                         * calls by the GPU, and those it
+                                         * did not make; atomic */
 
   /* Group commit (flat combining), under comb_lock: the queue, its
    * leader (waiting for more), writers held back by a full queue. */

@@ -249,6 +249,15 @@ gr_coding_free (struct gr_coding *c)
     if (acct[0])
       gr_debug ("GPU engine: %s", acct);
   }
+  if (c->copies_gpu + c->copies_cpu > 0) {
+    char acct[200] = "";
+
+    if (c->use_gpu)
+      gr_gpudev_host_copy_account (acct, sizeof acct);
+    gr_debug ("copies out of direct members' blocks: %" PRIu64 " calls by "
+              "the GPU%s%s%s, %" PRIu64 " by memcpy", c->copies_gpu,
+              acct[0] ? " (" : "", acct, acct[0] ? ")" : "", c->copies_cpu);
+  }
   if (c->gathered_plans > 0 && c->gathered_batches > 0)
     gr_debug ("gathered reconstructs, mean per plan: %.0f us queued, %.0f "
               "us in its submission, %.0f us from its end until the plan's "
@@ -599,13 +608,34 @@ plan_update (void *arg, bool gpu, int index, const uint8_t *delta,
   return gr_coding_update (arg, gpu, index, delta, parity, pdelta, len);
 }
 
+/* A plan's copies marked for the GPU (steps.h): by the GPU, or the
+ * stand-in, where both ends are page-locked; false for memcpy. */
+static bool
+plan_host_copy (void *arg, const struct gr_copy_row *rows, size_t n)
+{
+  struct gr_coding *c = arg;
+  int r = -ENOTSUP;
+
+  if (gr_coding_gpu_usable (c))
+    r = c->use_gpu ? gr_gpudev_host_copy (rows, n)
+      : c->host_alloc ? gr_fakegpu_host_copy (rows, n) : -ENOTSUP;
+  if (r == 0) {
+    __atomic_add_fetch (&c->copies_gpu, 1, __ATOMIC_RELAXED);
+    return true;
+  }
+  if (r == -EIO)
+    gr_coding_gpu_failed (c, "host copy", r);
+  __atomic_add_fetch (&c->copies_cpu, 1, __ATOMIC_RELAXED);
+  return false;
+}
+
 struct gr_plan_coder
 gr_coding_plan_coder (struct gr_coding *c)
 {
   return (struct gr_plan_coder) { .encode = plan_encode,
                                   .reconstruct = plan_reconstruct,
                                   .update = plan_update, .many = plan_many,
-                                  .arg = c };
+                                  .host_copy = plan_host_copy, .arg = c };
 }
 
 bool

@@ -196,6 +196,7 @@ gr_exec_plan_ctx (struct gr_exec *x, struct gr_exec_snap *sn,
     gr_coding_gpu_usable (x->coding);
   c->cksum = x->cksum != NULL;
   c->blocks = c->cksum || gr_members_direct (x->ms);
+  c->dio_align = gr_members_dio_align (x->ms);
   if (c->blocks && c->lm < GR_CKSUM_BLOCK)
     c->lm = GR_CKSUM_BLOCK;
   /* After the snapshot: a front that moves on changes its generation. */

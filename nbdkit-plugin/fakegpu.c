@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define NBDKIT_API_VERSION 2
@@ -337,7 +338,7 @@ static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { uintptr_t base; size_t size; int state; } ranges[NRANGES];
 static int nranges;
 static uint64_t ops_direct, ops_req, ops_staged, ops_idle, nregistered;
-static uint64_t bad_unreg, bad_in_use;
+static uint64_t bad_unreg, bad_in_use, copies, copies_refused;
 static char pin_err[128];
 
 /* Under pin_lock: the index of the range at p, or -1. */
@@ -482,6 +483,27 @@ span_state (const uint8_t *p, size_t len)
   return st;
 }
 
+int
+gr_fakegpu_host_copy (const struct gr_copy_row *rows, size_t n)
+{
+  bool ok = true;
+
+  pthread_mutex_lock (&pin_lock);
+  for (size_t i = 0; i < n && ok; i++)
+    ok = span_state (rows[i].dst, rows[i].len) >= 1 &&
+      span_state (rows[i].src, rows[i].len) >= 1;
+  if (ok)
+    copies += n;
+  else
+    copies_refused++;
+  pthread_mutex_unlock (&pin_lock);
+  if (!ok)
+    return -EAGAIN;
+  for (size_t i = 0; i < n; i++)
+    memcpy (rows[i].dst, rows[i].src, rows[i].len);
+  return 0;
+}
+
 /* Count an operation on these blocks as the engine would run it. */
 static void
 classify (const uint8_t *const *b, size_t n, size_t len)
@@ -521,7 +543,9 @@ gr_fakegpu_report (void)
                 PRIu64 " staged (%" PRIu64 " touching a "
                 "registered range not in use); %" PRIu64 " ranges registered, "
                 "%d left registered, %" PRIu64 " bad unregisters, %" PRIu64
-                " bad in-use marks", ops_direct, ops_req, ops_staged, ops_idle,
-                nregistered, left, bad_unreg, bad_in_use);
+                " bad in-use marks; host copies %" PRIu64 " (%" PRIu64
+                " refused)", ops_direct, ops_req, ops_staged, ops_idle,
+                nregistered, left, bad_unreg, bad_in_use, copies,
+                copies_refused);
   pthread_mutex_unlock (&pin_lock);
 }

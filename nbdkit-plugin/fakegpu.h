@@ -38,6 +38,7 @@
 #include <stddef.h>
 
 #include "gf/gf.h"
+#include "steps.h"
 
 enum gr_fake_gpu { GR_FAKE_NONE, GR_FAKE_FAILING, GR_FAKE_WORKING,
                    GR_FAKE_WRONG, GR_FAKE_BAD_SUMS };
@@ -63,6 +64,10 @@ int gr_fakegpu_host_register (void *p, size_t size);
 int gr_fakegpu_host_unregister (void *p);
 void gr_fakegpu_host_in_use (void *p, bool on);
 const char *gr_fakegpu_pin_error (void);
+/* Host copies as gpudev.h's gr_gpudev_host_copy: -EAGAIN where an end
+ * lies outside its "page-locked" memory (allocations, registered ranges
+ * in use), else memcpy. */
+int gr_fakegpu_host_copy (const struct gr_copy_row *rows, size_t n);
 /* Log (debug) its operations direct and staged, and the ranges still
  * registered, unregistered wrongly or marked in use wrongly. */
 void gr_fakegpu_report (void);

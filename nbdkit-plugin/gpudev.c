@@ -197,6 +197,39 @@ gr_gpudev_many_account (char *buf, size_t len)
             st.prep_ns / 1e3 / st.calls, st.total_ns / 1e3 / st.calls);
 }
 
+int
+gr_gpudev_host_copy (const struct gr_copy_row *rows, size_t n)
+{
+  struct gr_gpu_host_row v[32];
+  int r = 0;
+
+  for (size_t at = 0; at < n && r == 0; ) {
+    size_t i;
+
+    for (i = 0; i < 32 && at + i < n; i++)
+      v[i] = (struct gr_gpu_host_row) { .dst = rows[at + i].dst,
+                                        .src = rows[at + i].src,
+                                        .len = rows[at + i].len };
+    r = gr_gpu_host_copy (v, i);
+    at += i;
+  }
+  return r;
+}
+
+void
+gr_gpudev_host_copy_account (char *buf, size_t len)
+{
+  struct gr_gpu_host_copy_stats st;
+
+  gr_gpu_host_copy_account (&st);
+  if (st.calls == 0)
+    snprintf (buf, len, "%s", "");
+  else
+    snprintf (buf, len, "%llu calls, %llu rows, %.1f MiB; mean %.0f KiB a "
+              "call", st.calls, st.rows, st.bytes / 1048576.0,
+              st.bytes / 1024.0 / st.calls);
+}
+
 void
 gr_gpudev_release (void)
 {
@@ -269,6 +302,18 @@ gr_gpudev_last_error (void)
 
 void
 gr_gpudev_many_account (char *buf, size_t len)
+{
+  snprintf (buf, len, "%s", "");
+}
+
+int
+gr_gpudev_host_copy (const struct gr_copy_row *rows, size_t n)
+{
+  return -ENOTSUP;
+}
+
+void
+gr_gpudev_host_copy_account (char *buf, size_t len)
 {
   snprintf (buf, len, "%s", "");
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "gf/gf.h"
+#include "steps.h"
 
 /* Was the plugin built with CUDA? */
 bool gr_gpudev_built (void);
@@ -31,6 +32,12 @@ void gr_gpudev_host_free (void *p);
 int gr_gpudev_host_register (void *p, size_t size);
 int gr_gpudev_host_unregister (void *p);
 void gr_gpudev_host_in_use (void *p, bool on);
+/* Host-to-host copies by the GPU (gpu.h gr_gpu_host_copy): 0, -EAGAIN
+ * (an end not in page-locked memory the engine copies directly: nothing
+ * copied), -ENOTSUP without CUDA, or -EIO. */
+int gr_gpudev_host_copy (const struct gr_copy_row *rows, size_t n);
+/* What they did, one line in buf ("" if none). */
+void gr_gpudev_host_copy_account (char *buf, size_t len);
 /* The CUDA message of the engine's last failure ("" if none). */
 const char *gr_gpudev_last_error (void);
 /* The engine's account of its submissions of several operations

@@ -6,6 +6,11 @@
 #include "io.h"
 #include "log.h"
 
+/* -D gpuraid.gpu_copies=0: a read's blocks whose O_DIRECT would bounce
+ * are read into the request all the same (through the storage library's
+ * bounce buffer), not copied in by the GPU (plan.h; for comparison). */
+NBDKIT_DLL_PUBLIC int gpuraid_debug_gpu_copies = 1;
+
 /* A request that cannot be served: EIO.  Logged for the first few and
  * then every 1024th, so that a failed array does not flood the log. */
 static int
@@ -55,6 +60,9 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
   while (pos < end) {
     gr_exec_plan_ctx (x, &sn, &c);
     c.req_pinned = pinned;
+    /* O_DIRECT's copies of a read's blocks by the GPU (plan.h). */
+    c.req_addr = (uintptr_t) (buf ? buf + (pos - offset) : NULL);
+    c.gpu_copies = gpuraid_debug_gpu_copies && pinned && req == GR_REQ_READ;
     gr_plan_next (&c, req, pos, end - pos, p);
     if (p->kind == GR_PLAN_REFUSE)
       return fail_eio (x, req_name (req), pos);

@@ -44,6 +44,28 @@ add_move (struct gr_plan *p, enum gr_step_kind kind, struct gr_loc dst,
                                              .src = src, .len = len };
 }
 
+/* Would a block read into the request at plan offset `at` go through an
+ * O_DIRECT member's bounce buffer where the GPU can copy it instead
+ * (plan.h: gpu_copies)? */
+static inline bool
+gpu_copy_in (const struct gr_plan_ctx *c, size_t at)
+{
+  return c->gpu_copies && c->dio_align > 1 &&
+    (c->req_addr + at) % c->dio_align != 0;
+}
+
+/* A COPY step that the GPU makes (plan.h: gpu_copies). */
+static inline void
+add_gpu_copy (struct gr_plan *p, struct gr_loc dst, struct gr_loc src,
+              size_t len)
+{
+  const size_t at = p->nstep;
+
+  add_move (p, GR_STEP_COPY, dst, src, len);
+  if (p->nstep > at)
+    p->step[at].gpu = true;
+}
+
 /* A coding step on the blocks from blk[0] (the step, to adjust). */
 static inline struct gr_step *
 add_coding (struct gr_plan *p, enum gr_step_kind kind, size_t nstripes,

@@ -93,6 +93,7 @@ read_degraded_stripe (const struct gr_plan_ctx *c, const struct gr_span *sp,
   const size_t blk0 = p->nblk;
   struct piece pc;
   bool want[GR_MAX_MEMBERS] = { false }, used[GR_MAX_MEMBERS] = { false };
+  bool read[GR_MAX_MEMBERS] = { false };
   bool lst[GR_MAX_MEMBERS], gpu;
   int surv[GR_MAX_MEMBERS], er[GR_MAX_MEMBERS], ne;
   size_t L;
@@ -110,18 +111,21 @@ read_degraded_stripe (const struct gr_plan_ctx *c, const struct gr_span *sp,
    * not want is erased but not rebuilt (a block that is not there: gf.h),
    * nor is any other block there. */
   for (i = 0; i < k; i++)
-    used[surv[i]] = true;
+    used[surv[i]] = read[surv[i]] = true;
   for (i = 0; i < ne; i++)
     used[er[i]] = want[er[i]];
   gpu = c->gpu (c->gpu_arg, GR_OP_RECONSTRUCT, (size_t) k * L,
                 members_lost (c));
   /* On the CPU, chunks the request covers are read or rebuilt in place;
    * on the GPU too where the request is page-locked, else every block is
-   * in scratch (page-locked) and the request's part is copied out. */
+   * in scratch (page-locked) and the request's part is copied out.  On
+   * the GPU, a survivor read where O_DIRECT would bounce it is read into
+   * scratch and copied in by the GPU (gpu_copy_in). */
   for (i = 0; i < n; i++)
     if (!used[i])
       p->blk[blk0 + i] = loc (GR_SPACE_NONE, 0);
-    else if ((!gpu || c->req_pinned) && piece_covers (&pc, i))
+    else if ((!gpu || c->req_pinned) && piece_covers (&pc, i) &&
+             !(gpu && read[i] && gpu_copy_in (c, at + piece_lo_off (&pc, i))))
       p->blk[blk0 + i] = loc (GR_SPACE_REQ, at + piece_lo_off (&pc, i));
     else {
       p->blk[blk0 + i] = loc (GR_SPACE_SCRATCH, p->scratch_len);
@@ -134,9 +138,12 @@ read_degraded_stripe (const struct gr_plan_ctx *c, const struct gr_span *sp,
   add_reconstruct (p, blk0, 1, L, er, ne, gpu);
 }
 
-/* The request's part of each stripe of a degraded read rebuilt in
- * scratch, copied out (after all the reconstructs, which so follow one
- * another: steps.h). */
+/* The request's part of each stripe of a degraded read rebuilt or read
+ * in scratch, copied out (after all the reconstructs, which so follow
+ * one another: steps.h): by the GPU for the survivors read there for it
+ * (a whole block the request covers, where gpu_copy_in: the request's
+ * blocks in scratch are else the GPU's outputs, not page-locked, or
+ * parts of blocks). */
 static void
 read_degraded_copies (const struct gr_plan_ctx *c, struct gr_plan *p)
 {
@@ -157,10 +164,16 @@ read_degraded_copies (const struct gr_plan_ctx *c, struct gr_plan *p)
       size_t off;
 
       piece_range (&pc, i, &a, &b, &off);
-      if (p->blk[blk0 + i].space == GR_SPACE_SCRATCH)
-        add_move (p, GR_STEP_COPY, loc (GR_SPACE_REQ, at + off),
-                  loc (GR_SPACE_SCRATCH,
-                       p->blk[blk0 + i].off + (a - pc.lo)), b - a);
+      if (p->blk[blk0 + i].space == GR_SPACE_SCRATCH) {
+        const struct gr_loc dst = loc (GR_SPACE_REQ, at + off);
+        const struct gr_loc src = loc (GR_SPACE_SCRATCH,
+                                       p->blk[blk0 + i].off + (a - pc.lo));
+
+        if (piece_covers (&pc, i) && gpu_copy_in (c, dst.off))
+          add_gpu_copy (p, dst, src, b - a);
+        else
+          add_move (p, GR_STEP_COPY, dst, src, b - a);
+      }
     }
     blk0 += n;
   }

@@ -116,7 +116,9 @@ struct gr_step {
   int ner;
   size_t cmp0, fix0, tmp0;      /* VERIFY */
   int index;                    /* UPDATE: the data chunk */
-  bool gpu;                     /* coding: the route chosen (coding.h) */
+  bool gpu;                     /* coding: the route chosen (coding.h);
+                                 * COPY: made by the GPU where it can
+                                 * (gr_plan_ctx's gpu_copies) */
 };
 
 /* What VERIFY found in a stripe. */
@@ -162,7 +164,9 @@ enum gr_plan_kind {
 };
 
 /* A degraded read's plan takes a second stripe and more only while its
- * scratch stays within this (a thread's kept buffer, scratch.h). */
+ * scratch stays within this (a thread's kept buffer, scratch.h); so does
+ * a healthy read's whose blocks go through scratch for the GPU's copies
+ * (gr_plan_ctx's gpu_copies). */
 #define GR_PLAN_DEGRADED_SCRATCH ((size_t) 1 << 20)
 
 /* "read", "write-rmw", ... for logs. */
@@ -272,6 +276,20 @@ struct gr_plan_ctx {
    * has its old bytes from the plan's own reads, not from a
    * read-modify-write below (storage.h). */
   bool blocks;
+  /* O_DIRECT's copies of reads on the GPU.  A member opened with
+   * O_DIRECT reads into memory aligned to dio_align (members.h
+   * gr_members_dio_align; 0 or 1: none is); a block read into the
+   * request where it is not (its address req_addr, the plan's first
+   * request byte, plus its offset) goes through the storage library's
+   * bounce buffer, a memcpy of every byte.  With gpu_copies (the
+   * request's buffer is page-locked for a usable GPU: req_pinned), such
+   * a block is read into scratch instead (page-locked and aligned) and
+   * copied into the request by a COPY step marked gpu, which the GPU
+   * makes (steps.h: host_copy).  Pure arithmetic on the address: the
+   * planner touches no memory. */
+  uint32_t dio_align;
+  uintptr_t req_addr;
+  bool gpu_copies;
 };
 
 /* gr_plan_new and gr_plan_free: steps.h (the plan's arrays). */

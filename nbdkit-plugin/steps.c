@@ -305,9 +305,9 @@ coding_many (struct gr_plan *p, const struct gr_step *st, size_t nsteps,
 /* Does p's coding sum its blocks: coding steps all on the GPU, of one
  * length in whole checksum blocks (a full-stripe write, a degraded
  * read), and no move that could change a block once summed: none before
- * the last coding step, and after it only copies into the request when
- * no block lies there (a degraded read's rebuilt part copied out of
- * scratch)? */
+ * the last coding step, and after it only copies into the request where
+ * no block lies (a degraded read's rebuilt part copied out of scratch,
+ * or its survivors read into scratch for the GPU's copies)? */
 static bool
 summable (const struct gr_plan *p)
 {
@@ -324,15 +324,17 @@ summable (const struct gr_plan *p)
     if (!coding (st) || !st->gpu || st->len != p->step[last].len)
       return false;
   }
-  if (last + 1 == p->nstep)
-    return true;
-  for (i = 0; i < p->nblk; i++)
-    if (p->blk[i].space == GR_SPACE_REQ)
+  for (i = last + 1; i < p->nstep; i++) {
+    const struct gr_step *st = &p->step[i];
+
+    if (st->kind != GR_STEP_COPY || st->dst.space != GR_SPACE_REQ)
       return false;
-  for (i = last + 1; i < p->nstep; i++)
-    if (p->step[i].kind != GR_STEP_COPY ||
-        p->step[i].dst.space != GR_SPACE_REQ)
-      return false;
+    for (size_t j = 0; j < p->nblk; j++)
+      if (p->blk[j].space == GR_SPACE_REQ &&
+          p->blk[j].off < st->dst.off + st->len &&
+          st->dst.off < p->blk[j].off + p->step[last].len)
+        return false;
+  }
   return true;
 }
 
@@ -398,6 +400,38 @@ plan_sums (struct gr_plan *p, const struct gr_geom *g)
   p->sum_len = p->step[0].len;
 }
 
+/* The COPY steps marked gpu from step i on, at most 32. */
+static size_t
+copy_run (const struct gr_plan *p, size_t i)
+{
+  size_t j = i + 1;
+
+  while (j < p->nstep && j - i < 32 && p->step[j].kind == GR_STEP_COPY &&
+         p->step[j].gpu)
+    j++;
+  return j - i;
+}
+
+/* Steps i .. i + run - 1 (COPY): by the GPU where it can, else memcpy. */
+static void
+gpu_copies (const struct gr_plan *p, size_t i, size_t run,
+            const struct gr_bufs *b, const struct gr_plan_coder *cd)
+{
+  struct gr_copy_row rows[32] = { { 0 } };
+  size_t j;
+
+  for (j = 0; j < run; j++) {
+    const struct gr_step *st = &p->step[i + j];
+
+    rows[j] = (struct gr_copy_row) { .dst = gr_steps_at (b, st->dst),
+                                     .src = gr_steps_at (b, st->src),
+                                     .len = st->len };
+  }
+  if (!cd->host_copy (cd->arg, rows, run))
+    for (j = 0; j < run; j++)
+      memcpy (rows[j].dst, rows[j].src, rows[j].len);
+}
+
 int
 gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
               const struct gr_bufs *b, const struct gr_plan_coder *cd)
@@ -442,6 +476,16 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
         i += run - 1;
         continue;
       }
+    }
+    /* Copies marked for the GPU (a direct member's blocks read into
+     * scratch for the request: plan.h), those that follow one another
+     * in one call. */
+    if (st->kind == GR_STEP_COPY && st->gpu && cd->host_copy) {
+      const size_t run = copy_run (p, i);
+
+      gpu_copies (p, i, run, b, cd);
+      i += run - 1;
+      continue;
     }
     switch (st->kind) {
     case GR_STEP_ZERO:

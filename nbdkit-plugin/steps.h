@@ -46,6 +46,13 @@ gr_steps_at (const struct gr_bufs *b, struct gr_loc l)
   return (l.space == GR_SPACE_REQ ? b->req : b->scratch) + l.off;
 }
 
+/* One copy of a plan's copies by the GPU (host_copy, below). */
+struct gr_copy_row {
+  void *dst;
+  const void *src;
+  size_t len;
+};
+
 /* The coding operations a plan's steps call: 0, or -1 with errno set. */
 struct gr_plan_coder {
   int (*encode) (void *arg, bool gpu, uint8_t *const *blocks,
@@ -62,6 +69,10 @@ struct gr_plan_coder {
    * through encode or reconstruct. */
   int (*many) (void *arg, bool gpu, const struct gr_code_op *ops,
                size_t nops);
+  /* Optional: the copies of a run of COPY steps marked gpu (plan.h), by
+   * the GPU; false where they were not made (no GPU, an end not
+   * page-locked), and then memcpy makes them.  NULL: memcpy. */
+  bool (*host_copy) (void *arg, const struct gr_copy_row *rows, size_t n);
   void *arg;
   /* The threads a CPU coding step of several stripes is split over
    * (pool.h; NULL: the calling thread alone); a step on the GPU is never

@@ -129,6 +129,7 @@ sim_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
 }
 
 static uint64_t sim_routes_checked;
+static uint64_t sim_gpu_copies;         /* made by sim_host_copy */
 
 /* The route: at random, so that both block placements are planned.
  * With the simulation as arg, a reconstruct's route is asked with the
@@ -394,6 +395,49 @@ sim_io (struct sim *s, const struct gr_plan *p, const struct gr_io *io,
   }
 }
 
+/* A plan's copies marked for the GPU (steps.h host_copy): made, and
+ * counted. */
+static bool
+sim_host_copy (void *arg, const struct gr_copy_row *rows, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    memcpy (rows[i].dst, rows[i].src, rows[i].len);
+  sim_gpu_copies += n;
+  return true;
+}
+
+/* With O_DIRECT's copies on the GPU (plan.h gpu_copies): no survivor of
+ * a degraded read's GPU reconstruct is read into the request where the
+ * member's alignment would bounce it, and only such plans mark copies
+ * for the GPU. */
+static void
+check_gpu_copies (const struct gr_plan_ctx *c, const struct gr_plan *p)
+{
+  for (size_t j = 0; j < p->nread; j++) {
+    const struct gr_loc d = p->read[j].buf;
+    bool on_gpu = false;
+
+    if (!c->gpu_copies || p->kind != GR_PLAN_READ_DEGRADED ||
+        d.space != GR_SPACE_REQ || (c->req_addr + d.off) % c->dio_align == 0)
+      continue;
+    for (size_t t = 0; t < p->nstep; t++) {
+      const struct gr_step *st = &p->step[t];
+
+      for (size_t b = 0; st->kind == GR_STEP_RECONSTRUCT && st->gpu &&
+           b < st->nstripes * (size_t) (c->g->k + c->g->m); b++)
+        on_gpu |= p->blk[st->blk0 + b].space == GR_SPACE_REQ &&
+          p->blk[st->blk0 + b].off == d.off;
+    }
+    CHECK (!on_gpu, "plan %s: read of member %d for a GPU reconstruct "
+           "into the request at %zu, not aligned to %u",
+           kind_names[p->kind], p->read[j].member, d.off, c->dio_align);
+  }
+  for (size_t j = 0; j < p->nstep; j++)
+    CHECK (!p->step[j].gpu || p->step[j].kind != GR_STEP_COPY ||
+           c->gpu_copies, "plan %s: a copy for the GPU without gpu_copies",
+           kind_names[p->kind]);
+}
+
 /* Run one request through plans on the simulated members.  Returns 0,
  * or -EIO if a plan refused. */
 static int
@@ -403,6 +447,7 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
   struct gr_plan_coder cd = { .encode = sim_encode,
                               .reconstruct = sim_reconstruct,
                               .update = sim_update, .many = sim_many,
+                              .host_copy = sim_host_copy,
                               .arg = s, .pool = NULL };
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .falloc = falloc, .gpu = sim_gpu, .gpu_arg = s,
@@ -410,6 +455,17 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
                            .blocks = s->blocks, .gpu_all = s->gpu_all };
   uint64_t pos = offset, end = offset + len;
   int nfailed = 0, i;
+
+  /* In whole blocks (as for O_DIRECT members), a read's request buffer
+   * page-locked at random, and the members' alignment 512: a degraded
+   * read's survivors for a GPU reconstruct land in scratch and the GPU
+   * copies them in where the request's address is not aligned (malloc's
+   * 16 bytes, any offset). */
+  if (s->blocks && req == GR_REQ_READ && buf && test_rand () % 3) {
+    c.req_pinned = test_rand () & 1;
+    c.gpu_copies = c.req_pinned;
+    c.dio_align = 512;
+  }
 
   for (i = 0; i < s->n; i++)
     nfailed += s->failed[i];
@@ -419,8 +475,10 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
     uint8_t *scratch;
     size_t j;
 
+    c.req_addr = (uintptr_t) (buf ? buf + (pos - offset) : NULL);
     gr_plan_next (&c, req, pos, end - pos, p);
     s->nplans[p->kind]++;
+    check_gpu_copies (&c, p);
     CHECK ((p->kind == GR_PLAN_REFUSE) ==
            (nfailed > s->g.m || (req == GR_REQ_RESYNC && nfailed > 0)),
            "%d of %d+%d failed: plan %s", nfailed, s->g.k, s->g.m,
@@ -1572,6 +1630,7 @@ main (void)
   CHECK (sim_many_runs > 0, "no run of GPU steps went to the coder at "
          "once");
   CHECK (sim_routes_checked > 0, "no reconstruct's route was checked");
+  CHECK (sim_gpu_copies > 0, "no copy was made for the GPU");
   printf ("runs of GPU coding steps submitted together: %" PRIu64 "\n",
           sim_many_runs);
   return test_done ("test-plan");
