@@ -493,7 +493,7 @@ gr_fakegpu_host_copy (const struct gr_copy_row *rows, size_t n)
     ok = span_state (rows[i].dst, rows[i].len) >= 1 &&
       span_state (rows[i].src, rows[i].len) >= 1;
   if (ok)
-    copies += n;
+    copies++;
   else
     copies_refused++;
   pthread_mutex_unlock (&pin_lock);
@@ -543,7 +543,7 @@ gr_fakegpu_report (void)
                 PRIu64 " staged (%" PRIu64 " touching a "
                 "registered range not in use); %" PRIu64 " ranges registered, "
                 "%d left registered, %" PRIu64 " bad unregisters, %" PRIu64
-                " bad in-use marks; host copies %" PRIu64 " (%" PRIu64
+                " bad in-use marks; host copies %" PRIu64 " calls (%" PRIu64
                 " refused)", ops_direct, ops_req, ops_staged, ops_idle,
                 nregistered, left, bad_unreg, bad_in_use, copies,
                 copies_refused);

@@ -6,9 +6,10 @@
 #include "io.h"
 #include "log.h"
 
-/* -D gpuraid.gpu_copies=0: a read's blocks whose O_DIRECT would bounce
- * are read into the request all the same (through the storage library's
- * bounce buffer), not copied in by the GPU (plan.h; for comparison). */
+/* -D gpuraid.gpu_copies=0: a degraded read's survivors whose O_DIRECT
+ * would bounce are read into the request all the same (through the
+ * storage library's bounce buffer), not copied in by the GPU (plan.h;
+ * for comparison). */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_gpu_copies = 1;
 
 /* A request that cannot be served: EIO.  Logged for the first few and

@@ -281,12 +281,14 @@ struct gr_plan_ctx {
    * gr_members_dio_align; 0 or 1: none is); a block read into the
    * request where it is not (its address req_addr, the plan's first
    * request byte, plus its offset) goes through the storage library's
-   * bounce buffer, a memcpy of every byte.  With gpu_copies (the
-   * request's buffer is page-locked for a usable GPU: req_pinned), such
-   * a block is read into scratch instead (page-locked and aligned) and
-   * copied into the request by a COPY step marked gpu, which the GPU
-   * makes (steps.h: host_copy).  Pure arithmetic on the address: the
-   * planner touches no memory. */
+   * bounce buffer, a memcpy of every byte.  With gpu_copies (a read
+   * whose buffer is page-locked for a usable GPU: req_pinned), such a
+   * block that a degraded read's GPU reconstruct reads is read into
+   * scratch instead (page-locked and aligned) and copied into the
+   * request by a COPY step marked gpu, which the GPU makes (steps.h:
+   * host_copy); a healthy read's blocks are not (measured slower: docs/
+   * performance.md).  Pure arithmetic on the address: the planner
+   * touches no memory. */
   uint32_t dio_align;
   uintptr_t req_addr;
   bool gpu_copies;

@@ -318,7 +318,7 @@ serve_read ()
   nbdcopy "$uri" "$tmpdir/out" || fail "nbdcopy from the array ($label)"
   cmp "$tmpdir/out" "$ref" || fail "$label: reads back wrong"
   stop_nbdkit "$pid"
-  copies=$(sed -n "s/.*copies out of direct members' blocks: \([0-9]*\) calls by the GPU.*, \([0-9]*\) by memcpy.*/\1 \2/p" "$nbdkit_log")
+  copies=$(host_copies "$nbdkit_log")
   echo "  $label: every byte right; copies into the request by the GPU, by memcpy: ${copies:-none}; bounced $(bounced) bytes"
 }
 

@@ -188,7 +188,7 @@ done
 gpu_copies ()
 {
   local c
-  c=$(sed -n "s/.*copies out of direct members' blocks: \([0-9]*\) calls by the GPU.*, \([0-9]*\) by memcpy.*/\1 \2/p" "$nbdkit_log")
+  c=$(host_copies "$nbdkit_log")
   echo "$1: copies into the request by the GPU, by memcpy: ${c:-none}"
   grep -m 1 "copies out of direct members' blocks" "$nbdkit_log" | sed 's/^.*gpuraid: /  /'
   [ "${c%% *}" -gt 0 ] 2>/dev/null || fail "$1: the GPU copied nothing in"
