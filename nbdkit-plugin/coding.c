@@ -254,7 +254,7 @@ gr_coding_free (struct gr_coding *c)
 
     if (c->use_gpu)
       gr_gpudev_host_copy_account (acct, sizeof acct);
-    gr_debug ("copies out of direct members' blocks: %" PRIu64 " calls by "
+    gr_debug ("copies for direct members' alignment: %" PRIu64 " calls by "
               "the GPU%s%s%s, %" PRIu64 " by memcpy", c->copies_gpu,
               acct[0] ? " (" : "", acct, acct[0] ? ")" : "", c->copies_cpu);
   }

@@ -8,8 +8,9 @@
 
 /* -D gpuraid.gpu_copies=0: a degraded read's survivors whose O_DIRECT
  * would bounce are read into the request all the same (through the
- * storage library's bounce buffer), not copied in by the GPU (plan.h;
- * for comparison). */
+ * storage library's bounce buffer), not copied in by the GPU, and a
+ * full-stripe write's data is written from the request (plan.h; for
+ * comparison). */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_gpu_copies = 1;
 
 /* A request that cannot be served: EIO.  Logged for the first few and
@@ -61,9 +62,11 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
   while (pos < end) {
     gr_exec_plan_ctx (x, &sn, &c);
     c.req_pinned = pinned;
-    /* O_DIRECT's copies of a read's blocks by the GPU (plan.h). */
+    /* O_DIRECT's copies of a read's or a write's blocks by the GPU
+     * (plan.h). */
     c.req_addr = (uintptr_t) (buf ? buf + (pos - offset) : NULL);
-    c.gpu_copies = gpuraid_debug_gpu_copies && pinned && req == GR_REQ_READ;
+    c.gpu_copies = gpuraid_debug_gpu_copies && pinned &&
+      (req == GR_REQ_READ || req == GR_REQ_WRITE);
     gr_plan_next (&c, req, pos, end - pos, p);
     if (p->kind == GR_PLAN_REFUSE)
       return fail_eio (x, req_name (req), pos);

@@ -282,7 +282,11 @@ take_whole (const struct gr_plan_ctx *c, struct gr_walk *w,
 }
 
 /* Whole stripes: parity encoded straight from the source in one batch;
- * no reads, so failed members are simply not written. */
+ * no reads, so failed members are simply not written.  Where an
+ * O_DIRECT member would bounce the request's data (gpu_copy_in), the
+ * GPU first copies it into scratch (one COPY step: whole stripes are
+ * contiguous in the request), and the encode and the writes take it
+ * from there. */
 static void
 plan_write_full (const struct gr_plan_ctx *c, struct gr_walk *w,
                  const struct gr_span *first, enum gr_space src,
@@ -291,6 +295,8 @@ plan_write_full (const struct gr_plan_ctx *c, struct gr_walk *w,
   int k = c->g->k, m = c->g->m, n = k + m, i;
   uint32_t C = c->g->chunk;
   uint64_t width = gr_map_stripe_width (c->g), st;
+  const bool copy = src == GR_SPACE_REQ && gpu_copy_in (c, 0);
+  size_t dbase;
 
   /* Degraded, each stripe is journaled: one at a time. */
   p->kind = GR_PLAN_WRITE_FULL;
@@ -299,23 +305,31 @@ plan_write_full (const struct gr_plan_ctx *c, struct gr_walk *w,
   p->lo = 0;
   p->hi = C;
   take_whole (c, w, first, p->journal ? 1 : batch_limit (p, n, n,
-              FULL_BATCH_PARITY / ((uint64_t) m * C)), p);
+              FULL_BATCH_PARITY / ((uint64_t) (copy ? n : m) * C)), p);
+  const bool gpu = c->gpu (c->gpu_arg, GR_OP_ENCODE, p->nstripes * k * C, 0);
+  const bool copied = copy && gpu;
+
+  dbase = p->nstripes * m * C;  /* the data's copy, after the parity */
+  if (copied) {
+    src = GR_SPACE_SCRATCH;
+    add_gpu_copy (p, loc (GR_SPACE_SCRATCH, dbase), loc (GR_SPACE_REQ, 0),
+                  p->nstripes * width);
+  }
   for (st = 0; st < p->nstripes; st++) {
     uint64_t s = p->s0 + st;
 
     for (i = 0; i < n; i++) {
       struct gr_loc *b = &p->blk[st * n + i];
 
-      *b = i < k ? loc (src, st * width + (size_t) i * C)
+      *b = i < k ? loc (src, (copied ? dbase : 0) + st * width + (size_t) i * C)
         : loc (GR_SPACE_SCRATCH, (st * m + (i - k)) * C);
       if (!lost (c, s, i))
         add_write (p, gr_map_member (c->g, s, i), moff (c, s, 0), C, *b);
     }
   }
   p->nblk = p->nstripes * n;
-  p->scratch_len = p->nstripes * m * C;
-  add_coding (p, GR_STEP_ENCODE, p->nstripes, C, 0,
-              c->gpu (c->gpu_arg, GR_OP_ENCODE, p->nstripes * k * C, 0));
+  p->scratch_len = p->nstripes * (copied ? n : m) * C;
+  add_coding (p, GR_STEP_ENCODE, p->nstripes, C, 0, gpu);
 }
 
 /* Whole stripes zeroed by fallocate: the chunk of stripe s is at the same

@@ -276,19 +276,21 @@ struct gr_plan_ctx {
    * has its old bytes from the plan's own reads, not from a
    * read-modify-write below (storage.h). */
   bool blocks;
-  /* O_DIRECT's copies of reads on the GPU.  A member opened with
-   * O_DIRECT reads into memory aligned to dio_align (members.h
+  /* O_DIRECT's copies on the GPU.  A member opened with O_DIRECT reads
+   * into and writes from memory aligned to dio_align (members.h
    * gr_members_dio_align; 0 or 1: none is); a block read into the
-   * request where it is not (its address req_addr, the plan's first
-   * request byte, plus its offset) goes through the storage library's
-   * bounce buffer, a memcpy of every byte.  With gpu_copies (a read
-   * whose buffer is page-locked for a usable GPU: req_pinned), such a
-   * block that a degraded read's GPU reconstruct reads is read into
-   * scratch instead (page-locked and aligned) and copied into the
-   * request by a COPY step marked gpu, which the GPU makes (steps.h:
-   * host_copy); a healthy read's blocks are not (measured slower: docs/
-   * performance.md).  Pure arithmetic on the address: the planner
-   * touches no memory. */
+   * request or written from it where it is not (its address req_addr,
+   * the plan's first request byte, plus its offset) goes through the
+   * storage library's bounce buffer, a memcpy of every byte.  With
+   * gpu_copies (a read or a write whose buffer is page-locked for a
+   * usable GPU: req_pinned), such a block that a degraded read's GPU
+   * reconstruct reads is read into scratch instead (page-locked and
+   * aligned) and copied into the request by a COPY step marked gpu,
+   * which the GPU makes (steps.h: host_copy), and a full-stripe write
+   * encoded on the GPU has its data copied into scratch first by such a
+   * step, then encoded and written from there; a healthy read's blocks
+   * are not (measured slower: docs/performance.md).  Pure arithmetic on
+   * the address: the planner touches no memory. */
   uint32_t dio_align;
   uintptr_t req_addr;
   bool gpu_copies;

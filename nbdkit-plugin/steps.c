@@ -302,23 +302,36 @@ coding_many (struct gr_plan *p, const struct gr_step *st, size_t nsteps,
   return cd->many (cd->arg, true, ops, nsteps);
 }
 
+/* The first coding step of p (p->nstep if none). */
+static size_t
+first_coding (const struct gr_plan *p)
+{
+  size_t i = 0;
+
+  while (i < p->nstep && !coding (&p->step[i]))
+    i++;
+  return i;
+}
+
 /* Does p's coding sum its blocks: coding steps all on the GPU, of one
  * length in whole checksum blocks (a full-stripe write, a degraded
- * read), and no move that could change a block once summed: none before
- * the last coding step, and after it only copies into the request where
- * no block lies (a degraded read's rebuilt part copied out of scratch,
- * or its survivors read into scratch for the GPU's copies)? */
+ * read), and no move that could change a block once summed: before the
+ * first coding step any (they make the blocks it sums: a write's data
+ * copied into scratch for O_DIRECT members), none between coding steps,
+ * and after the last only copies into the request where no block lies
+ * (a degraded read's rebuilt part copied out of scratch, or its
+ * survivors read into scratch for the GPU's copies)? */
 static bool
 summable (const struct gr_plan *p)
 {
-  size_t last = p->nstep, i;
+  size_t first = first_coding (p), last = p->nstep, i;
 
   for (i = 0; i < p->nstep; i++)
     if (coding (&p->step[i]))
       last = i;
   if (last == p->nstep || p->step[last].len % GR_SUM_BLOCK)
     return false;
-  for (i = 0; i <= last; i++) {
+  for (i = first; i <= last; i++) {
     const struct gr_step *st = &p->step[i];
 
     if (!coding (st) || !st->gpu || st->len != p->step[last].len)
@@ -338,10 +351,12 @@ summable (const struct gr_plan *p)
   return true;
 }
 
+/* The checksums of the blocks read are those of the bytes read only
+ * where nothing moved before the coding. */
 bool
 gr_steps_sums_reads (const struct gr_plan *p)
 {
-  if (!summable (p))
+  if (!summable (p) || first_coding (p) != 0)
     return false;
   for (size_t i = 0; i < p->nstep; i++)
     if (p->step[i].kind == GR_STEP_RECONSTRUCT)
@@ -366,7 +381,7 @@ plan_sums (struct gr_plan *p, const struct gr_geom *g)
   for (i = 0; i < p->nstep; i++)
     if (coding (&p->step[i]))
       need += p->step[i].nstripes * n;
-  nb = p->step[0].len / GR_SUM_BLOCK;
+  nb = p->step[first_coding (p)].len / GR_SUM_BLOCK;
   need *= nb;
   if (need > p->cap_sums) {
     if ((s = realloc (p->sums, need * sizeof *s)) == NULL)
@@ -397,7 +412,7 @@ plan_sums (struct gr_plan *p, const struct gr_geom *g)
         p->bsum[st->blk0 + j] = p->sums + at + j * nb;
     at += st->nstripes * n * nb;
   }
-  p->sum_len = p->step[0].len;
+  p->sum_len = p->step[first_coding (p)].len;
 }
 
 /* The COPY steps marked gpu from step i on, at most 32. */

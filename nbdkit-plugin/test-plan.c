@@ -130,6 +130,8 @@ sim_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
 
 static uint64_t sim_routes_checked;
 static uint64_t sim_gpu_copies;         /* made by sim_host_copy */
+static uint64_t sim_write_copies;       /* full-stripe writes' data
+                                         * copied for the GPU */
 
 /* The route: at random, so that both block placements are planned.
  * With the simulation as arg, a reconstruct's route is asked with the
@@ -406,13 +408,34 @@ sim_host_copy (void *arg, const struct gr_copy_row *rows, size_t n)
   return true;
 }
 
+/* Does p encode on the GPU? */
+static bool
+gpu_encodes (const struct gr_plan *p)
+{
+  for (size_t t = 0; t < p->nstep; t++)
+    if (p->step[t].kind == GR_STEP_ENCODE && p->step[t].gpu)
+      return true;
+  return false;
+}
+
 /* With O_DIRECT's copies on the GPU (plan.h gpu_copies): no survivor of
  * a degraded read's GPU reconstruct is read into the request where the
- * member's alignment would bounce it, and only such plans mark copies
- * for the GPU. */
+ * member's alignment would bounce it, no full-stripe write encoded on
+ * the GPU writes from the request there, and only such plans mark
+ * copies for the GPU. */
 static void
 check_gpu_copies (const struct gr_plan_ctx *c, const struct gr_plan *p)
 {
+  for (size_t j = 0; c->gpu_copies && p->kind == GR_PLAN_WRITE_FULL &&
+       gpu_encodes (p) && j < p->nwrite; j++) {
+    const struct gr_loc d = p->write[j].buf;
+
+    CHECK (d.space != GR_SPACE_REQ ||
+           (c->req_addr + d.off) % c->dio_align == 0,
+           "plan %s: write of member %d for a GPU encode from the request "
+           "at %zu, not aligned to %u", kind_names[p->kind],
+           p->write[j].member, d.off, c->dio_align);
+  }
   for (size_t j = 0; j < p->nread; j++) {
     const struct gr_loc d = p->read[j].buf;
     bool on_gpu = false;
@@ -434,7 +457,9 @@ check_gpu_copies (const struct gr_plan_ctx *c, const struct gr_plan *p)
   }
   for (size_t j = 0; j < p->nstep; j++)
     CHECK (!p->step[j].gpu || p->step[j].kind != GR_STEP_COPY ||
-           c->gpu_copies, "plan %s: a copy for the GPU without gpu_copies",
+           (c->gpu_copies && (p->kind == GR_PLAN_READ_DEGRADED ||
+                              p->kind == GR_PLAN_WRITE_FULL)),
+           "plan %s: a copy for the GPU without gpu_copies",
            kind_names[p->kind]);
 }
 
@@ -456,12 +481,14 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
   uint64_t pos = offset, end = offset + len;
   int nfailed = 0, i;
 
-  /* In whole blocks (as for O_DIRECT members), a read's request buffer
-   * page-locked at random, and the members' alignment 512: a degraded
-   * read's survivors for a GPU reconstruct land in scratch and the GPU
-   * copies them in where the request's address is not aligned (malloc's
-   * 16 bytes, any offset). */
-  if (s->blocks && req == GR_REQ_READ && buf && test_rand () % 3) {
+  /* In whole blocks (as for O_DIRECT members), a read's or a write's
+   * request buffer page-locked at random, and the members' alignment
+   * 512: a degraded read's survivors for a GPU reconstruct land in
+   * scratch and the GPU copies them in where the request's address is
+   * not aligned (malloc's 16 bytes, any offset); a full-stripe write's
+   * data is copied into scratch by the GPU before its GPU encode. */
+  if (s->blocks && (req == GR_REQ_READ || req == GR_REQ_WRITE) && buf &&
+      test_rand () % 3) {
     c.req_pinned = test_rand () & 1;
     c.gpu_copies = c.req_pinned;
     c.dio_align = 512;
@@ -479,6 +506,8 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
     gr_plan_next (&c, req, pos, end - pos, p);
     s->nplans[p->kind]++;
     check_gpu_copies (&c, p);
+    for (j = 0; p->kind == GR_PLAN_WRITE_FULL && j < p->nstep; j++)
+      sim_write_copies += p->step[j].kind == GR_STEP_COPY && p->step[j].gpu;
     CHECK ((p->kind == GR_PLAN_REFUSE) ==
            (nfailed > s->g.m || (req == GR_REQ_RESYNC && nfailed > 0)),
            "%d of %d+%d failed: plan %s", nfailed, s->g.k, s->g.m,
@@ -1631,6 +1660,8 @@ main (void)
          "once");
   CHECK (sim_routes_checked > 0, "no reconstruct's route was checked");
   CHECK (sim_gpu_copies > 0, "no copy was made for the GPU");
+  CHECK (sim_write_copies > 0, "no full-stripe write's data was copied "
+         "for the GPU");
   printf ("runs of GPU coding steps submitted together: %" PRIu64 "\n",
           sim_many_runs);
   return test_done ("test-plan");

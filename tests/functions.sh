@@ -371,11 +371,12 @@ start_nbdkit ()
 }
 
 # host_copies LOG: "CALLS MEMCPY" from the plugin's account at shutdown of
-# a plan's copies made by the GPU (a degraded read's survivors that an
-# O_DIRECT member would have bounced), or nothing if it made none.
+# a plan's copies made by the GPU (a degraded read's survivors, a
+# full-stripe write's data, that an O_DIRECT member would have bounced),
+# or nothing if it made none.
 host_copies ()
 {
-  sed -n "s/.*copies out of direct members' blocks: \([0-9]*\) calls by the GPU.*, \([0-9]*\) by memcpy.*/\1 \2/p" "$1"
+  sed -n "s/.*copies for direct members' alignment: \([0-9]*\) calls by the GPU.*, \([0-9]*\) by memcpy.*/\1 \2/p" "$1"
 }
 
 # gpu_worked LOG: the server whose -v log is LOG (one server, stopped)

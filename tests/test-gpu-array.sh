@@ -14,10 +14,12 @@
 # Every session with accel=gpu must have coded on the GPU and never fallen
 # back to the CPU (gpu_worked: counted from the plugin's own log), else a
 # GPU failing mid-run would pass unseen.
-# On loop devices with direct I/O (root), reads healthy and with two
-# members gone: a degraded read's survivors whose O_DIRECT would bounce
-# (the request's buffer not aligned to 512) are read into scratch and
-# copied in by the GPU, none left to memcpy; healthy reads are not.
+# On loop devices with direct I/O (root): full-stripe writes have their
+# data copied into scratch by the GPU before the encode (the request's
+# buffer not aligned to 512: O_DIRECT would bounce it), none left to
+# memcpy; reads healthy and with two members gone: a degraded read's
+# survivors whose O_DIRECT would bounce are read into scratch and copied
+# in by the GPU, none left to memcpy; healthy reads are not.
 # Needs no python, so it also runs on the GPU machine's kit.
 # Skips, saying why, where the plugin has no CUDA or there is no GPU.
 
@@ -181,24 +183,24 @@ for code in rs crs; do
   rm -f "${members[@]}" "$tmpdir"/gone* "$tmpdir/new3.img"
 done
 
-# gpu_copies LABEL [coded]: the session in $nbdkit_log copied every
-# block read into scratch for a page-locked request into it on the GPU
-# (none left to memcpy) and never fell back to the CPU; with "coded", it
-# coded on the GPU too.
+# gpu_copies LABEL [coded]: the session in $nbdkit_log made every copy
+# for the members' alignment on the GPU (a write's data into scratch, a
+# degraded read's survivors out of it; none left to memcpy) and never
+# fell back to the CPU; with "coded", it coded on the GPU too.
 gpu_copies ()
 {
   local c
   c=$(host_copies "$nbdkit_log")
-  echo "$1: copies into the request by the GPU, by memcpy: ${c:-none}"
-  grep -m 1 "copies out of direct members' blocks" "$nbdkit_log" | sed 's/^.*gpuraid: /  /'
-  [ "${c%% *}" -gt 0 ] 2>/dev/null || fail "$1: the GPU copied nothing in"
+  echo "$1: copies for the alignment by the GPU, by memcpy: ${c:-none}"
+  grep -m 1 "copies for direct members' alignment" "$nbdkit_log" | sed 's/^.*gpuraid: /  /'
+  [ "${c%% *}" -gt 0 ] 2>/dev/null || fail "$1: the GPU copied nothing"
   [ "${c##* }" = 0 ] || fail "$1: copies left to memcpy"
   ! grep -q 'GPU .* failed: .*redoing it' "$nbdkit_log" ||
     fail "$1: the GPU failed: $(grep -m 1 'GPU .* failed' "$nbdkit_log")"
   [ "${2:-}" != coded ] || gpu_worked "$nbdkit_log" || fail "$1: accel=gpu session"
 }
 
-echo "=== loop devices with direct I/O (512-byte alignment): a degraded read's survivors land in scratch, the GPU copies them into the request"
+echo "=== loop devices with direct I/O (512-byte alignment): a write's data and a degraded read's survivors go through scratch, copied by the GPU"
 if [ "$(id -u)" != 0 ] || ! command -v losetup >/dev/null ||
    ! losetup -f >/dev/null 2>&1; then
   echo "$0: note: loop devices need root and losetup: this part left out"
@@ -211,18 +213,22 @@ else
     cleanup_fn losetup -d "$d"
     members+=("$d")
   done
-  start_array chunk=64K create=true accel=gpu || exit 1
+  : >"$nbdkit_log"
+  set_args
+  start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" "${args[@]}" m="$m" chunk=64K \
+    create=true accel=gpu || exit 1
   size=$(nbdinfo --size "$uri")
   rm -f "$expect"; truncate -s "$size" "$expect"
   head -c $(( size / 2 )) /dev/urandom >"$tmpdir/e.img"
   put "$tmpdir/e.img" 1048576; overlay "$tmpdir/e.img"
   stop_nbdkit "$pid"
+  gpu_copies "written in whole stripes" coded
   : >"$nbdkit_log"
   set_args
   start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" "${args[@]}" accel=gpu || exit 1
   verify "direct loop members, read with accel=gpu"
   stop_nbdkit "$pid"
-  ! grep -q "copies out of direct members' blocks" "$nbdkit_log" ||
+  ! grep -q "copies for direct members' alignment" "$nbdkit_log" ||
     fail "healthy reads copied by the GPU"
   : >"$nbdkit_log"
   start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" member="${members[0]}" \
