@@ -327,6 +327,29 @@ serve_read ()
   echo "  $label: every byte right; copies into the request by the GPU, by memcpy: ${copies:-none}; bounced $(bounced) bytes"
 }
 
+# copies_replaced WHAT CPU_BOUNCED: the session just stopped (its log;
+# $copies) made its copies for the members' alignment on the "GPU" (none
+# left to memcpy) and bounced under a quarter of accel=cpu's CPU_BOUNCED
+# bytes; where nothing bounced on the CPU, it asked for no copy.
+copies_replaced ()
+{
+  local what=$1 cpu=$2
+  if [ "$cpu" = 0 ]; then
+    # nbdkit's request buffers come from malloc: glibc's large ones lie
+    # 16 bytes past a page boundary, AddressSanitizer's are aligned.
+    echo "  note ($what): nothing bounced on the CPU (the request buffers here are aligned for the members: a sanitizer's allocator?); the GPU's copies not asked for, only the bytes checked"
+    [ -z "$copies" ] || fail "$what: copies by the GPU with aligned requests: $copies"
+    return 0
+  fi
+  [ "${copies%% *}" -gt 0 ] 2>/dev/null || fail "$what: the GPU made no copy"
+  [ "${copies##* }" = 0 ] || fail "$what: copies left to memcpy"
+  # Nearly every access is aligned (a request buffer that shares pages
+  # with one registered already is not page-locked: its bytes bounce, as
+  # on the CPU).
+  [ $(( $(bounced) * 4 )) -lt "$cpu" ] ||
+    fail "$what: $(bounced) bytes bounced, against $cpu on the CPU"
+}
+
 # copies_case LABEL DIRECT MEMBER...: a fresh array on the members
 # (direct=DIRECT), filled on the CPU; written again under the stand-in
 # GPU, whose copies of the data into scratch must have replaced the
@@ -357,33 +380,12 @@ copies_case ()
   stop_nbdkit "$pid"
   copies=$(host_copies "$nbdkit_log")
   echo "  stand-in GPU write: copies into scratch by the GPU, by memcpy: ${copies:-none}; bounced $(bounced) bytes"
-  if [ "$cpu_bounced" = 0 ]; then
-    echo "  note: nothing bounced on the CPU (the request buffers here are aligned for the members: a sanitizer's allocator?); the GPU's copies not asked for"
-    [ -z "$copies" ] || fail "write: copies by the GPU with aligned requests: $copies"
-  else
-    [ "${copies%% *}" -gt 0 ] 2>/dev/null || fail "write: the GPU copied nothing into scratch"
-    [ "${copies##* }" = 0 ] || fail "write: copies left to memcpy"
-    [ $(( $(bounced) * 4 )) -lt "$cpu_bounced" ] ||
-      fail "write: $(bounced) bytes bounced, against $cpu_bounced on the CPU"
-  fi
+  copies_replaced write "$cpu_bounced"
   deg=("${mem[0]}" "$shm/gone1" "${mem[2]}" "$shm/gone3" "${mem[4]}" "${mem[5]}")
   serve_read "accel=cpu, members 1 and 3 gone" direct="$direct" accel=cpu -- "${deg[@]}"
   cpu_bounced=$(bounced)
   serve_read "stand-in GPU, members 1 and 3 gone" fake direct="$direct" -- "${deg[@]}"
-  if [ "$cpu_bounced" = 0 ]; then
-    # nbdkit's request buffers come from malloc: glibc's large ones lie
-    # 16 bytes past a page boundary, AddressSanitizer's are aligned.
-    echo "  note: nothing bounced on the CPU (the request buffers here are aligned for the members: a sanitizer's allocator?); the GPU's copies not asked for, only the bytes checked"
-    [ -z "$copies" ] || fail "degraded: copies by the GPU with aligned requests: $copies"
-  else
-    [ "${copies%% *}" -gt 0 ] 2>/dev/null || fail "degraded: the GPU copied nothing in"
-    [ "${copies##* }" = 0 ] || fail "degraded: copies left to memcpy"
-    # Nearly every read lands aligned (a request buffer that shares pages
-    # with one registered already is not page-locked: its reads bounce,
-    # as on the CPU).
-    [ $(( $(bounced) * 4 )) -lt "$cpu_bounced" ] ||
-      fail "degraded: $(bounced) bytes bounced, against $cpu_bounced on the CPU"
-  fi
+  copies_replaced degraded "$cpu_bounced"
   # Healthy reads keep reading into the request (the GPU's copies did
   # not pay there: docs/performance.md).
   serve_read "stand-in GPU, healthy" fake direct="$direct" -- "${mem[@]}"
