@@ -298,7 +298,9 @@ plan_write_full (const struct gr_plan_ctx *c, struct gr_walk *w,
   const bool copy = src == GR_SPACE_REQ && gpu_copy_in (c, 0);
   size_t dbase;
 
-  /* Degraded, each stripe is journaled: one at a time. */
+  /* Degraded, each stripe is journaled: one at a time.  Where the data
+   * may be copied, its copy counts in the batch's scratch too (the
+   * route, asked for the batch's size, is known only after). */
   p->kind = GR_PLAN_WRITE_FULL;
   p->lock = GR_LOCK_EXCL;
   p->journal = degraded (c);
