@@ -76,11 +76,14 @@ read_and_reconstruct (const struct gr_plan_ctx *c, struct gr_plan *p,
                            members_lost (c)));
 }
 
-/* The writes of a partial-stripe plan: the touched data from the source,
- * the live parity from its blocks. */
+/* The writes of a partial-stripe plan: the touched data from the
+ * chunks' blocks where they hold the new bytes (news: a reconstruct-write,
+ * a degraded write; no second copy of them through an O_DIRECT member's
+ * bounce buffer), else from the source; the live parity from its
+ * blocks. */
 static void
 write_piece (const struct gr_plan_ctx *c, struct gr_plan *p,
-             const struct piece *pc, enum gr_space src)
+             const struct piece *pc, enum gr_space src, bool news)
 {
   int k = c->g->k, n = k + c->g->m, i;
 
@@ -91,16 +94,15 @@ write_piece (const struct gr_plan_ctx *c, struct gr_plan *p,
     piece_range (pc, i, &a, &b, &off);
     if (lost (c, pc->s, i))
       continue;
-    if (c->blocks && (a % GR_CKSUM_BLOCK || b % GR_CKSUM_BLOCK)) {
-      /* Whole blocks, from the chunk's block in scratch (which holds the
-       * new bytes over the old over [lo, hi)). */
-      const uint32_t a4 = a / GR_CKSUM_BLOCK * GR_CKSUM_BLOCK;
-      const uint32_t b4 = (b + GR_CKSUM_BLOCK - 1) / GR_CKSUM_BLOCK *
-        GR_CKSUM_BLOCK;
-
-      add_write (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, a4),
-                 b4 - a4, loc (GR_SPACE_SCRATCH,
-                               p->blk[i].off + (a4 - pc->lo)));
+    if (news) {
+      /* With whole blocks, those of [a, b) (the block holds the new
+       * bytes over the old over [lo, hi)). */
+      if (c->blocks) {
+        a = a / GR_CKSUM_BLOCK * GR_CKSUM_BLOCK;
+        b = (b + GR_CKSUM_BLOCK - 1) / GR_CKSUM_BLOCK * GR_CKSUM_BLOCK;
+      }
+      add_write (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, a),
+                 b - a, loc (p->blk[i].space, p->blk[i].off + (a - pc->lo)));
     }
     else
       add_write (p, gr_map_member (c->g, pc->s, i), moff (c, pc->s, a),
@@ -237,7 +239,7 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
     add_coding (p, GR_STEP_ENCODE, 1, L, 0,
                 c->gpu (c->gpu_arg, GR_OP_ENCODE, (size_t) k * L, 0));
   }
-  write_piece (c, p, &pc, src);
+  write_piece (c, p, &pc, src, p->kind != GR_PLAN_WRITE_RMW);
   p->lo = pc.lo;
   p->hi = pc.hi;
   p->journal = degraded (c);

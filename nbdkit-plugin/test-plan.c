@@ -418,11 +418,28 @@ gpu_encodes (const struct gr_plan *p)
   return false;
 }
 
+/* A write of part of a stripe that overlays the new bytes on its
+ * chunks' blocks (reconstruct-write, degraded write) writes a chunk
+ * touched in part from its block, not from the request (a second copy
+ * of those bytes, through an O_DIRECT member's bounce buffer). */
+static void
+check_part_writes (const struct gr_plan *p)
+{
+  for (size_t j = 0; (p->kind == GR_PLAN_WRITE_RCW ||
+                      p->kind == GR_PLAN_WRITE_DEGRADED) && j < p->nwrite; j++)
+    CHECK (p->write[j].buf.space != GR_SPACE_REQ ||
+           p->write[j].len == p->hi - p->lo,
+           "plan %s: write of member %d of %" PRIu64 " bytes from the "
+           "request, not a chunk's whole [%u, %u)", kind_names[p->kind],
+           p->write[j].member, p->write[j].len, p->lo, p->hi);
+}
+
 /* With O_DIRECT's copies on the GPU (plan.h gpu_copies): no survivor of
  * a degraded read's GPU reconstruct is read into the request where the
  * member's alignment would bounce it, no full-stripe write encoded on
  * the GPU writes from the request there, and only such plans mark
- * copies for the GPU. */
+ * copies for the GPU (not a write of part of a stripe: measured slower,
+ * docs/performance.md). */
 static void
 check_gpu_copies (const struct gr_plan_ctx *c, const struct gr_plan *p)
 {
@@ -506,6 +523,7 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
     gr_plan_next (&c, req, pos, end - pos, p);
     s->nplans[p->kind]++;
     check_gpu_copies (&c, p);
+    check_part_writes (p);
     for (j = 0; p->kind == GR_PLAN_WRITE_FULL && j < p->nstep; j++)
       sim_write_copies += p->step[j].kind == GR_STEP_COPY && p->step[j].gpu;
     CHECK ((p->kind == GR_PLAN_REFUSE) ==
