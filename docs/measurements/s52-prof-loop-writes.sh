@@ -8,6 +8,9 @@
 cd "$(dirname "$0")/../.."
 P=${PERF:-$PWD/.device/exp/perfw}
 geom=${GEOM:-16:16} conns=${CONNS:-16} seq=${SEQ:-4G}
+# Session 53: BS=SIZE (4K, 64K, ...) makes the runs random writes of that
+# size in the first SEQ bytes for SECS [5] s (the first run a warm-up).
+bs=${BS:-} secs=${SECS:-5}
 k=${geom%:*} m=${geom#*:} n=$(( k + m ))
 bytes=$(numfmt --from=iec "$seq")
 msize=$(( (bytes / k / 1048576 + 5) * 1048576 + 65536 ))
@@ -26,17 +29,23 @@ for v in "${variants[@]}"; do
   read -r -a extra <<<"${extra:-}"
   args=(); for l in "${loops[@]}"; do args+=("member=$l"); done
   rm -f "$d/sock" "$d/pid"
+  uri="nbd+unix:///?socket=$d/sock" bytes=$(numfmt --from=iec "$seq")
+  if [ -n "$bs" ]; then
+    load=(-m randwrite -b "$bs" -q 16 -c "$conns" -t "$secs" -r "$bytes" -F "$uri")
+  else
+    load=(-m write -b 1M -q 16 -c "$conns" -S "$bytes" -F "$uri")
+  fi
   nbdkit -f -v -U "$d/sock" -P "$d/pid" -t 16 "${extra[@]}" nbdkit-plugin/nbdkit-gpuraid-plugin.so \
     "${args[@]}" m=$m chunk=64K create=true force=true accel=$accel 2>"$d/log" &
   for i in $(seq 100); do [ -S "$d/sock" ] && break; sleep 0.1; done
-  uri="nbd+unix:///?socket=$d/sock"
-  scripts/nbdbench -m write -b 1M -q 16 -c "$conns" -S "$bytes" -F "$uri" >/dev/null
+  scripts/nbdbench "${load[@]}" >/dev/null
   pid=$(cat "$d/pid")
   s0=$(awk '{ print $14 + $15 }' /proc/$pid/stat) m0=$(mt)
   $P record -q -a -g -F 999 -o "$d/perf.data" -- \
-    scripts/nbdbench -m write -b 1M -q 16 -c "$conns" -S "$bytes" -F "$uri" >"$d/out" 2>"$d/perf.err" || tail -3 "$d/perf.err"
+    scripts/nbdbench "${load[@]}" >"$d/out" 2>"$d/perf.err" || tail -3 "$d/perf.err"
   s1=$(awk '{ print $14 + $15 }' /proc/$pid/stat) m1=$(mt)
   kill "$pid"; wait
+  bytes=$(sed -n 's/.* bytes=\([0-9]*\).*/\1/p' "$d/out")   # written in the profiled run
   echo "######## $geom accel=$accel ${extra[*]}: $(grep -o 'MBps=[0-9.]*' "$d/out"); server $(awk -v t=$(( s1 - s0 )) -v h=$hz -v b=$bytes 'BEGIN { printf "%.2f", t / h / (b / 1e9) }') CPU-s/GB, machine $(awk -v t=$(( m1 - m0 )) -v h=$hz -v b=$bytes 'BEGIN { printf "%.2f", t / h / (b / 1e9) }') (profiled run, perf's own cost included)"
   echo "--- by command (whole machine)"
   $P report -i "$d/perf.data" --no-children --sort comm --stdio 2>/dev/null | grep -E "^ +[0-9]" | head -12
