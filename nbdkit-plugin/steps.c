@@ -378,10 +378,12 @@ plan_sums (struct gr_plan *p, const struct gr_geom *g)
   p->sum_len = 0;
   if (!summable (p))
     return;
+  const size_t len = p->step[first_coding (p)].len;  /* the codings' */
+
   for (i = 0; i < p->nstep; i++)
     if (coding (&p->step[i]))
       need += p->step[i].nstripes * n;
-  nb = p->step[first_coding (p)].len / GR_SUM_BLOCK;
+  nb = len / GR_SUM_BLOCK;
   need *= nb;
   if (need > p->cap_sums) {
     if ((s = realloc (p->sums, need * sizeof *s)) == NULL)
@@ -412,7 +414,7 @@ plan_sums (struct gr_plan *p, const struct gr_geom *g)
         p->bsum[st->blk0 + j] = p->sums + at + j * nb;
     at += st->nstripes * n * nb;
   }
-  p->sum_len = p->step[first_coding (p)].len;
+  p->sum_len = len;
 }
 
 /* The COPY steps marked gpu from step i on, at most 32. */
