@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - coding: the GPU work of concurrent requests gathered, the
- * group commit of full-stripe encodes and the gathering of small
- * reconstructs.  See coding.h and coding-internal.h. */
+ * group commit of encodes of whole chunks and the gathering of small
+ * operations.  See coding.h and coding-internal.h. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -154,18 +154,20 @@ gr_coding_writer_leave (struct gr_coding *c)
   __atomic_sub_fetch (&c->writers, 1, __ATOMIC_RELAXED);
 }
 
-/* --- gathered reconstructs ----------------------------------------------- */
+/* --- gathered small operations ------------------------------------------ */
 
-/* Small reconstructs (a degraded read's stripe: hundreds of KiB) from
- * concurrent requests go to the GPU together: with nbdkit's threads per
- * connection, a hundred requests may be inside the plugin at once, and
- * as many GPU submissions each paying a slot, a wait and a wake-up cost
- * more than the decode.  So at most GATHER_LEADERS submissions are in
- * flight; a reconstruct arriving meanwhile queues, and a submission that
- * ends hands the queue (up to BATCH_MAX_BYTES of data) to its first
- * waiter, which submits it as one gr_code_many.  No one waits for more
- * to come: batches grow only while the GPU is busy.  Each waiter sleeps
- * on its own condition and is woken alone. */
+/* Small operations from concurrent requests go to the GPU together: a
+ * degraded read's reconstructs (hundreds of KiB), a small write's encode
+ * of part of a chunk's height (a reconstruct-write of 4 KiB encodes k
+ * times that).  With nbdkit's threads per connection, a hundred requests
+ * may be inside the plugin at once, and as many GPU submissions each
+ * paying a slot, a wait and a wake-up cost more than the coding.  So at
+ * most GATHER_LEADERS submissions are in flight; an operation arriving
+ * meanwhile queues, and a submission that ends hands the queue (up to
+ * BATCH_MAX_BYTES of data) to its first waiter, which submits it as one
+ * gr_code_many.  No one waits for more to come: batches grow only while
+ * the GPU is busy.  Each waiter sleeps on its own condition and is woken
+ * alone. */
 
 /* Nanoseconds from `since` (gr_now) until now. */
 static uint64_t
@@ -212,13 +214,24 @@ gather_room (struct gr_coding *c, size_t bytes)
   return room;
 }
 
-/* Does a GPU reconstruct of `bytes` of data go to be gathered? */
+/* Does a small GPU operation of `bytes` of data go to be gathered? */
 bool
 gr_coding_gather_this (struct gr_coding *c, size_t bytes)
 {
   return gr_coding_gpu_usable (c) && gpuraid_debug_gather > 0 &&
     bytes < GATHER_MAX_BYTES && (c->gpu_all || !c->spill ||
                                  gather_room (c, bytes));
+}
+
+/* What the operations v[0..n) are, for a message. */
+static const char *
+ops_name (const struct gr_code_op *v, size_t n)
+{
+  size_t i, enc = 0;
+
+  for (i = 0; i < n; i++)
+    enc += v[i].nerased == 0;
+  return enc == 0 ? "reconstruct" : enc == n ? "encode" : "coding";
 }
 
 /* Run a batch (list from `first`) on the GPU, or on the CPU after a GPU
@@ -245,7 +258,7 @@ gather_run (struct gr_coding *c, struct gather_item *first)
     i += q->nops;
   }
   if (nplans > 1)
-    gr_verbose ("gathered: %zu reconstructs of %zu plans in one GPU "
+    gr_verbose ("gathered: %zu coding operations of %zu plans in one GPU "
                 "submission", n, nplans);
   r = -EIO;
   if (gr_coding_gpu_usable (c)) {
@@ -254,7 +267,7 @@ gather_run (struct gr_coding *c, struct gather_item *first)
     r = gr_code_many (c->gpu, v, n);
     gr_coding_release (c);
     if (r < 0)
-      gr_coding_gpu_failed (c, "reconstruct", r);
+      gr_coding_gpu_failed (c, ops_name (v, n), r);
   }
   if (r < 0)
     r = gr_code_many (c->cpu, v, n);
@@ -264,9 +277,8 @@ gather_run (struct gr_coding *c, struct gather_item *first)
 }
 
 int
-gr_coding_reconstruct_gathered (struct gr_coding *c,
-                                const struct gr_code_op *ops, size_t nops,
-                                size_t bytes)
+gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
+                    size_t nops, size_t bytes)
 {
   struct gather_item me = {
     .ops = ops, .nops = nops, .bytes = bytes, .state = GATHER_WAIT,
@@ -275,6 +287,7 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
   struct gather_item *q, *next;
   double t0, t1;
   uint64_t sub_ns;
+  size_t i;
   int r;
 
   pthread_cond_init (&me.cv, NULL);
@@ -303,7 +316,7 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
   r = gather_run (c, me.batch);
   t1 = gr_now ();
   if (r < 0) {
-    nbdkit_error ("reconstruct: %s", strerror (-r));
+    nbdkit_error ("%s: %s", ops_name (me.ops, me.nops), strerror (-r));
     r = -EIO;
   }
 
@@ -315,6 +328,8 @@ gr_coding_reconstruct_gathered (struct gr_coding *c,
   for (q = me.batch; q; q = next) {
     next = q->next;             /* q may return (and go) once woken */
     c->gathered_ops += q->nops;
+    for (i = 0; i < q->nops; i++)
+      c->gathered_encodes += q->ops[i].nerased == 0;
     c->gathered_plans++;
     c->gather_queued_ns += (uint64_t) ((t0 - q->queued_at) * 1e9);
     c->gather_run_ns += sub_ns;

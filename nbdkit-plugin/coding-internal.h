@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpuraid - coding's state, shared by its two files (coding.c: set-up,
  * routing and the operations; coding-batch.c: the group commit and the
- * gathered reconstructs).  Nothing else includes it; include coding.h
+ * gathered small operations).  Nothing else includes it; include coding.h
  * first. */
 #ifndef GPURAID_CODING_INTERNAL_H
 #define GPURAID_CODING_INTERNAL_H
@@ -24,15 +24,16 @@ extern int gpuraid_debug_pin_requests;
 extern int gpuraid_debug_adaptive;
 #define MiB ((size_t) 1 << 20)
 
-/* Reconstructs of less data than this are gathered across requests
- * (larger ones, a job's batches, fill the link on their own), by at
- * most GATHER_LEADERS submissions in flight at once. */
+/* Small GPU operations (reconstructs, and encodes of less than whole
+ * chunks) of less data than this are gathered across requests (larger
+ * ones, a job's batches, fill the link on their own), by at most
+ * GATHER_LEADERS submissions in flight at once. */
 #define GATHER_MAX_BYTES (4 * MiB)
 #define GATHER_LEADERS 2
 
-/* -D gpuraid.gather=N: small GPU reconstructs (a degraded read's
- * stripes) gathered across requests with at most N submissions in
- * flight (0: each on its own). */
+/* -D gpuraid.gather=N: small GPU operations (a degraded read's
+ * stripes, a small write's encode) gathered across requests with at
+ * most N submissions in flight (0: each on its own). */
 extern int gpuraid_debug_gather;
 
 /* Under accel=auto routed by the start-up measurement alone
@@ -52,9 +53,9 @@ extern int gpuraid_debug_gather;
 #define BATCH_WAIT_US 200
 
 
-/* A reconstruct waiting to be gathered. */
+/* A request's small operations waiting to be gathered. */
 struct gather_item {
-  const struct gr_code_op *ops; /* a request's reconstructs */
+  const struct gr_code_op *ops; /* a request's operations */
   size_t nops;
   size_t bytes;
   enum { GATHER_WAIT, GATHER_LEAD, GATHER_DONE } state;
@@ -120,13 +121,14 @@ struct gr_coding {
   uint64_t comb_batches, comb_reqs_done, comb_timeouts;
   int writers;                  /* atomic: requests inside a write */
 
-  /* Gathered reconstructs, under gather_lock: the queue (not yet in a
+  /* Gathered small operations, under gather_lock: the queue (not yet in a
    * batch) and the submissions in flight. */
   pthread_mutex_t gather_lock;
   struct gather_item *gather_head, **gather_tail;
   size_t gather_bytes;
   int gather_leaders;
-  uint64_t gathered_ops, gathered_plans, gathered_batches; /* gather_lock */
+  uint64_t gathered_ops, gathered_encodes;                 /* gather_lock */
+  uint64_t gathered_plans, gathered_batches;               /* gather_lock */
   /* Where a gathered plan's time goes, summed over plans (gather_lock):
    * queued until its batch started, in its batch's submission, the
    * batches' data; and (atomic) from the batch's end until its thread
@@ -142,15 +144,15 @@ void gr_coding_release (struct gr_coding *c);
 void gr_coding_gpu_failed (struct gr_coding *c, const char *op, int r);
 
 /* coding-batch.c: full-stripe encodes of whole chunks through the group
- * commit (0 or a negative errno); does a GPU reconstruct of `bytes` of
- * data go to be gathered; the reconstructs ops[0..nops) (bytes of data)
- * gathered with others (0, or -EIO after nbdkit_error). */
+ * commit (0 or a negative errno); does a small GPU operation of `bytes`
+ * of data go to be gathered; the operations ops[0..nops) (reconstructs,
+ * encodes; bytes of data) gathered with others (0, or -EIO after
+ * nbdkit_error). */
 int gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
                                size_t nstripes, size_t len,
                                uint32_t *cksums);
 bool gr_coding_gather_this (struct gr_coding *c, size_t bytes);
-int gr_coding_reconstruct_gathered (struct gr_coding *c,
-                                    const struct gr_code_op *ops,
-                                    size_t nops, size_t bytes);
+int gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
+                        size_t nops, size_t bytes);
 
 #endif /* GPURAID_CODING_INTERNAL_H */

@@ -232,12 +232,13 @@ gr_coding_free (struct gr_coding *c)
   if (c->gpu)
     gr_debug ("coding operations on the GPU: %" PRIu64 "; sent to the CPU "
               "because %d were already on the GPU: %" PRIu64 "; small "
-              "reconstructs gathered: %" PRIu64 " of %" PRIu64 " plans "
-              "in %" PRIu64 " submissions",
+              "operations gathered: %" PRIu64 " of %" PRIu64 " plans "
+              "in %" PRIu64 " submissions (%" PRIu64 " of them encodes)",
               __atomic_load_n (&c->ops_gpu, __ATOMIC_RELAXED),
               GPU_MAX_INFLIGHT,
               __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED),
-              c->gathered_ops, c->gathered_plans, c->gathered_batches);
+              c->gathered_ops, c->gathered_plans, c->gathered_batches,
+              c->gathered_encodes);
   if (c->comb_batches > 0)
     gr_debug ("encodes in the group commit (batches, requests, windows "
               "run out): %" PRIu64 ", %" PRIu64 ", %" PRIu64,
@@ -259,7 +260,7 @@ gr_coding_free (struct gr_coding *c)
               acct[0] ? " (" : "", acct, acct[0] ? ")" : "", c->copies_cpu);
   }
   if (c->gathered_plans > 0 && c->gathered_batches > 0)
-    gr_debug ("gathered reconstructs, mean per plan: %.0f us queued, %.0f "
+    gr_debug ("gathered operations, mean per plan: %.0f us queued, %.0f "
               "us in its submission, %.0f us from its end until the plan's "
               "thread ran; mean submission %.1f plans, %.2f MiB, %.0f us "
               "(longest %.0f us)",
@@ -570,22 +571,25 @@ reconstruct_ops (struct gr_coding *c, bool gpu, const struct gr_code_op *ops,
   return r == 0 ? 0 : coding_error ("reconstruct", r);
 }
 
-/* A run of independent GPU coding steps: a request's reconstructs
- * gathered as one (a degraded read's stripes), a large batch's in one
- * submission (a rebuild's erasure patterns), else each on its own. */
+/* A run of independent GPU coding steps: a request's small operations
+ * gathered with other requests' (a degraded read's stripes, a write's
+ * encode of part of a chunk's height), a large batch's in one
+ * submission (a rebuild's erasure patterns), encodes of whole chunks
+ * through the group commit, else each on its own. */
 static int
 plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
 {
   struct gr_coding *c = arg;
   size_t bytes = 0, i;
-  bool recon = true;
+  bool recon = true, gather = true;
 
   for (i = 0; i < nops; i++) {
     bytes += ops[i].nstripes * (size_t) c->k * ops[i].len;
     recon &= ops[i].nerased > 0;
+    gather &= ops[i].nerased > 0 || ops[i].len != c->chunk;
   }
-  if (gpu && recon && gr_coding_gather_this (c, bytes)) {
-    if (gr_coding_reconstruct_gathered (c, ops, nops, bytes) == 0)
+  if (gpu && gather && gr_coding_gather_this (c, bytes)) {
+    if (gr_coding_gathered (c, ops, nops, bytes) == 0)
       return 0;
     errno = EIO;
     return -1;

@@ -17,7 +17,10 @@
 # gathered batches are redone on the CPU.  The gathered reconstructs
 # compute the checksums of the blocks they read, and the reads are
 # verified against them: blocks corrupt on the members (one member lost)
-# are found so, repaired, and the right data served.
+# are found so, repaired, and the right data served.  Last, small
+# unaligned writes from several connections: their reconstruct-writes'
+# encodes of part of a chunk's height are gathered across requests, and
+# the array reads back whole on the CPU (also after a failing stand-in).
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -110,14 +113,14 @@ for code in rs crs; do
       [ $fake = 1 ] || grep -q 'gathered: ' "$nbdkit_log" && break
     done
     stop_nbdkit "$pid"
-    line=$(grep -o 'small reconstructs gathered: [0-9]* of [0-9]* plans in [0-9]* submissions' "$nbdkit_log") ||
+    line=$(grep -o 'small operations gathered: [0-9]* of [0-9]* plans in [0-9]* submissions' "$nbdkit_log") ||
       fail "fake_gpu=$fake: no count of gathered reconstructs at exit"
     echo "fake_gpu=$fake: $line"
     read -r plans subs < <(sed 's/.*gathered: [0-9]* of \([0-9]*\) plans in \([0-9]*\).*/\1 \2/' <<<"$line")
     [ "$plans" -gt 0 ] || fail "fake_gpu=$fake: no reconstruct went to the stand-in GPU"
     # (fake_gpu=1: after the first failure the CPU codes everything.)
     if [ $fake = 2 ]; then
-      grep -o 'gathered reconstructs, mean per plan: [0-9]* us queued, [0-9]* us in its submission.*' "$nbdkit_log" ||
+      grep -o 'gathered operations, mean per plan: [0-9]* us queued, [0-9]* us in its submission.*' "$nbdkit_log" ||
         fail "fake_gpu=2: no account at exit of where the gathered plans' time went"
     fi
     if [ $fake = 2 ] && [ "$plans" -le "$subs" ] && [ "${TEST_SMALL:-0}" != 1 ]; then
@@ -162,5 +165,52 @@ for code in rs crs; do
   ! grep -q 'rebuilt from the other chunks and rewritten' "$nbdkit_log" ||
     fail "a block repaired on the word of wrong checksums"
   rm -f "${members[@]}" "$tmpdir"/gone* "$tmpdir/img" "$tmpdir/out" "$tmpdir/damage"
+done
+
+# Small writes: every operation on the stand-in GPU makes each write of
+# part of a stripe a reconstruct-write, whose encode covers only the
+# rows it touches; those encodes are gathered across requests (the
+# exit log counts them).  tests/test-concurrent's writers (unaligned
+# ranges of 1 to 6000 bytes, 6 connections) must read back whole on
+# the CPU, with parity right, healthy and with m members gone; and
+# with a stand-in whose every operation fails, the gathered encodes
+# are redone on the CPU.
+prog=$top/tests/test-concurrent
+[ -x "$prog" ] || fail "$prog not built"
+seed=$TEST_SEED
+for fake in 2 1; do
+  echo "=== small writes, fake_gpu=$fake"
+  make_members $n 6M
+  set_args
+  : >"$nbdkit_log"
+  start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.fake_gpu=$fake \
+    -D gpuraid.fake_gpu_us=300 "$PLUGIN" "${args[@]}" m=$m chunk=$chunk \
+    create=true || exit 1
+  seed=$(( seed + 1 ))
+  "$prog" write "$uri" $seed 6 || fail "small writes on fake_gpu=$fake (seed $seed)"
+  stop_nbdkit "$pid"
+  line=$(grep -o 'small operations gathered: [0-9]* of [0-9]* plans in [0-9]* submissions ([0-9]* of them encodes)' "$nbdkit_log") ||
+    fail "fake_gpu=$fake: no count of gathered operations at exit"
+  echo "fake_gpu=$fake: $line"
+  read -r plans subs encodes < <(sed 's/.*gathered: [0-9]* of \([0-9]*\) plans in \([0-9]*\) submissions (\([0-9]*\) .*/\1 \2 \3/' <<<"$line")
+  if [ $fake = 2 ]; then
+    gpu_worked "$nbdkit_log" || fail "the stand-in GPU did not code the small writes"
+    [ "$encodes" -gt 0 ] || fail "no small write's encode was gathered"
+    [ "$plans" -gt "$subs" ] || [ "${TEST_SMALL:-0}" = 1 ] ||
+      fail "no submission gathered encodes of several requests ($line)"
+  else
+    grep -q 'GPU encode failed' "$nbdkit_log" ||
+      fail "fake_gpu=1: the failing stand-in was not seen to fail"
+  fi
+  check_parity $k $m $chunk rs "${members[@]}"
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
+  "$prog" verify "$uri" $seed 6 || fail "small writes read back (fake_gpu=$fake)"
+  stop_nbdkit "$pid"
+  mv "${members[1]}" "$tmpdir/gone1"; mv "${members[4]}" "$tmpdir/gone4"
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
+  "$prog" verify "$uri" $seed 6 ||
+    fail "small writes read back with 2 members gone (fake_gpu=$fake)"
+  stop_nbdkit "$pid"
+  rm -f "${members[@]}" "$tmpdir"/gone*
 done
 echo "$0: PASS"
