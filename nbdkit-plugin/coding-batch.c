@@ -352,3 +352,33 @@ gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
   pthread_cond_destroy (&me.cv);
   return r;
 }
+
+/* A parity update as a small encode: of the stripe whose data is delta
+ * at index and zeros elsewhere (its parity is G[., index] * delta), into
+ * pdelta, gathered with other requests' operations; then xored into
+ * parity here. */
+int
+gr_coding_update_gathered (struct gr_coding *c, int index,
+                           const uint8_t *delta, uint8_t *const *parity,
+                           uint8_t *const *pdelta, size_t len)
+{
+  const size_t bytes = (size_t) c->k * len;
+  uint8_t *blocks[GR_MAX_MEMBERS];
+  struct gr_code_op op = { .blocks = blocks, .nstripes = 1, .len = len };
+  int i;
+
+  if (c->zeros == NULL || len > c->chunk ||
+      !gr_coding_gather_this (c, bytes))
+    return 1;
+  for (i = 0; i < c->k; i++)
+    blocks[i] = i == index ? (uint8_t *) delta : c->zeros;
+  for (i = 0; i < c->m; i++)
+    blocks[c->k + i] = pdelta[i];
+  if (gr_coding_gathered (c, &op, 1, bytes) != 0) {
+    errno = EIO;
+    return -1;
+  }
+  for (i = 0; i < c->m; i++)
+    gr_steps_xor (parity[i], pdelta[i], len);
+  return 0;
+}

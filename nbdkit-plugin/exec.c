@@ -192,8 +192,6 @@ gr_exec_plan_ctx (struct gr_exec *x, struct gr_exec_snap *sn,
     .gpu = gr_coding_route,
     .gpu_arg = x->coding,
   };
-  c->gpu_all = gr_coding_gpu_all (x->coding) &&
-    gr_coding_gpu_usable (x->coding);
   c->cksum = x->cksum != NULL;
   c->blocks = c->cksum || gr_members_direct (x->ms);
   c->dio_align = gr_members_dio_align (x->ms);

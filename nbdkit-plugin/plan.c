@@ -116,9 +116,8 @@ write_piece (const struct gr_plan_ctx *c, struct gr_plan *p,
 
 /* Part of one stripe.  Read-modify-write when it reads fewer chunks than
  * reconstruct-write (like md): RMW reads the touched data and the live
- * parity, RCW the data chunks not fully overwritten over [lo, hi); with
- * every coding operation on the GPU, RCW (plan.h: gpu_all).  A failed
- * data chunk makes it a degraded write. */
+ * parity, RCW the data chunks not fully overwritten over [lo, hi).  A
+ * failed data chunk makes it a degraded write. */
 static void
 plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
                  enum gr_space src, struct gr_plan *p)
@@ -150,8 +149,6 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
       if (a % GR_CKSUM_BLOCK || b % GR_CKSUM_BLOCK)
         rmw = rcw + 1;
     }
-  if (c->gpu_all)
-    rmw = rcw + 1;
 
   for (i = 0; i < n + m; i++)
     p->blk[i] = loc (GR_SPACE_SCRATCH, (size_t) i * L);

@@ -250,12 +250,6 @@ struct gr_plan_ctx {
    * req_pinned. */
   bool (*gpu) (void *arg, enum gr_op op, size_t bytes, int nerased);
   void *gpu_arg;
-  /* Every coding operation runs on the GPU (accel=gpu): part of a
-   * stripe is written by reconstruct-write, whose one encode is gathered
-   * with other requests' and computes its blocks' checksums, never by
-   * read-modify-write, whose parity updates would be a synchronous GPU
-   * operation per chunk touched. */
-  bool gpu_all;
   bool req_pinned;              /* the request's buffer is page-locked
                                  * too (coding.h): GPU blocks may lie in
                                  * it */

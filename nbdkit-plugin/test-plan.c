@@ -65,8 +65,6 @@ struct sim {
                                          * (a replacement) */
   bool written[GR_MAX_MEMBERS];
   uint8_t *shadow;                /* a live replacement's image (one) */
-  bool gpu_all;                   /* every coding operation on the GPU
-                                   * (accel=gpu): no parity updates */
 };
 
 static const char *const kind_names[] = {
@@ -334,10 +332,6 @@ check_reads (struct sim *s, const struct gr_plan *p)
       if (a % 4096 || b % 4096)
         rmw = rcw + 1;
     }
-    /* With every coding operation on the GPU a parity update would be
-     * a synchronous GPU call per chunk touched: reconstruct-write. */
-    if (s->gpu_all)
-      rmw = rcw + 1;
     want = rcw <= rmw ? rcw : rmw;
 
     CHECK (p->kind == (rmw < rcw ? GR_PLAN_WRITE_RMW : GR_PLAN_WRITE_RCW),
@@ -494,7 +488,7 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .falloc = falloc, .gpu = sim_gpu, .gpu_arg = s,
                            .rb_front = NULL, .cksum = s->cksum,
-                           .blocks = s->blocks, .gpu_all = s->gpu_all };
+                           .blocks = s->blocks };
   uint64_t pos = offset, end = offset + len;
   int nfailed = 0, i;
 
@@ -1392,22 +1386,6 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum,
   random_ops (&s, 4 * ops, false, what);
   check_read_all (&s, what);
   check_consistent (&s, what);
-  /* accel=gpu: partial stripes by reconstruct-write alone. */
-  {
-    const uint64_t rmw = s.nplans[GR_PLAN_WRITE_RMW];
-    const uint64_t rcw = s.nplans[GR_PLAN_WRITE_RCW];
-
-    s.gpu_all = true;
-    random_ops (&s, 4 * ops, false, what);
-    s.gpu_all = false;
-    CHECK (s.nplans[GR_PLAN_WRITE_RMW] == rmw, "%s: read-modify-write "
-           "with every operation on the GPU", what);
-    CHECK (k == 1 || s.nplans[GR_PLAN_WRITE_RCW] > rcw,
-           "%s: no reconstruct-write with every operation on the GPU",
-           what);
-    check_read_all (&s, what);
-    check_consistent (&s, what);
-  }
   for (i = 0; i < 3; i++) {
     uint64_t st = test_rand () % s.g.stripes;
     int mem = gr_map_member (&s.g, st, k + (int) (test_rand () % m));

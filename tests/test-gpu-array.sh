@@ -8,9 +8,10 @@
 # (several connections): 4 MiB requests (whole stripes plus partial
 # ones) and requests nbdcopy makes of its 4 KiB (the plugin's preferred
 # size, 1 MiB).  Small unaligned writes (tests/test-concurrent, 6
-# connections) are reconstruct-writes whose encodes of part of a chunk's
-# height are gathered across requests on the GPU (counted in the exit
-# log), read back with accel=cpu healthy and with m members gone.
+# connections) are gathered across requests on the GPU (counted in the
+# exit log): with checksums as reconstruct-writes' encodes of part of a
+# chunk's height, without as read-modify-writes' parity updates (encodes
+# of the data's delta); read back with accel=cpu with m members gone.
 # A data block and a parity chunk corrupted on the members are found (by
 # their block checksums: integrity=on, the default) and repaired by a
 # scrub with accel=gpu, checked offline and read back with accel=cpu.  Then member 3 is rebuilt onto a blank file with accel=gpu (gpuraidctl
@@ -205,27 +206,35 @@ gpu_copies ()
   [ "${2:-}" != coded ] || gpu_worked "$nbdkit_log" || fail "$1: accel=gpu session"
 }
 
-echo "=== small unaligned writes with accel=gpu, read back with accel=cpu"
-make_members $n 12M
-: >"$nbdkit_log"
-# shellcheck disable=SC2046
-start_nbdkit -P "$pid" -U "$sock" -v "$PLUGIN" $(member_args "${members[@]}") \
-  m=$m chunk=$chunk create=true accel=gpu || exit 1
-"$top/tests/test-concurrent" write "$uri" $seed 6 ||
-  fail "small writes with accel=gpu (seed $seed)"
-stop_nbdkit "$pid"
-gpu_worked "$nbdkit_log" || fail "accel=gpu small writes session"
-gathered=$(sed -n 's/.*small operations gathered: .* (\([0-9]*\) of them encodes).*/\1/p' "$nbdkit_log")
-echo "small encodes gathered on the GPU: ${gathered:-none}"
-[ "${gathered:-0}" -gt 0 ] || fail "no small write's encode was gathered"
-check_parity $k $m 65536 rs "${members[@]}"
-set_args
-for (( i = 0; i < m; i++ )); do mv "${members[$i]}" "${members[$i]}.gone"; done
-start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" accel=cpu || exit 1
-"$top/tests/test-concurrent" verify "$uri" $seed 6 ||
-  fail "small writes of accel=gpu read back degraded with accel=cpu"
-stop_nbdkit "$pid"
-rm -f "${members[@]}" "${members[@]/%/.gone}"
+# With checksums (integrity=on) they are reconstruct-writes; without,
+# read-modify-writes whose parity updates are encodes of the data's
+# delta, gathered the same way.
+for integrity in on off; do
+  echo "=== small unaligned writes with accel=gpu, integrity=$integrity, read back with accel=cpu"
+  make_members $n 12M
+  : >"$nbdkit_log"
+  # shellcheck disable=SC2046
+  start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.verbose=1 "$PLUGIN" \
+    $(member_args "${members[@]}") m=$m chunk=$chunk integrity=$integrity \
+    create=true accel=gpu || exit 1
+  "$top/tests/test-concurrent" write "$uri" $seed 6 ||
+    fail "small writes with accel=gpu (seed $seed)"
+  stop_nbdkit "$pid"
+  gpu_worked "$nbdkit_log" || fail "accel=gpu small writes session"
+  gathered=$(sed -n 's/.*small operations gathered: .* (\([0-9]*\) of them encodes).*/\1/p' "$nbdkit_log")
+  rmw=$(grep -c 'plan write-rmw' "$nbdkit_log")
+  echo "small encodes gathered on the GPU: ${gathered:-none}; read-modify-writes: $rmw"
+  [ "${gathered:-0}" -gt 0 ] || fail "no small write's encode was gathered"
+  [ $integrity = on ] || [ "$rmw" -gt 0 ] || fail "integrity=off: no read-modify-write"
+  check_parity $k $m 65536 rs "${members[@]}"
+  set_args
+  for (( i = 0; i < m; i++ )); do mv "${members[$i]}" "${members[$i]}.gone"; done
+  start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" accel=cpu || exit 1
+  "$top/tests/test-concurrent" verify "$uri" $seed 6 ||
+    fail "small writes of accel=gpu read back degraded with accel=cpu"
+  stop_nbdkit "$pid"
+  rm -f "${members[@]}" "${members[@]/%/.gone}"
+done
 
 echo "=== loop devices with direct I/O (512-byte alignment): a write's data and a degraded read's survivors go through scratch, copied by the GPU"
 if [ "$(id -u)" != 0 ] || ! command -v losetup >/dev/null ||

@@ -167,25 +167,29 @@ for code in rs crs; do
   rm -f "${members[@]}" "$tmpdir"/gone* "$tmpdir/img" "$tmpdir/out" "$tmpdir/damage"
 done
 
-# Small writes: every operation on the stand-in GPU makes each write of
-# part of a stripe a reconstruct-write, whose encode covers only the
-# rows it touches; those encodes are gathered across requests (the
-# exit log counts them).  tests/test-concurrent's writers (unaligned
-# ranges of 1 to 6000 bytes, 6 connections) must read back whole on
-# the CPU, with parity right, healthy and with m members gone; and
-# with a stand-in whose every operation fails, the gathered encodes
-# are redone on the CPU.
+# Small writes, 6+2: tests/test-concurrent's writers (unaligned ranges
+# of 1 to 6000 bytes, 6 connections).  With checksums (integrity=on) a write
+# of part of a block is a reconstruct-write, whose encode covers only
+# the rows it touches; without, most are read-modify-writes, whose
+# parity updates run as such encodes (of the data's delta).  Either
+# way they are gathered across requests on the stand-in GPU (the exit
+# log counts them).  The array must read back whole on the CPU, with
+# parity right, healthy and with m members gone; and with a stand-in
+# whose every operation fails, the gathered encodes are redone on the
+# CPU.
 prog=$top/tests/test-concurrent
 [ -x "$prog" ] || fail "$prog not built"
 seed=$TEST_SEED
-for fake in 2 1; do
-  echo "=== small writes, fake_gpu=$fake"
+k=6 m=2 n=8
+for cfg in 2:on 2:off 1:off; do
+  fake=${cfg%:*} integrity=${cfg#*:}
+  echo "=== small writes, fake_gpu=$fake integrity=$integrity"
   make_members $n 6M
   set_args
   : >"$nbdkit_log"
   start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.fake_gpu=$fake \
-    -D gpuraid.fake_gpu_us=300 "$PLUGIN" "${args[@]}" m=$m chunk=$chunk \
-    create=true || exit 1
+    -D gpuraid.fake_gpu_us=300 -D gpuraid.verbose=1 "$PLUGIN" "${args[@]}" \
+    m=$m chunk=$chunk integrity=$integrity create=true || exit 1
   seed=$(( seed + 1 ))
   "$prog" write "$uri" $seed 6 || fail "small writes on fake_gpu=$fake (seed $seed)"
   stop_nbdkit "$pid"
@@ -193,6 +197,11 @@ for fake in 2 1; do
     fail "fake_gpu=$fake: no count of gathered operations at exit"
   echo "fake_gpu=$fake: $line"
   read -r plans subs encodes < <(sed 's/.*gathered: [0-9]* of \([0-9]*\) plans in \([0-9]*\) submissions (\([0-9]*\) .*/\1 \2 \3/' <<<"$line")
+  rmw=$(grep -c 'plan write-rmw' "$nbdkit_log")
+  echo "read-modify-writes: $rmw"
+  if [ "$integrity" = off ]; then
+    [ "$rmw" -gt 0 ] || fail "integrity=off: no read-modify-write"
+  fi
   if [ $fake = 2 ]; then
     gpu_worked "$nbdkit_log" || fail "the stand-in GPU did not code the small writes"
     [ "$encodes" -gt 0 ] || fail "no small write's encode was gathered"
@@ -206,7 +215,7 @@ for fake in 2 1; do
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
   "$prog" verify "$uri" $seed 6 || fail "small writes read back (fake_gpu=$fake)"
   stop_nbdkit "$pid"
-  mv "${members[1]}" "$tmpdir/gone1"; mv "${members[4]}" "$tmpdir/gone4"
+  mv "${members[1]}" "$tmpdir/gone1"; mv "${members[6]}" "$tmpdir/gone6"
   start_nbdkit -P "$pid" -U "$sock" "$PLUGIN" "${args[@]}" || exit 1
   "$prog" verify "$uri" $seed 6 ||
     fail "small writes read back with 2 members gone (fake_gpu=$fake)"
