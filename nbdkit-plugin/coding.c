@@ -298,8 +298,10 @@ gr_coding_free (struct gr_coding *c)
   if (c->gpu && !c->use_gpu)
     gr_fakegpu_report ();
   gr_router_free (c->router);
-  if (c->zeros)
-    c->host_alloc ? c->host_free (c->zeros) : free (c->zeros);
+  if (c->zeros && c->host_alloc)
+    c->host_free (c->zeros);
+  else
+    free (c->zeros);
   gr_coder_free (c->gpu);
   gr_coder_free (c->cpu);
   if (c->use_gpu)

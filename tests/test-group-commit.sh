@@ -19,8 +19,9 @@
 # verified against them: blocks corrupt on the members (one member lost)
 # are found so, repaired, and the right data served.  Last, small
 # unaligned writes from several connections: their reconstruct-writes'
-# encodes of part of a chunk's height are gathered across requests, and
-# the array reads back whole on the CPU (also after a failing stand-in).
+# encodes of part of a chunk's height, and their read-modify-writes'
+# parity updates, are gathered across requests, and the array reads
+# back whole on the CPU (also after a failing stand-in).
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -168,9 +169,9 @@ for code in rs crs; do
 done
 
 # Small writes, 6+2: tests/test-concurrent's writers (unaligned ranges
-# of 1 to 6000 bytes, 6 connections).  With checksums (integrity=on) a write
-# of part of a block is a reconstruct-write, whose encode covers only
-# the rows it touches; without, most are read-modify-writes, whose
+# of 1 to 6000 bytes, 6 connections).  With checksums (integrity=on) a
+# write of part of a block is a reconstruct-write, whose encode covers
+# only the rows it touches; without, most are read-modify-writes, whose
 # parity updates run as such encodes (of the data's delta).  Either
 # way they are gathered across requests on the stand-in GPU (the exit
 # log counts them).  The array must read back whole on the CPU, with
