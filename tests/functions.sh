@@ -379,6 +379,15 @@ host_copies ()
   sed -n "s/.*copies for direct members' alignment: \([0-9]*\) calls by the GPU.*, \([0-9]*\) by memcpy.*/\1 \2/p" "$1"
 }
 
+# gathered LOG: "PLANS SUBMISSIONS ENCODES" from the plugin's count at
+# shutdown of the small GPU operations gathered across requests (plans
+# gathered, the submissions they went in, the encodes among the
+# operations), or nothing if the log has no such count.
+gathered ()
+{
+  sed -n 's/.*small operations gathered: [0-9]* of \([0-9]*\) plans in \([0-9]*\) submissions (\([0-9]*\) of them encodes).*/\1 \2 \3/p' "$1" | tail -n 1
+}
+
 # gpu_worked LOG: the server whose -v log is LOG (one server, stopped)
 # ran coding operations on its GPU (or stand-in), and none failed over to
 # the CPU.  Prints what it found; returns non-zero otherwise.

@@ -221,10 +221,10 @@ for integrity in on off; do
     fail "small writes with accel=gpu (seed $seed)"
   stop_nbdkit "$pid"
   gpu_worked "$nbdkit_log" || fail "accel=gpu small writes session"
-  gathered=$(sed -n 's/.*small operations gathered: .* (\([0-9]*\) of them encodes).*/\1/p' "$nbdkit_log")
+  encodes=$(gathered "$nbdkit_log" | cut -d ' ' -f 3)
   rmw=$(grep -c 'plan write-rmw' "$nbdkit_log")
-  echo "small encodes gathered on the GPU: ${gathered:-none}; read-modify-writes: $rmw"
-  [ "${gathered:-0}" -gt 0 ] || fail "no small write's encode was gathered"
+  echo "small encodes gathered on the GPU: ${encodes:-none}; read-modify-writes: $rmw"
+  [ "${encodes:-0}" -gt 0 ] || fail "no small write's encode was gathered"
   [ $integrity = on ] || [ "$rmw" -gt 0 ] || fail "integrity=off: no read-modify-write"
   check_parity $k $m 65536 rs "${members[@]}"
   set_args
