@@ -70,7 +70,8 @@ cal_op (const struct cal *c, bool gpu)
     return gr_coding_encode (c->coding, gpu, blk, 1, c->L, NULL);
   case GR_ROUTE_UPDATE:
     /* Delta and parity in scratch. */
-    return gr_coding_update (c->coding, gpu, 0, blk[0], &blk[c->k],
+    return gr_coding_update (c->coding, gpu, 0, 1,
+                             (const uint8_t *const *) blk, &blk[c->k],
                              &blk[c->n], c->L);
   default:
     for (i = 0; i < c->nerased; i++)

@@ -353,13 +353,15 @@ gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
   return r;
 }
 
-/* A parity update as a small encode: of the stripe whose data is delta
- * at index and zeros elsewhere (its parity is G[., index] * delta), into
- * pdelta, gathered with other requests' operations; then xored into
- * parity here. */
+/* A parity update as a small encode: of the stripe whose data is the
+ * deltas at their indices and zeros elsewhere (its parity is the sum of
+ * G[., index + i] * delta[i]), into pdelta, gathered with other
+ * requests' operations; then xored into parity here, once for all the
+ * chunks. */
 int
-gr_coding_update_gathered (struct gr_coding *c, int index,
-                           const uint8_t *delta, uint8_t *const *parity,
+gr_coding_update_gathered (struct gr_coding *c, int index, int count,
+                           const uint8_t *const *delta,
+                           uint8_t *const *parity,
                            uint8_t *const *pdelta, size_t len)
 {
   const size_t bytes = (size_t) c->k * len;
@@ -371,7 +373,8 @@ gr_coding_update_gathered (struct gr_coding *c, int index,
       !gr_coding_gather_this (c, bytes))
     return 1;
   for (i = 0; i < c->k; i++)
-    blocks[i] = i == index ? (uint8_t *) delta : c->zeros;
+    blocks[i] = i >= index && i < index + count
+      ? (uint8_t *) delta[i - index] : c->zeros;
   for (i = 0; i < c->m; i++)
     blocks[c->k + i] = pdelta[i];
   if (gr_coding_gathered (c, &op, 1, bytes) != 0) {

@@ -524,19 +524,20 @@ gr_coding_reconstruct_n (struct gr_coding *c, bool gpu, const int *erased,
 }
 
 int
-gr_coding_update (struct gr_coding *c, bool gpu, int index,
-                  const uint8_t *delta, uint8_t *const *parity,
+gr_coding_update (struct gr_coding *c, bool gpu, int index, int count,
+                  const uint8_t *const *delta, uint8_t *const *parity,
                   uint8_t *const *pdelta, size_t len)
 {
-  int j, r;
+  int i, j, r = 0;
 
-  if (gpu && (r = gr_coding_update_gathered (c, index, delta, parity,
-                                             pdelta, len)) <= 0)
+  if (gpu && (r = gr_coding_update_gathered (c, index, count, delta,
+                                             parity, pdelta, len)) <= 0)
     return r;
   if (gpu && claim (c)) {
     for (j = 0; j < c->m; j++)
       memset (pdelta[j], 0, len);
-    r = gr_update (c->gpu, index, &delta, pdelta, 1, len);
+    for (i = 0, r = 0; i < count && r == 0; i++)
+      r = gr_update (c->gpu, index + i, &delta[i], pdelta, 1, len);
     gr_coding_release (c);
     if (r == 0) {
       for (j = 0; j < c->m; j++)
@@ -546,7 +547,8 @@ gr_coding_update (struct gr_coding *c, bool gpu, int index,
     gr_coding_gpu_failed (c, "update", r);
   }
   cpu_latency (c);
-  r = gr_update (c->cpu, index, &delta, parity, 1, len);
+  for (i = 0, r = 0; i < count && r == 0; i++)
+    r = gr_update (c->cpu, index + i, &delta[i], parity, 1, len);
   return r == 0 ? 0 : coding_error ("update", r);
 }
 
@@ -624,10 +626,12 @@ plan_many (void *arg, bool gpu, const struct gr_code_op *ops, size_t nops)
 }
 
 static int
-plan_update (void *arg, bool gpu, int index, const uint8_t *delta,
+plan_update (void *arg, bool gpu, int index, int count,
+             const uint8_t *const *delta,
              uint8_t *const *parity, uint8_t *const *pdelta, size_t len)
 {
-  return gr_coding_update (arg, gpu, index, delta, parity, pdelta, len);
+  return gr_coding_update (arg, gpu, index, count, delta, parity, pdelta,
+                           len);
 }
 
 /* A plan's copies marked for the GPU (steps.h): by the GPU, or the

@@ -96,10 +96,12 @@ int gr_coding_reconstruct_n (struct gr_coding *c, bool gpu,
                              const int *erased, int nerased,
                              uint8_t *const *blocks, size_t nstripes,
                              size_t len);
-/* parity[j] ^= G[j][index] * delta; pdelta: m blocks of scratch the GPU
- * computes into first, so that a failure half-way leaves parity whole. */
-int gr_coding_update (struct gr_coding *c, bool gpu, int index,
-                      const uint8_t *delta, uint8_t *const *parity,
+/* parity[j] ^= G[j][index + i] * delta[i] for i < count (the data
+ * chunks a read-modify-write changes, one after another); pdelta: m
+ * blocks of scratch the GPU computes into first (one encode of all the
+ * deltas), so that a failure half-way leaves parity whole. */
+int gr_coding_update (struct gr_coding *c, bool gpu, int index, int count,
+                      const uint8_t *const *delta, uint8_t *const *parity,
                       uint8_t *const *pdelta, size_t len);
 /* The three above as a plan's coder (plan.h). */
 struct gr_plan_coder gr_coding_plan_coder (struct gr_coding *c);

@@ -74,7 +74,8 @@ add_coding (struct gr_plan *p, enum gr_step_kind kind, size_t nstripes,
   struct gr_step *st = &p->step[p->nstep++];
 
   *st = (struct gr_step) { .kind = kind, .blk0 = 0, .nstripes = nstripes,
-                           .len = len, .index = index, .gpu = gpu };
+                           .len = len, .index = index, .count = 1,
+                           .gpu = gpu };
   return st;
 }
 

@@ -178,7 +178,8 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
   }
   else if (rmw < rcw && !c->rb_live) {
     /* delta = old ^ new over the touched bytes (zero elsewhere in
-     * [lo, hi)); parity ^= G * delta for each touched chunk.  Not below
+     * [lo, hi)); parity ^= G * delta for the touched chunks (one
+     * operation: on the GPU, one encode of all their deltas).  Not below
      * a rebuild's front: the journal holds the replacement's chunks as
      * lost (a crash leaves it out), so the plan must hold them whole,
      * as a reconstruct-write does, not as deltas or not at all. */
@@ -208,8 +209,8 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
       add_move (p, GR_STEP_XOR, loc (GR_SPACE_SCRATCH, at + (a - pc.lo)),
                 loc (src, off), b - a);
     }
-    for (i = pc.i0; i <= pc.i1; i++)
-      add_coding (p, GR_STEP_UPDATE, 1, L, i, gpu);
+    add_coding (p, GR_STEP_UPDATE, 1, L, pc.i0, gpu)->count =
+      pc.i1 - pc.i0 + 1;
   }
   else {
     /* Read the data not overwritten, overlay the new data, encode. */

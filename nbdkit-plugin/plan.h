@@ -84,7 +84,7 @@ enum gr_step_kind {
   GR_STEP_COPY,                 /* dst = src over len */
   GR_STEP_XOR,                  /* dst ^= src over len */
   GR_STEP_ENCODE,               /* parity of nstripes stripes */
-  GR_STEP_UPDATE,               /* parity ^= G[.][index] * delta */
+  GR_STEP_UPDATE,               /* parity ^= G[.][index ..] * deltas */
   GR_STEP_RECONSTRUCT,          /* rebuild the erased blocks */
   GR_STEP_VERIFY,               /* a check's verdicts (below) */
 };
@@ -92,9 +92,10 @@ enum gr_step_kind {
 /* Coding steps work on blocks of len bytes: plan->blk[blk0 ...], n per
  * stripe (code index order) for ENCODE and RECONSTRUCT (which rebuilds
  * the erasure set plan->er[er0 .. er0 + ner), the same for each of its
- * nstripes stripes); for UPDATE the delta is blk[blk0 + index], the
- * parity blk[blk0 + k ...] and m blocks of scratch for the GPU's partial
- * results blk[blk0 + n ...].
+ * nstripes stripes); for UPDATE the deltas of data chunks index .. index
+ * + count - 1 are blk[blk0 + index ...], the parity blk[blk0 + k ...]
+ * and m blocks of scratch for the GPU's partial results blk[blk0 + n
+ * ...].
  *
  * VERIFY gives each of the plan's nstripes stripes a verdict
  * (plan->verdict[slot]): stripe slot t's chunks as read are blk[blk0 +
@@ -115,7 +116,7 @@ struct gr_step {
   size_t er0;                   /* RECONSTRUCT: its erasure set */
   int ner;
   size_t cmp0, fix0, tmp0;      /* VERIFY */
-  int index;                    /* UPDATE: the data chunk */
+  int index, count;             /* UPDATE: the data chunks */
   bool gpu;                     /* coding: the route chosen (coding.h);
                                  * COPY: made by the GPU where it can
                                  * (gr_plan_ctx's gpu_copies) */

@@ -525,7 +525,8 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
       r = verify (p, st, g, cd);
       break;
     case GR_STEP_UPDATE:
-      r = cd->update (cd->arg, st->gpu, st->index, bp[st->index], bp + k,
+      r = cd->update (cd->arg, st->gpu, st->index, st->count,
+                      (const uint8_t *const *) bp + st->index, bp + k,
                       bp + n, st->len);
       break;
     }

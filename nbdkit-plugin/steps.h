@@ -59,9 +59,11 @@ struct gr_plan_coder {
                  size_t nstripes, size_t len);
   int (*reconstruct) (void *arg, bool gpu, const int *erased, int nerased,
                       uint8_t *const *blocks, size_t nstripes, size_t len);
-  int (*update) (void *arg, bool gpu, int index, const uint8_t *delta,
-                 uint8_t *const *parity, uint8_t *const *pdelta,
-                 size_t len);
+  /* parity ^= G[.][index + i] * delta[i] for i < count; pdelta: m blocks
+   * of scratch (coding.h: gr_coding_update). */
+  int (*update) (void *arg, bool gpu, int index, int count,
+                 const uint8_t *const *delta, uint8_t *const *parity,
+                 uint8_t *const *pdelta, size_t len);
   /* Optional: a request's GPU coding steps (no pool), or a rebuild's
    * batch's summed (below), one or several independent ones that follow
    * one another (a degraded read's stripes, a batch's erasure

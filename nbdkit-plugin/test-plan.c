@@ -98,11 +98,15 @@ sim_reconstruct (void *arg, bool gpu, const int *erased, int nerased,
 }
 
 static int
-sim_update (void *arg, bool gpu, int index, const uint8_t *delta,
-            uint8_t *const *parity, uint8_t *const *pdelta, size_t len)
+sim_update (void *arg, bool gpu, int index, int count,
+            const uint8_t *const *delta, uint8_t *const *parity,
+            uint8_t *const *pdelta, size_t len)
 {
   struct sim *s = arg;
-  int r = gr_update (s->coder, index, &delta, parity, 1, len);
+  int r = 0;
+
+  for (int i = 0; i < count && r == 0; i++)
+    r = gr_update (s->coder, index + i, &delta[i], parity, 1, len);
 
   CHECK (r == 0, "update: %d", r);
   return r == 0 ? 0 : -1;
@@ -341,6 +345,20 @@ check_reads (struct sim *s, const struct gr_plan *p)
            kind_names[p->kind], p->nread, want);
     CHECK (nlost == lost_parity, "%s with a data chunk lost",
            kind_names[p->kind]);
+    /* A read-modify-write's parity update: one operation for all the
+     * chunks it changes (on the GPU one encode of their deltas). */
+    if (p->kind == GR_PLAN_WRITE_RMW) {
+      size_t nupd = 0;
+
+      for (size_t j = 0; j < p->nstep; j++)
+        if (p->step[j].kind == GR_STEP_UPDATE) {
+          nupd++;
+          CHECK (p->step[j].index == i0 && p->step[j].count == i1 - i0 + 1,
+                 "write-rmw: update of chunks %d..+%d, the write's are "
+                 "%d..%d", p->step[j].index, p->step[j].count, i0, i1);
+        }
+      CHECK (nupd == 1, "write-rmw: %zu update steps", nupd);
+    }
     break;
   }
   default:

@@ -388,6 +388,20 @@ gathered ()
   sed -n 's/.*small operations gathered: [0-9]* of \([0-9]*\) plans in \([0-9]*\) submissions (\([0-9]*\) of them encodes).*/\1 \2 \3/p' "$1" | tail -n 1
 }
 
+# rmw_plans LOG M: "ALL SEVERAL": the read-modify-writes planned in the
+# -v -D gpuraid.verbose=1 log LOG of an array of M parity members, and
+# those of several data chunks (more reads than M + 1, all parity
+# live), whose parity update is one operation for all their chunks.
+rmw_plans ()
+{
+  awk -v m="$2" '/plan write-rmw/ {
+      all++
+      for (i = 2; i <= NF; i++)
+        if ($i == "reads," && $(i - 1) > m + 1) several++
+    }
+    END { print all + 0, several + 0 }' "$1"
+}
+
 # gpu_worked LOG: the server whose -v log is LOG (one server, stopped)
 # ran coding operations on its GPU (or stand-in), and none failed over to
 # the CPU.  Prints what it found; returns non-zero otherwise.

@@ -208,7 +208,7 @@ gpu_copies ()
 
 # With checksums (integrity=on) they are reconstruct-writes; without,
 # read-modify-writes whose parity updates are encodes of the data's
-# delta, gathered the same way.
+# deltas (one for all the chunks a write changes), gathered the same way.
 for integrity in on off; do
   echo "=== small unaligned writes with accel=gpu, integrity=$integrity, read back with accel=cpu"
   make_members $n 12M
@@ -222,10 +222,12 @@ for integrity in on off; do
   stop_nbdkit "$pid"
   gpu_worked "$nbdkit_log" || fail "accel=gpu small writes session"
   encodes=$(gathered "$nbdkit_log" | cut -d ' ' -f 3)
-  rmw=$(grep -c 'plan write-rmw' "$nbdkit_log")
-  echo "small encodes gathered on the GPU: ${encodes:-none}; read-modify-writes: $rmw"
+  read -r rmw rmw_several <<<"$(rmw_plans "$nbdkit_log" $m)"
+  echo "small encodes gathered on the GPU: ${encodes:-none}; read-modify-writes: $rmw ($rmw_several of several chunks, each one update)"
   [ "${encodes:-0}" -gt 0 ] || fail "no small write's encode was gathered"
   [ $integrity = on ] || [ "$rmw" -gt 0 ] || fail "integrity=off: no read-modify-write"
+  [ $integrity = on ] || [ "$rmw_several" -gt 0 ] ||
+    fail "integrity=off: no read-modify-write of several chunks"
   check_parity $k $m 65536 rs "${members[@]}"
   set_args
   for (( i = 0; i < m; i++ )); do mv "${members[$i]}" "${members[$i]}.gone"; done

@@ -198,10 +198,14 @@ for cfg in 2:on 2:off 1:off; do
   [ -n "$line" ] || fail "fake_gpu=$fake: no count of gathered operations at exit"
   read -r plans subs encodes <<<"$line"
   echo "fake_gpu=$fake: small operations gathered: $plans plans in $subs submissions, $encodes encodes"
-  rmw=$(grep -c 'plan write-rmw' "$nbdkit_log")
-  echo "read-modify-writes: $rmw"
+  # Those of several chunks: one update of all their deltas (one
+  # gathered encode on the stand-in).
+  read -r rmw rmw_several <<<"$(rmw_plans "$nbdkit_log" $m)"
+  echo "read-modify-writes: $rmw ($rmw_several of several chunks)"
   if [ "$integrity" = off ]; then
     [ "$rmw" -gt 0 ] || fail "integrity=off: no read-modify-write"
+    [ "$rmw_several" -gt 0 ] ||
+      fail "integrity=off: no read-modify-write of several chunks"
   fi
   if [ $fake = 2 ]; then
     gpu_worked "$nbdkit_log" || fail "the stand-in GPU did not code the small writes"
