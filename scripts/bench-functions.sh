@@ -30,6 +30,9 @@
 #                        io_uring workers), and whatever else runs: a
 #                        quiet machine's figure
 #   cpu_per_gb TICKS BYTES  those ticks as CPU-seconds per GB of BYTES
+#   nbdcopy_mbs write|read CONNS BYTES  MB/s of nbdcopy, CONNS connections
+#                        of 1 MiB requests, copying $tmp/src (BYTES) to
+#                        the server on $tmp/sock, or its export to null:
 #   lanes_busy first|last  a job's lanes' busy seconds from the server's
 #                        log ($tmp/log), its first or last job's: "read X
 #                        s, code Y s, write Z s" (summed over the lanes)
@@ -49,6 +52,17 @@
 
 progress () { printf '==> %s  [load %s]\n' "$*" "$(cut -d' ' -f1-3 /proc/loadavg)"; }
 ratio () { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
+nbdcopy_mbs () {
+  local s0 s1 uri="nbd+unix:///?socket=$tmp/sock"
+  s0=$(date +%s.%N)
+  if [ "$1" = write ]; then
+    nbdcopy --connections="$2" --request-size=1048576 "$tmp/src" "$uri"
+  else
+    nbdcopy --connections="$2" --request-size=1048576 "$uri" null:
+  fi
+  s1=$(date +%s.%N)
+  awk -v a="$s0" -v b="$s1" -v n="$3" 'BEGIN { printf "%.1f\n", n / (b - a) / 1e6 }'
+}
 
 bench_tmpdir ()
 {
