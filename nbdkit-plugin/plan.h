@@ -11,8 +11,8 @@
  * GR_REQ_RESYNC) return one for the batch.  A plan is a value that lists
  *   - the member reads (member, offset, length, destination),
  *   - the steps on the plan's buffers: moves (zero, copy, XOR) and coding
- *     operations (encode, parity update of data chunk i, reconstruct of a
- *     given erased set for given wanted chunks),
+ *     operations (encode, parity update of data chunks i .. j,
+ *     reconstruct of a given erased set for given wanted chunks),
  *   - the member writes (or fallocate calls, for zero and trim),
  * and the stripe lock it needs.  The executor (exec.h) runs it.  Nothing
  * here does I/O, locks, allocates or logs; test-plan checks every plan
