@@ -532,6 +532,35 @@ op_stripes (const struct gr_code_op *op)
   return op->len == 0 || op->blocks == NULL ? 0 : op->nstripes;
 }
 
+/* Is op's part (gr_code_op's first, count) well formed? */
+static bool
+part_ok (const struct gr_coder *c, const struct gr_code_op *op)
+{
+  return op->count == 0 ||
+    (op->count > 0 && op->nerased == 0 && op->cksums == NULL &&
+     op->first >= 0 && op->first + op->count <= c->k);
+}
+
+/* An encode of part of the data (count > 0) through the backend's
+ * update: the parity zeroed, then each block's contribution added. */
+static int
+encode_part (struct gr_coder *c, const struct gr_code_op *op)
+{
+  const size_t n = (size_t) (c->k + c->m);
+  int r = 0;
+
+  for (size_t s = 0; s < op->nstripes && r == 0; s++) {
+    uint8_t *const *b = op->blocks + s * n;
+
+    for (int j = 0; j < c->m; j++)
+      memset (b[c->k + j], 0, op->len);
+    for (int i = op->first; i < op->first + op->count && r == 0; i++)
+      r = c->be->update (c, i, (const uint8_t *const *) &b[i], &b[c->k], 1,
+                         op->len);
+  }
+  return r;
+}
+
 int
 gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
 {
@@ -556,7 +585,7 @@ gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
   for (i = 0; i < nops && r == 0; i++) {
     int nr = 0;
 
-    if (check_len (c, ops[i].len) < 0 ||
+    if (check_len (c, ops[i].len) < 0 || !part_ok (c, &ops[i]) ||
         (ops[i].blocks == NULL && ops[i].nstripes > 0 && ops[i].len > 0) ||
         (ops[i].cksums && ops[i].len % GR_SUM_BLOCK) ||
         (ops[i].nerased != 0 &&
@@ -578,6 +607,7 @@ gr_code_many (struct gr_coder *c, const struct gr_code_op *ops, size_t nops)
         continue;
       r = d[i] ? c->be->reconstruct (c, d[i], ops[i].blocks,
                                      ops[i].nstripes, ops[i].len)
+        : ops[i].count > 0 ? encode_part (c, &ops[i])
         : c->be->encode (c, ops[i].blocks, ops[i].nstripes, ops[i].len);
     }
   for (i = 0; i < nops && r == 0; i++)

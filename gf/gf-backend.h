@@ -52,7 +52,8 @@ struct gr_backend {
                  const uint8_t *const *delta, uint8_t *const *parity,
                  size_t nstripes, size_t len);
   /* Optional: gr_code_many's operations in one submission, validated;
-   * d[i] is operation i's plan, NULL for an encode.  Without it, each
+   * d[i] is operation i's plan, NULL for an encode (of part of the data
+   * where its count is not 0: gr_code_op).  Without it, each
    * operation is run on its own.  summed[i] (false on entry): set where
    * the backend wrote operation i's cksums itself (the others are
    * computed after it, on the CPU). */

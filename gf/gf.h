@@ -103,6 +103,12 @@ struct gr_code_op {
   uint8_t *const *blocks;
   size_t nstripes, len;
   uint32_t *cksums;
+  /* count > 0: an encode (nerased 0, no cksums) of data blocks first ..
+   * first + count - 1 only, the others taken as zeros and not read
+   * (their pointers may be NULL): the parity those blocks contribute, as
+   * a read-modify-write's parity update from their deltas (gr_update,
+   * into zeroed parity).  0: an encode of all k. */
+  int first, count;
 };
 
 /* Several operations in one call: the same as calling them one by one,

@@ -1387,7 +1387,8 @@ bench_rebuild_batch (int k, int m, int lost, size_t len)
                                       .nerased = ne[nops],
                                       .blocks = oblk + first * n,
                                       .nstripes = slot - first, .len = len,
-                                      .cksums = NULL };
+                                      .cksums = NULL, .first = 0,
+                                      .count = 0 };
     nops++;
   }
   printf ("  %zu operations (one an erasure pattern)\n", nops);
@@ -1591,7 +1592,8 @@ bench_sums (enum gr_code code, int k, int m, size_t len)
                                    .blocks = blk + 2 * o * n,
                                    .nstripes = (size_t) (2 * o + 2 <= ns
                                                          ? 2 : 1),
-                                   .len = len, .cksums = NULL };
+                                   .len = len, .cksums = NULL,
+                                   .first = 0, .count = 0 };
   plain = time_many (c, ops, nops);
   for (size_t o = 0; o < nops; o++)
     ops[o].cksums = ck + 2 * o * n * nb;
@@ -1678,7 +1680,8 @@ small_call (struct small_arg *a, uint8_t **blk, size_t *t, bool spoil)
       ;
     ops[s] = (struct gr_code_op) { .erased = er[s], .nerased = ne,
                                    .blocks = blk + s * n, .nstripes = 1,
-                                   .len = a->len, .cksums = NULL };
+                                   .len = a->len, .cksums = NULL,
+                                   .first = 0, .count = 0 };
     for (int e = 0; spoil && e < ne; e++)
       memset (blk[s * n + er[s][e]], 0xa5, a->len);
   }

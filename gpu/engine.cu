@@ -1853,8 +1853,8 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
   for (x = 0; x < nops; x++) {
     if (d[x] && d[x]->priv == NULL)     /* no table: on its own */
       return -EINVAL;
-    total += ops[x].nstripes * (size_t) (k + (d[x] ? d[x]->nerased
-                                              : n - k));
+    total += ops[x].nstripes * (size_t) ((ops[x].count ? ops[x].count : k)
+                                         + (d[x] ? d[x]->nerased : n - k));
     nst += ops[x].nstripes;
   }
   r = set_device ();
@@ -1877,6 +1877,9 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
   for (x = 0; x < nops; x++) {
     const struct gr_decode *dx = d[x];
     const int nout = dx ? dx->nerased : n - k;
+    /* An encode of part of the data: its columns of the matrix. */
+    const int col0 = ops[x].count ? ops[x].first : 0;
+    const int ncols = ops[x].count ? ops[x].count : k;
     const size_t nblk = ops[x].len / GR_SUM_BLOCK;
     struct job *j = &js[nj];
     size_t ns = 0, y, s;
@@ -1885,21 +1888,25 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
 
     if (taken[x] || ops[x].nstripes == 0 || ops[x].len == 0)
       continue;
+#define SAME_JOB(y) (d[y] == dx && ops[y].len == ops[x].len && \
+                     ops[y].count == ops[x].count && \
+                     (ops[y].count == 0 || ops[y].first == ops[x].first))
     for (y = x; y < nops; y++)
-      if (!taken[y] && d[y] == dx && ops[y].len == ops[x].len)
+      if (!taken[y] && SAME_JOB (y))
         ns += ops[y].nstripes;
     j->tab = dx ? (const struct gr_gpu_tab *) dx->priv : enc;
-    j->ncols = k;
+    j->col0 = col0;
+    j->ncols = ncols;
     j->nrows = nout;
     j->in = ptrs + at;
-    j->out = (uint8_t *const *) (ptrs + at + ns * k);
+    j->out = (uint8_t *const *) (ptrs + at + ns * ncols);
     j->nstripes = ns;
     j->len = ops[x].len;
     {
-      const uint8_t **in = ptrs + at, **out = ptrs + at + ns * k;
+      const uint8_t **in = ptrs + at, **out = ptrs + at + ns * ncols;
 
       for (y = x, s = 0; y < nops; y++) {
-        if (taken[y] || d[y] != dx || ops[y].len != ops[x].len)
+        if (taken[y] || !SAME_JOB (y))
           continue;
         taken[y] = 1;
         job_of[y] = nj;
@@ -1909,36 +1916,37 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
 
           if (ops[y].cksums)
             ckv[ck_n + s] = ops[y].cksums + t * (size_t) n * nblk;
-          for (int i = 0; i < k; i++)
-            in[s * k + i] = b[dx ? dx->survivors[i] : i];
+          for (int i = 0; i < ncols; i++)
+            in[s * ncols + i] = b[dx ? dx->survivors[i] : col0 + i];
           for (int i = 0; i < nout; i++)
             out[s * nout + i] = b[dx ? dx->erased[i] : k + i];
         }
       }
     }
-    at += ns * (k + nout);
+#undef SAME_JOB
+    at += ns * (ncols + nout);
     /* (No compiled kernel started here, as run_job does for large
      * batches: these are many small operations, bound by the link and
      * their copies, and each decode pattern would cost a compile.) */
     known_in = known_out = 0;
     j->direct = j->len >= DIRECT_MIN &&
-      all_pinned (j->in, ns * k, j->len, &known_in) &&
+      all_pinned (j->in, ns * ncols, j->len, &known_in) &&
       all_pinned ((const uint8_t *const *) j->out, ns * nout, j->len,
                   &known_out);
     j->mapped = j->direct && known_in && known_out && mapped_rows () &&
       (__atomic_load_n (&mapped_copies, __ATOMIC_RELAXED) ==
        GR_GPU_MAPPED_ALWAYS ||
-       short_runs (j->in, ns * k, (const uint8_t *const *) j->out,
+       short_runs (j->in, ns * ncols, (const uint8_t *const *) j->out,
                    ns * nout, j->len));
     /* The block checksums of a direct operation, while the slot's area
      * holds them (the rest: on the CPU, after, gr_code_many). */
     if (sums && j->direct && nblk > 0 && j->len % GR_SUM_BLOCK == 0 &&
-        ck_vals + ns * (size_t) (k + nout) * nblk <= SLOT_CKSUMS) {
+        ck_vals + ns * (size_t) (ncols + nout) * nblk <= SLOT_CKSUMS) {
       j->ck = ckv + ck_n;
       j->ck_in = dx ? dx->survivors : NULL;
       j->ck_out = dx ? dx->erased : NULL;
       ck_n += ns;
-      ck_vals += ns * (size_t) (k + nout) * nblk;
+      ck_vals += ns * (size_t) (ncols + nout) * nblk;
     }
     else
       memset (ckv + ck_n, 0, ns * sizeof *ckv);

@@ -688,9 +688,9 @@ run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
 
 }
 
-/* gr_code_many: nops operations of 1 to 3 stripes each, encodes and
- * reconstructs of 3 erasure sets (so that operations of one set are
- * merged), page-locked (1, 2) or not (0) by turns, one in five of len2
+/* gr_code_many: nops operations of 1 to 3 stripes each, encodes,
+ * encodes of 2 parts of the data and reconstructs of 3 erasure sets (so
+ * that operations of one set or part are merged), page-locked (1, 2) or not (0) by turns, one in five of len2
  * bytes instead of len (4096: below the direct path); compared with the
  * reference coder's blocks. */
 static void
@@ -701,7 +701,7 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
   const char *code = code_name (gr_coder_code (cg));
   struct batch good[64], work[64];
   struct gr_code_op ops[64];
-  int sets[3][GR_MAX_MEMBERS], nset[3], r, x;
+  int sets[3][GR_MAX_MEMBERS], nset[3], pfirst[2], pcount[2], r, x;
 
   if (nops > 64)
     nops = 64;
@@ -714,9 +714,17 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
     nset[i] = 1 + (int) (rnd () % (uint64_t) m);
     random_erasures (n, nset[i], sets[i], &rng);
   }
+  for (int i = 0; i < 2; i++) {
+    pfirst[i] = (int) (rnd () % (uint64_t) k);
+    pcount[i] = 1 + (int) (rnd () % (uint64_t) (k - pfirst[i]));
+  }
   for (x = 0; x < nops; x++) {
     const size_t ns = 1 + rnd () % 3, l = x % 5 == 4 ? len2 : len;
-    const int kind = (int) (rnd () % 4);        /* 3: an encode */
+    /* 3: an encode; 4: an encode of part of the data, of 2 parts (a
+     * parity update's: the other data blocks scribbled on, which it must
+     * not read) */
+    const int kind = (int) (rnd () % 5), part = (int) (rnd () % 2);
+    const int first = pfirst[part], count = pcount[part];
 
     if (batch_new (&good[x], ns, n, k, l, 0, 0, &rng) < 0 ||
         batch_new (&work[x], ns, n, k, l, x % 3 == 0, x % 3, &rng) < 0) {
@@ -724,24 +732,27 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
       nops = x + 1;
       goto out;
     }
-    if (gr_encode (cr, good[x].blk, ns, l) < 0) {
+    ops[x] = (struct gr_code_op) { .blocks = good[x].blk, .nstripes = ns,
+                                   .len = l, .first = kind == 4 ? first : 0,
+                                   .count = kind == 4 ? count : 0 };
+    /* The reference: the ref backend's encode (of part: its updates). */
+    if (gr_code_many (cr, &ops[x], 1) < 0) {
       FAIL ("ref encode");
       nops = x + 1;
       goto out;
     }
     batch_copy (&work[x], &good[x]);
-    ops[x].cksums = NULL;
     ops[x].blocks = work[x].blk;
-    ops[x].nstripes = ns;
-    ops[x].len = l;
-    ops[x].erased = kind == 3 ? NULL : sets[kind];
-    ops[x].nerased = kind == 3 ? 0 : nset[kind];
+    ops[x].erased = kind >= 3 ? NULL : sets[kind];
+    ops[x].nerased = kind >= 3 ? 0 : nset[kind];
     for (size_t st = 0; st < ns; st++)
       for (int i = 0; i < n; i++) {
-        int out = kind == 3 && i >= k;
+        int out = kind >= 3 && i >= k;
 
-        for (int e = 0; kind != 3 && e < nset[kind]; e++)
+        for (int e = 0; kind < 3 && e < nset[kind]; e++)
           out |= sets[kind][e] == i;
+        if (kind == 4 && i < k && (i < first || i >= first + count))
+          out = 1;
         if (out)
           fill_r (&rng, work[x].blk[st * n + i], l);
       }
@@ -752,9 +763,10 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
     goto out;
   }
   for (x = 0; x < nops; x++)
-    if (batch_cmp (&good[x], &work[x], 0, n, ops[x].nerased
-                   ? "gr_code_many (reconstruct)" : "gr_code_many (encode)",
-                   k, m, code) < 0)
+    if (batch_cmp (&good[x], &work[x], ops[x].count ? k : 0, n,
+                   ops[x].nerased ? "gr_code_many (reconstruct)"
+                   : ops[x].count ? "gr_code_many (encode of part)"
+                   : "gr_code_many (encode)", k, m, code) < 0)
       break;
  out:
   for (x = 0; x < nops; x++) {
@@ -776,7 +788,7 @@ mapped_rule_case (struct gr_coder *cr, struct gr_coder *cg)
 
   for (int pinned = 2; pinned >= 1; pinned--) {
     struct batch good = { 0 }, work = { 0 };
-    struct gr_code_op op = { NULL, 0, NULL, 2, len, NULL };
+    struct gr_code_op op = { NULL, 0, NULL, 2, len, NULL, 0, 0 };
     struct gr_gpu_many_stats a, b;
     const bool kernel = pinned == 1 && gr_gpu_mapped_ok ();
 
@@ -1066,7 +1078,7 @@ run_stale_error (const struct gr_backend *ref, const struct gr_backend *gpu)
   struct gr_coder *cr = NULL, *cg = NULL;
   struct batch good = { 0 };
   uint8_t *mem = NULL, *blk[16], never[4096];
-  struct gr_code_op op = { NULL, 0, blk, 1, len, NULL };
+  struct gr_code_op op = { NULL, 0, blk, 1, len, NULL, 0, 0 };
   int r;
 
   printf ("a failed CUDA call reported, not left for the next launch\n");
@@ -1203,7 +1215,7 @@ run_reg_list (const struct gr_backend *ref, const struct gr_backend *gpu)
     struct gr_gpu_many_stats s0, s1;
     struct batch good = { 0 };
     uint8_t *blk[32], *region = NULL;
-    struct gr_code_op op = { NULL, 0, blk, 2, len, NULL };
+    struct gr_code_op op = { NULL, 0, blk, 2, len, NULL, 0, 0 };
     bool ok = false;
     int mapped;
 

@@ -98,9 +98,6 @@ struct gr_coding {
   const char *(*gpu_error) (void);      /* the GPU's last failure, or
                                          * NULL (a stand-in) */
   struct gr_reqpin *reqpin;     /* request buffers page-locked, or NULL */
-  uint8_t *zeros;               /* a chunk of zeros (with a GPU coder):
-                                 * the data blocks a parity update's
-                                 * encode leaves alone */
 
   struct gr_router *router;     /* accel=auto's (NULL before setup) */
   bool spill;                   /* beyond GPU_MAX_INFLIGHT, or a full

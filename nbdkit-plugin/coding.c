@@ -221,17 +221,6 @@ gr_coding_start_gpu (struct gr_coding *c)
     gr_debug ("using CPU backend %s", gr_backend_name (c->cpu_be));
   if (c->gpu && gr_coder_len_multiple (c->gpu) > c->lm)
     c->lm = (uint32_t) gr_coder_len_multiple (c->gpu);
-  /* A chunk of zeros, page-locked where the GPU's memory is: the data
-   * blocks a parity update's encode does not change (gr_coding_update). */
-  if (c->gpu) {
-    c->zeros = c->host_alloc ? c->host_alloc (c->chunk) : malloc (c->chunk);
-    if (c->zeros == NULL) {
-      nbdkit_error ("cannot allocate %" PRIu32 " bytes of zeros for the "
-                    "GPU's parity updates", c->chunk);
-      return -1;
-    }
-    memset (c->zeros, 0, c->chunk);
-  }
   return start_reqpin (c);
 }
 
@@ -298,10 +287,6 @@ gr_coding_free (struct gr_coding *c)
   if (c->gpu && !c->use_gpu)
     gr_fakegpu_report ();
   gr_router_free (c->router);
-  if (c->zeros && c->host_alloc)
-    c->host_free (c->zeros);
-  else
-    free (c->zeros);
   gr_coder_free (c->gpu);
   gr_coder_free (c->cpu);
   if (c->use_gpu)

@@ -250,6 +250,14 @@ working_many (struct gr_coder *c, const struct gr_decode *const *d,
     for (s = 0; s < ops[i].nstripes; s++) {
       uint8_t *const *b = ops[i].blocks + s * n;
 
+      if (d[i] == NULL && ops[i].count > 0) {  /* part of the data */
+        for (nu = 0, j = 0; j < ops[i].count; j++)
+          used[nu++] = b[ops[i].first + j];
+        for (j = k; j < n; j++)
+          used[nu++] = b[j];
+        classify (used, nu, ops[i].len);
+        continue;
+      }
       if (d[i] == NULL) {
         classify ((const uint8_t *const *) b, n, ops[i].len);
         continue;
