@@ -352,35 +352,3 @@ gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
   pthread_cond_destroy (&me.cv);
   return r;
 }
-
-/* A parity update as a small encode of part of the data (gr_code_op's
- * first and count): of the deltas at their indices, the other data
- * taken as zeros (its parity is the sum of G[., index + i] * delta[i]),
- * into pdelta, gathered with other requests' operations; then xored into
- * parity here, once for all the chunks. */
-int
-gr_coding_update_gathered (struct gr_coding *c, int index, int count,
-                           const uint8_t *const *delta,
-                           uint8_t *const *parity,
-                           uint8_t *const *pdelta, size_t len)
-{
-  const size_t bytes = (size_t) count * len;
-  uint8_t *blocks[GR_MAX_MEMBERS] = { NULL };
-  struct gr_code_op op = { .blocks = blocks, .nstripes = 1, .len = len,
-                           .first = index, .count = count };
-  int i;
-
-  if (!gr_coding_gather_this (c, bytes))
-    return 1;
-  for (i = 0; i < count; i++)
-    blocks[index + i] = (uint8_t *) delta[i];
-  for (i = 0; i < c->m; i++)
-    blocks[c->k + i] = pdelta[i];
-  if (gr_coding_gathered (c, &op, 1, bytes) != 0) {
-    errno = EIO;
-    return -1;
-  }
-  for (i = 0; i < c->m; i++)
-    gr_steps_xor (parity[i], pdelta[i], len);
-  return 0;
-}

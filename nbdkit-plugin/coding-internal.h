@@ -154,13 +154,5 @@ int gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
 bool gr_coding_gather_this (struct gr_coding *c, size_t bytes);
 int gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
                         size_t nops, size_t bytes);
-/* parity ^= G[., index + i] * delta[i] (i < count) on the GPU, gathered
- * as one small encode into pdelta (gr_coding_update): 0, or -1 with
- * errno EIO; 1 where it is not gathered (too large, gathering off, no
- * room under accel=auto). */
-int gr_coding_update_gathered (struct gr_coding *c, int index, int count,
-                               const uint8_t *const *delta,
-                               uint8_t *const *parity,
-                               uint8_t *const *pdelta, size_t len);
 
 #endif /* GPURAID_CODING_INTERNAL_H */

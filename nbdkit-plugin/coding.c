@@ -513,23 +513,41 @@ gr_coding_update (struct gr_coding *c, bool gpu, int index, int count,
                   const uint8_t *const *delta, uint8_t *const *parity,
                   uint8_t *const *pdelta, size_t len)
 {
+  /* On the GPU: one encode of the deltas alone (the other data taken as
+   * zeros) into pdelta, gathered with other requests' operations where
+   * small (the CPU redoes a gathered batch the GPU failed); then xored
+   * into parity, once for all the chunks. */
+  const size_t bytes = (size_t) count * len;
+  uint8_t *blocks[GR_MAX_MEMBERS] = { NULL };
+  const struct gr_code_op op = { .blocks = blocks, .nstripes = 1,
+                                 .len = len, .first = index,
+                                 .count = count };
   int i, j, r = 0;
 
-  if (gpu && (r = gr_coding_update_gathered (c, index, count, delta,
-                                             parity, pdelta, len)) <= 0)
-    return r;
-  if (gpu && claim (c)) {
-    for (j = 0; j < c->m; j++)
-      memset (pdelta[j], 0, len);
-    for (i = 0, r = 0; i < count && r == 0; i++)
-      r = gr_update (c->gpu, index + i, &delta[i], pdelta, 1, len);
+  for (i = 0; i < count; i++)
+    blocks[index + i] = (uint8_t *) delta[i];
+  for (j = 0; j < c->m; j++)
+    blocks[c->k + j] = pdelta[j];
+  if (gpu && gr_coding_gather_this (c, bytes))
+    r = gr_coding_gathered (c, &op, 1, bytes);
+  else if (gpu && claim (c)) {
+    r = gr_code_many (c->gpu, &op, 1);
     gr_coding_release (c);
-    if (r == 0) {
-      for (j = 0; j < c->m; j++)
-        gr_steps_xor (parity[j], pdelta[j], len);
-      return 0;
+    if (r != 0) {
+      gr_coding_gpu_failed (c, "update", r);
+      gpu = false;
     }
-    gr_coding_gpu_failed (c, "update", r);
+  }
+  else
+    gpu = false;
+  if (gpu) {
+    if (r != 0) {
+      errno = EIO;
+      return -1;
+    }
+    for (j = 0; j < c->m; j++)
+      gr_steps_xor (parity[j], pdelta[j], len);
+    return 0;
   }
   cpu_latency (c);
   for (i = 0, r = 0; i < count && r == 0; i++)
