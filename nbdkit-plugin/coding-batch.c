@@ -47,10 +47,15 @@ batch_summed (struct gr_coding *c, const struct enc_req *list, size_t len)
  * requests are in flight and not yet queued) for more stripes, up to
  * BATCH_MAX_BYTES of data, then encodes everything queued in one call
  * and wakes the others with the result.  The next writer to queue leads
- * the next batch meanwhile.  Each writer sleeps on its own condition
- * and is woken alone: by its result, or (the leader) by each writer that
- * joins.  The queue is bounded: a writer whose stripes do not fit waits
- * for the current batch to go. */
+ * the next batch meanwhile.  At most COMB_INFLIGHT batches are on the
+ * GPU at once: a leader whose window has ended while they are waits for
+ * one of them to end, and the writers that queue meanwhile join its
+ * batch (cut after the window, it would wait for an engine slot
+ * instead, with only the window's writers in it).  Each writer sleeps on
+ * its own condition and is woken alone: by its result, or (the leader)
+ * by each writer that joins and each batch that ends.  The queue is
+ * bounded: a writer whose stripes do not fit waits for the current batch
+ * to go. */
 int
 gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
                            size_t nstripes, size_t len, uint32_t *cksums)
@@ -93,13 +98,27 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
     deadline.tv_sec++;
     deadline.tv_nsec -= 1000000000;
   }
-  while (c->comb_stripes < max &&
-         c->comb_reqs < (size_t) __atomic_load_n (&c->writers,
-                                                  __ATOMIC_RELAXED))
-    if (pthread_cond_timedwait (&me.cv, &c->comb_lock, &deadline) != 0) {
-      c->comb_timeouts++;
+  for (bool window = true;;) {
+    const bool more = c->comb_stripes < max &&
+      c->comb_reqs < (size_t) __atomic_load_n (&c->writers,
+                                               __ATOMIC_RELAXED);
+
+    if (!(window && more) && c->comb_inflight < COMB_INFLIGHT)
       break;
+    if (!window) {
+      /* Only the GPU keeps this batch: woken when one ends. */
+      pthread_cond_wait (&me.cv, &c->comb_lock);
+      continue;
     }
+    if (pthread_cond_timedwait (&me.cv, &c->comb_lock, &deadline) != 0) {
+      window = false;
+      if (more)
+        c->comb_timeouts++;
+      if (c->comb_inflight >= COMB_INFLIGHT)
+        c->comb_gpu_waits++;
+    }
+  }
+  c->comb_inflight++;
   list = c->comb_head;
   total = c->comb_stripes;
   c->comb_batches++;
@@ -130,6 +149,9 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
     gr_verbose ("group commit: %zu stripes from several requests in one "
                 "GPU batch", total);
   pthread_mutex_lock (&c->comb_lock);
+  c->comb_inflight--;
+  if (c->comb_leader)
+    pthread_cond_signal (&c->comb_leader->cv);  /* room on the GPU */
   for (q = list; q; q = next) {
     next = q->next;             /* q may return (and go) once woken */
     q->rc = r;

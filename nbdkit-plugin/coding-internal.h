@@ -51,6 +51,9 @@ extern int gpuraid_debug_gather;
  * waits at most this long for more. */
 #define BATCH_MAX_BYTES (64 * MiB)
 #define BATCH_WAIT_US 200
+/* Group commit: batches on the GPU at once (two fill the link: bench-gpu
+ * (bc), docs/performance.md). */
+#define COMB_INFLIGHT 2
 
 
 /* A request's small operations waiting to be gathered. */
@@ -116,9 +119,11 @@ struct gr_coding {
   size_t comb_stripes, comb_reqs;
   struct enc_req *comb_leader;
   int comb_held;
-  /* The group commit's batches, the requests in them and the leaders'
-   * windows that ran out waiting for writers in flight. */
-  uint64_t comb_batches, comb_reqs_done, comb_timeouts;
+  /* The group commit's batches, the requests in them, the leaders'
+   * windows that ran out waiting for writers in flight, and the batches
+   * whose leaders then waited for one on the GPU to end. */
+  uint64_t comb_batches, comb_reqs_done, comb_timeouts, comb_gpu_waits;
+  int comb_inflight;            /* batches on the GPU (COMB_INFLIGHT) */
   int writers;                  /* atomic: requests inside a write */
 
   /* Gathered small operations, under gather_lock: the queue (not yet in a

@@ -241,8 +241,10 @@ gr_coding_free (struct gr_coding *c)
               c->gathered_encodes);
   if (c->comb_batches > 0)
     gr_debug ("encodes in the group commit (batches, requests, windows "
-              "run out): %" PRIu64 ", %" PRIu64 ", %" PRIu64,
-              c->comb_batches, c->comb_reqs_done, c->comb_timeouts);
+              "run out): %" PRIu64 ", %" PRIu64 ", %" PRIu64 "; batches "
+              "that then waited for one on the GPU: %" PRIu64,
+              c->comb_batches, c->comb_reqs_done, c->comb_timeouts,
+              c->comb_gpu_waits);
   if (c->gpu) {
     char acct[600];
 

@@ -175,12 +175,26 @@ gr_fakegpu_cpu_latency (void)
     usleep ((useconds_t) gpuraid_debug_fake_cpu_us);
 }
 
+/* Submissions in their round trip now, and the most there were at once
+ * (reported at exit: the plugin bounds how many it has on the GPU). */
+static int trips_now, trips_max;
+
 /* A submission's round trip, as a GPU's (fake_gpu_us). */
 static void
 latency (void)
 {
-  if (gpuraid_debug_fake_gpu_us > 0)
-    usleep ((useconds_t) gpuraid_debug_fake_gpu_us);
+  int now, max;
+
+  if (gpuraid_debug_fake_gpu_us <= 0)
+    return;
+  now = __atomic_add_fetch (&trips_now, 1, __ATOMIC_ACQ_REL);
+  max = __atomic_load_n (&trips_max, __ATOMIC_RELAXED);
+  while (now > max &&
+         !__atomic_compare_exchange_n (&trips_max, &max, now, false,
+                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    ;
+  usleep ((useconds_t) gpuraid_debug_fake_gpu_us);
+  __atomic_sub_fetch (&trips_now, 1, __ATOMIC_ACQ_REL);
 }
 
 static int
@@ -552,8 +566,9 @@ gr_fakegpu_report (void)
                 "registered range not in use); %" PRIu64 " ranges registered, "
                 "%d left registered, %" PRIu64 " bad unregisters, %" PRIu64
                 " bad in-use marks; host copies %" PRIu64 " calls (%" PRIu64
-                " refused)", ops_direct, ops_req, ops_staged, ops_idle,
-                nregistered, left, bad_unreg, bad_in_use, copies,
-                copies_refused);
+                " refused); at most %d submissions at once",
+                ops_direct, ops_req, ops_staged, ops_idle, nregistered, left,
+                bad_unreg, bad_in_use, copies, copies_refused,
+                __atomic_load_n (&trips_max, __ATOMIC_RELAXED));
   pthread_mutex_unlock (&pin_lock);
 }

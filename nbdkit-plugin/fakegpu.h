@@ -13,7 +13,8 @@
  *                          the reads verified against them must catch.
  *   -D gpuraid.fake_gpu_us=N  the working one takes N us more for each
  *                          submission, as a GPU's round trip does (so
- *                          that batches gathered across requests form);
+ *                          that batches gathered across requests form),
+ *                          and counts how many were in it at once;
  *   -D gpuraid.fake_cpu_us=N  with a stand-in, the CPU coder takes N us
  *                          more for each operation (so that accel=auto's
  *                          router has a faster "GPU" to find);
@@ -27,7 +28,8 @@
  * refuses one that shares a page with another (-EEXIST, as CUDA does),
  * and counts its operations whose every block it would copy directly
  * (its "page-locked" allocations and registered ranges in use) against
- * the staged ones; gr_fakegpu_report logs the counts.
+ * the staged ones; gr_fakegpu_report logs the counts (and the most
+ * submissions at once, with fake_gpu_us).
  *   -D gpuraid.fake_pin=1  every registration fails (-ENOMEM);
  *   -D gpuraid.fake_pin=2  every registration fails with -EEXIST.
  * Used only when no real GPU is. */

@@ -6,8 +6,9 @@
 # -D gpuraid.fake_gpu=2 (a working stand-in GPU coder), so it needs no
 # GPU.  nbdcopy (4 connections, many requests in flight, 1 MiB requests
 # = 4 whole stripes of a 4+2 array with 64K chunks) writes a random
-# image; the log must show batches taken from several requests; the
-# array is then read back on the plain CPU path, healthy and with two
+# image; the log must show batches taken from several requests, never
+# more than two of them on the (slowed) stand-in at once, and leaders
+# that waited for one to end; the array is then read back on the plain CPU path, healthy and with two
 # members gone (every block verified against the checksums that came
 # with the stand-in's encodes), and its parity is checked offline.  Then
 # the degraded
@@ -59,8 +60,10 @@ for code in rs crs; do
   make_members $n $member_size
   set_args
   : >"$nbdkit_log"
+  # A stand-in round trip of 2 ms, so that batches are on the
+  # "GPU" when the next leaders' windows end.
   start_nbdkit -P "$pid" -U "$sock" -v -D gpuraid.fake_gpu=2 \
-    -D gpuraid.verbose=1 "$PLUGIN" "${args[@]}" \
+    -D gpuraid.fake_gpu_us=2000 -D gpuraid.verbose=1 "$PLUGIN" "${args[@]}" \
     m=$m chunk=$chunk code=$code create=true || exit 1
   size=$(nbdinfo --size "$uri")
   head -c "$size" /dev/urandom >"$tmpdir/img"
@@ -82,6 +85,18 @@ for code in rs crs; do
   # the 200 us window: races, data and parity are what is checked there.
   if [ "$batches" -lt 1 ] && [ "${TEST_SMALL:-0}" != 1 ]; then
     echo "$0: FAIL: no encode batch gathered stripes of several requests"; exit 1
+  fi
+  # At most two batches on the GPU at once (these writes are whole
+  # stripes: every encode is the group commit's); a leader whose window
+  # ends while two are there waits, its batch growing.
+  most=$(sed -n 's/.*fake GPU: .*; at most \([0-9]*\) submissions at once.*/\1/p' "$nbdkit_log")
+  waited=$(sed -n 's/.*batches that then waited for one on the GPU: \([0-9]*\).*/\1/p' "$nbdkit_log")
+  echo "group commit: at most ${most:-?} batches on the stand-in at once; ${waited:-?} batches waited for one to end"
+  [ -n "$most" ] && [ "$most" -ge 1 ] && [ "$most" -le 2 ] ||
+    fail "the group commit had ${most:-no count of} batches on the GPU at once (at most 2)"
+  [ -n "$waited" ] || fail "no count at exit of the batches that waited for the GPU"
+  if [ "$waited" -lt 1 ] && [ "${TEST_SMALL:-0}" != 1 ]; then
+    fail "no batch waited for one on the GPU to end"
   fi
   check_parity $k $m $chunk $code "${members[@]}"
   # The writes' block checksums came with their (stand-in) GPU encodes;
