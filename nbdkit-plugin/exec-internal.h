@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpuraid - the executor's state and stages, shared by its two files
- * (exec.c: running one plan; exec-lanes.c: a job's batches in lanes).
+/* gpuraid - the executor's state and stages, shared by its files
+ * (exec.c: running one plan; exec-lanes.c: a job's batches in lanes;
+ * exec-cksum.c, exec-repair.c, exec-times.c).
  * Nothing else includes it; include exec.h first. */
 #ifndef GPURAID_EXEC_INTERNAL_H
 #define GPURAID_EXEC_INTERNAL_H
 
 #include <pthread.h>
+
+#include "common/now.h"
 
 #include "steps.h"
 
@@ -36,7 +39,29 @@ struct gr_exec {
                                          * computed (gpu_sums) */
   int sums_wrong;                       /* atomic: the GPU's were found
                                          * wrong (said once) */
+  struct gr_exec_times {                /* atomic: gr_exec_run's plans */
+    uint64_t plans, ns[4];              /* enum gr_exec_stage */
+  } times[GR_PLAN_REFUSE + 1];          /* by plan kind */
 };
+
+/* Where gr_exec_run's plans spend their time (exec-times.c): seconds in
+ * each stage, added to the account of the plan's kind; the account
+ * logged (at exit). */
+enum gr_exec_stage { GR_EXEC_LOCK, GR_EXEC_READ, GR_EXEC_CODE,
+                     GR_EXEC_WRITE, GR_EXEC_NSTAGES };
+void gr_exec_times_add (struct gr_exec *x, enum gr_plan_kind kind,
+                        const double s[GR_EXEC_NSTAGES]);
+void gr_exec_times_log (const struct gr_exec *x);
+/* Seconds since *t, which moves to now. */
+static inline double
+gr_exec_lap (double *t)
+{
+  const double now = gr_now ();
+  const double d = now - *t;
+
+  *t = now;
+  return d;
+}
 
 /* Hold (release) plan p's stripes in its lock mode (table order). */
 void gr_exec_lock_plan (struct gr_exec *x, const struct gr_plan *p);

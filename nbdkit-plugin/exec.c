@@ -88,6 +88,7 @@ gr_exec_free (struct gr_exec *x)
   if (x->sums_read)
     gr_debug ("block checksums verified against the coding's: %" PRIu64
               " reads", x->sums_read);
+  gr_exec_times_log (x);
   /* The calling thread's work; other threads' went with them. */
   work_free (pthread_getspecific (x->work_key));
   pthread_key_delete (x->work_key);
@@ -625,6 +626,7 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
   bool locked = false;
   enum gr_exec_outcome r;
   struct gr_exec_bad bad = { .skip = NULL };
+  double s[GR_EXEC_NSTAGES] = { 0 }, t = gr_now ();
 
   if (w == NULL)
     return GR_EXEC_ERROR;
@@ -638,14 +640,17 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
     gr_exec_lock_plan (x, p);
     locked = true;
   }
+  s[GR_EXEC_LOCK] = gr_exec_lap (&t);
   /* A degraded read whose GPU reconstructs compute the checksums of the
    * blocks they read: verified after the coding, against those (nothing
    * leaves the plan before, and a bad block is repaired and the request
    * planned again, as when found before the coding). */
   bad.after_coding = p->nwrite == 0 && gr_exec_sums_after (x, p);
   r = gr_exec_read_stage (x, p, &b, w->mio, policy, NULL, &bad);
+  s[GR_EXEC_READ] = gr_exec_lap (&t);
   if (r == GR_EXEC_DONE)
     r = gr_exec_code_stage (x, p, &b, NULL);
+  s[GR_EXEC_CODE] = gr_exec_lap (&t);
   if (r == GR_EXEC_DONE && bad.after_coding)
     r = gr_exec_verify_coded (x, p, w->mio, &bad);
   if (bad.member >= 0) {
@@ -663,6 +668,7 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
   if (p->nwrite > 0 && !locked && p->lock != GR_LOCK_NONE) {
     gr_exec_lock_plan (x, p);
     locked = true;
+    s[GR_EXEC_LOCK] += gr_exec_lap (&t);
     /* Made before a member failed, or before a rebuild's front moved
      * past these stripes: it would miss a member it must write. */
     if (gr_members_generation (x->ms) != p->gen) {
@@ -671,6 +677,9 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
     }
   }
   r = gr_exec_write_stage (x, p, &b, w->mio, policy, NULL, res);
+  s[GR_EXEC_WRITE] = gr_exec_lap (&t);
+  if (r == GR_EXEC_DONE)
+    gr_exec_times_add (x, p->kind, s);
  out:
   if (locked)
     gr_exec_unlock_plan (x, p);

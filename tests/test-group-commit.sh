@@ -95,6 +95,14 @@ for code in rs crs; do
   [ -n "$most" ] && [ "$most" -ge 1 ] && [ "$most" -le 2 ] ||
     fail "the group commit had ${most:-no count of} batches on the GPU at once (at most 2)"
   [ -n "$waited" ] || fail "no count at exit of the batches that waited for the GPU"
+  # The executor's account of where its plans' time went: every
+  # whole-stripe plan's coding waited for a round trip of the stand-in.
+  full=$(sed -n 's/.*plans run one at a time, mean us .*write-full \([0-9]*\): [0-9]*, [0-9]*, \([0-9]*\), [0-9]*.*/\1 \2/p' "$nbdkit_log")
+  echo "whole-stripe plans, and their mean us coding: ${full:-none}"
+  read -r nfull fullcode <<<"${full:-0 0}"
+  [ "$nfull" -gt 0 ] || fail "no account at exit of the whole-stripe plans' time"
+  [ "$fullcode" -ge 2000 ] ||
+    fail "whole-stripe plans' coding took $fullcode us on a stand-in of 2000 us a round trip"
   if [ "$waited" -lt 1 ] && [ "${TEST_SMALL:-0}" != 1 ]; then
     fail "no batch waited for one on the GPU to end"
   fi
