@@ -15,6 +15,8 @@ cd "$(dirname "$0")/../.."
 source .device/unpack.sh >/dev/null
 nvidia-smi --query-gpu=name --format=csv,noheader; nproc
 declare -A so=([s53]=$PWD/.device/exp/plugins/s53.so [rcw]=$PWD/.device/exp/plugins/s54-rcw.so)
+# PLUGINS="name=path ...": more plugins for OTHERS (later sessions').
+for np in ${PLUGINS:-}; do so[${np%%=*}]=$PWD/${np#*=}; done
 bd () { scripts/bench-direct 2>&1 | grep -v "^==>"; }
 bc () { scripts/bench-connections 2>&1 | grep -v "^==>" | sed -n '/^write MB\/s/,$p'; }
 for part in ${PART:-tests rand}; do
