@@ -16,6 +16,11 @@ struct gr_pool;
 
 #define NLOCKS 1024                     /* stripe lock table size */
 
+/* The stages of a plan that gr_exec_run times (reads: their
+ * verification included). */
+enum gr_exec_stage { GR_EXEC_LOCK, GR_EXEC_READ, GR_EXEC_CODE,
+                     GR_EXEC_WRITE, GR_EXEC_NSTAGES };
+
 struct gr_exec {
   struct gr_geom g;
   struct gr_members *ms;
@@ -40,15 +45,13 @@ struct gr_exec {
   int sums_wrong;                       /* atomic: the GPU's were found
                                          * wrong (said once) */
   struct gr_exec_times {                /* atomic: gr_exec_run's plans */
-    uint64_t plans, ns[4];              /* enum gr_exec_stage */
+    uint64_t plans, ns[GR_EXEC_NSTAGES];
   } times[GR_PLAN_REFUSE + 1];          /* by plan kind */
 };
 
 /* Where gr_exec_run's plans spend their time (exec-times.c): seconds in
- * each stage, added to the account of the plan's kind; the account
- * logged (at exit). */
-enum gr_exec_stage { GR_EXEC_LOCK, GR_EXEC_READ, GR_EXEC_CODE,
-                     GR_EXEC_WRITE, GR_EXEC_NSTAGES };
+ * each stage (enum gr_exec_stage), added to the account of the plan's
+ * kind; the account logged (at exit). */
 void gr_exec_times_add (struct gr_exec *x, enum gr_plan_kind kind,
                         const double s[GR_EXEC_NSTAGES]);
 void gr_exec_times_log (const struct gr_exec *x);

@@ -653,6 +653,7 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
   s[GR_EXEC_CODE] = gr_exec_lap (&t);
   if (r == GR_EXEC_DONE && bad.after_coding)
     r = gr_exec_verify_coded (x, p, w->mio, &bad);
+  s[GR_EXEC_READ] += gr_exec_lap (&t);
   if (bad.member >= 0) {
     /* Not holding the stripe: the repair takes it exclusively. */
     if (locked)
