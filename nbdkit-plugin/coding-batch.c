@@ -3,6 +3,7 @@
  * group commit of encodes of whole chunks and the gathering of small
  * operations.  See coding.h and coding-internal.h. */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,21 @@
 #include "coding.h"
 #include "coding-internal.h"
 #include "log.h"
+
+/* Nanoseconds from `since` (gr_now) until now. */
+static uint64_t
+ns_since (double since)
+{
+  return (uint64_t) ((gr_now () - since) * 1e9);
+}
+
+/* Wait for s to be posted. */
+static void
+wait_posted (sem_t *s)
+{
+  while (sem_wait (s) == -1 && errno == EINTR)
+    ;
+}
 
 /* --- group commit -------------------------------------------------------- */
 
@@ -51,9 +67,11 @@ batch_summed (struct gr_coding *c, const struct enc_req *list, size_t len)
  * GPU at once: a leader whose window has ended while they are waits for
  * one of them to end, and the writers that queue meanwhile join its
  * batch (cut after the window, it would wait for an engine slot
- * instead, with only the window's writers in it).  Each writer sleeps on
- * its own condition and is woken alone: by its result, or (the leader)
- * by each writer that joins and each batch that ends.  The queue is
+ * instead, with only the window's writers in it).  The leader sleeps on
+ * its own condition, woken by each writer that joins and each batch that
+ * ends; a follower on its own semaphore, posted with its result after
+ * the lock is let go, so that a batch's followers wake at once, not one
+ * after the other for the lock.  The queue is
  * bounded: a writer whose stripes do not fit waits for the current batch
  * to go. */
 int
@@ -69,9 +87,14 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
   uint8_t **all;
   int r;
 
+  uint64_t nq;
+  double t_go;
+
   if (max < 1)
     max = 1;
   pthread_cond_init (&me.cv, NULL);
+  sem_init (&me.done, 0, 0);
+  me.t_in = gr_now ();
   pthread_mutex_lock (&c->comb_lock);
   if (c->comb_stripes > 0 && c->comb_stripes + nstripes > max) {
     c->comb_held++;
@@ -85,10 +108,12 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
   c->comb_reqs++;
   if (c->comb_leader) {                 /* follower: wait for the result */
     pthread_cond_signal (&c->comb_leader->cv);  /* one more queued */
-    while (!me.done)
-      pthread_cond_wait (&me.cv, &c->comb_lock);
     pthread_mutex_unlock (&c->comb_lock);
+    wait_posted (&me.done);
+    __atomic_add_fetch (&c->comb_wake_ns, ns_since (me.t_done),
+                        __ATOMIC_RELAXED);
     pthread_cond_destroy (&me.cv);
+    sem_destroy (&me.done);
     return me.rc;
   }
   c->comb_leader = &me;
@@ -120,6 +145,9 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
   }
   c->comb_inflight++;
   list = c->comb_head;
+  t_go = gr_now ();
+  for (q = list, nq = 0; q; q = q->next, nq++)
+    c->comb_go_ns += (uint64_t) ((t_go - q->t_in) * 1e9);
   total = c->comb_stripes;
   c->comb_batches++;
   c->comb_reqs_done += c->comb_reqs;
@@ -149,19 +177,40 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
     gr_verbose ("group commit: %zu stripes from several requests in one "
                 "GPU batch", total);
   pthread_mutex_lock (&c->comb_lock);
+  me.t_done = gr_now ();
+  c->comb_gpu_ns += (uint64_t) ((me.t_done - t_go) * 1e9) * nq;
   c->comb_inflight--;
   if (c->comb_leader)
     pthread_cond_signal (&c->comb_leader->cv);  /* room on the GPU */
+  pthread_mutex_unlock (&c->comb_lock);
+  /* The followers, woken all at once, none taking the lock again. */
   for (q = list; q; q = next) {
     next = q->next;             /* q may return (and go) once woken */
+    if (q == &me)
+      continue;
     q->rc = r;
-    q->done = true;
-    if (q != &me)
-      pthread_cond_signal (&q->cv);
+    q->t_done = me.t_done;
+    sem_post (&q->done);
   }
-  pthread_mutex_unlock (&c->comb_lock);
   pthread_cond_destroy (&me.cv);
+  sem_destroy (&me.done);
   return r;
+}
+
+void
+gr_coding_comb_log (const struct gr_coding *c)
+{
+  const double n = (double) c->comb_reqs_done;
+
+  if (c->comb_batches == 0)
+    return;
+  gr_debug ("encodes in the group commit (batches, requests, windows "
+            "run out): %" PRIu64 ", %" PRIu64 ", %" PRIu64 "; batches "
+            "that then waited for one on the GPU: %" PRIu64 "; mean us a "
+            "request waited for its batch to go, on the GPU, then to be "
+            "woken: %.0f, %.0f, %.0f", c->comb_batches, c->comb_reqs_done,
+            c->comb_timeouts, c->comb_gpu_waits, c->comb_go_ns / n / 1e3,
+            c->comb_gpu_ns / n / 1e3, c->comb_wake_ns / n / 1e3);
 }
 
 void
@@ -188,15 +237,8 @@ gr_coding_writer_leave (struct gr_coding *c)
  * meanwhile queues, and a submission that ends hands the queue (up to
  * BATCH_MAX_BYTES of data) to its first waiter, which submits it as one
  * gr_code_many.  No one waits for more to come: batches grow only while
- * the GPU is busy.  Each waiter sleeps on its own condition and is woken
- * alone. */
-
-/* Nanoseconds from `since` (gr_now) until now. */
-static uint64_t
-ns_since (double since)
-{
-  return (uint64_t) ((gr_now () - since) * 1e9);
-}
+ * the GPU is busy.  Each waiter sleeps on its own semaphore, posted
+ * alone (to lead, or with its result) after the lock is let go. */
 
 /* Detach the queue's head batch (at least one item, at most
  * BATCH_MAX_BYTES of data), its first item to lead it.  gather_lock
@@ -306,13 +348,14 @@ gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
     .ops = ops, .nops = nops, .bytes = bytes, .state = GATHER_WAIT,
     .queued_at = gr_now (),
   };
-  struct gather_item *q, *next;
+  struct gather_item *q, *next, *lead;
+  bool queued;
   double t0, t1;
   uint64_t sub_ns;
   size_t i;
   int r;
 
-  pthread_cond_init (&me.cv, NULL);
+  sem_init (&me.woken, 0, 0);
   pthread_mutex_lock (&c->gather_lock);
   *c->gather_tail = &me;
   c->gather_tail = &me.next;
@@ -322,17 +365,17 @@ gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
     gather_take (c);
     me.state = GATHER_LEAD;
   }
-  while (me.state == GATHER_WAIT)
-    pthread_cond_wait (&me.cv, &c->gather_lock);
+  queued = me.state == GATHER_WAIT;
+  pthread_mutex_unlock (&c->gather_lock);
+  if (queued)
+    wait_posted (&me.woken);
   if (me.state == GATHER_DONE) {
-    pthread_mutex_unlock (&c->gather_lock);
-    pthread_cond_destroy (&me.cv);
+    sem_destroy (&me.woken);
     __atomic_add_fetch (&c->gather_woken_ns, ns_since (me.done_at),
                         __ATOMIC_RELAXED);
     return me.rc;
   }
-  c->gathered_batches++;
-  pthread_mutex_unlock (&c->gather_lock);
+  __atomic_add_fetch (&c->gathered_batches, 1, __ATOMIC_RELAXED);
 
   t0 = gr_now ();
   r = gather_run (c, me.batch);
@@ -347,8 +390,7 @@ gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
   c->gather_sub_ns += sub_ns;
   if (sub_ns > c->gather_sub_max_ns)
     c->gather_sub_max_ns = sub_ns;
-  for (q = me.batch; q; q = next) {
-    next = q->next;             /* q may return (and go) once woken */
+  for (q = me.batch; q; q = q->next) {
     c->gathered_ops += q->nops;
     for (i = 0; i < q->nops; i++)
       c->gathered_encodes += q->ops[i].nerased == 0;
@@ -358,19 +400,24 @@ gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
     c->gather_bytes_done += q->bytes;
     q->rc = r;
     q->done_at = t1;
-    if (q != &me) {
-      q->state = GATHER_DONE;
-      pthread_cond_signal (&q->cv);
-    }
   }
+  lead = NULL;
   if (c->gather_head) {         /* the next batch, to its first waiter */
-    q = gather_take (c);
-    q->state = GATHER_LEAD;
-    pthread_cond_signal (&q->cv);
+    lead = gather_take (c);
+    lead->state = GATHER_LEAD;
   }
   else
     c->gather_leaders--;
   pthread_mutex_unlock (&c->gather_lock);
-  pthread_cond_destroy (&me.cv);
+  for (q = me.batch; q; q = next) {
+    next = q->next;             /* q may return (and go) once woken */
+    if (q != &me) {
+      q->state = GATHER_DONE;
+      sem_post (&q->woken);
+    }
+  }
+  if (lead)
+    sem_post (&lead->woken);
+  sem_destroy (&me.woken);
   return r;
 }

@@ -7,6 +7,7 @@
 #define GPURAID_CODING_INTERNAL_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,7 +68,7 @@ struct gather_item {
                                  * (gr_now) */
   struct gather_item *batch;    /* GATHER_LEAD: the batch it runs, from
                                  * itself */
-  pthread_cond_t cv;            /* its own: woken alone */
+  sem_t woken;                  /* posted once its state has changed */
   struct gather_item *next;
 };
 
@@ -76,8 +77,10 @@ struct enc_req {
   size_t nstripes;
   uint32_t *cksums;             /* its block checksums, or NULL */
   int rc;
-  bool done;
-  pthread_cond_t cv;            /* its own: woken alone */
+  double t_in, t_done;          /* gr_now: queued; its batch's result */
+  pthread_cond_t cv;            /* the leader's: a writer joined, a
+                                 * batch ended */
+  sem_t done;                   /* a follower's: posted with its result */
   struct enc_req *next;
 };
 
@@ -123,6 +126,10 @@ struct gr_coding {
    * windows that ran out waiting for writers in flight, and the batches
    * whose leaders then waited for one on the GPU to end. */
   uint64_t comb_batches, comb_reqs_done, comb_timeouts, comb_gpu_waits;
+  /* Summed over its requests: waiting for their batch to go, the batch
+   * on the GPU, and after its result until woken (ns). */
+  uint64_t comb_go_ns, comb_gpu_ns;
+  uint64_t comb_wake_ns;                                   /* atomic */
   int comb_inflight;            /* batches on the GPU (COMB_INFLIGHT) */
   int writers;                  /* atomic: requests inside a write */
 
@@ -133,7 +140,8 @@ struct gr_coding {
   size_t gather_bytes;
   int gather_leaders;
   uint64_t gathered_ops, gathered_encodes;                 /* gather_lock */
-  uint64_t gathered_plans, gathered_batches;               /* gather_lock */
+  uint64_t gathered_plans;                                 /* gather_lock */
+  uint64_t gathered_batches;                               /* atomic */
   /* Where a gathered plan's time goes, summed over plans (gather_lock):
    * queued until its batch started, in its batch's submission, the
    * batches' data; and (atomic) from the batch's end until its thread
@@ -153,6 +161,7 @@ void gr_coding_gpu_failed (struct gr_coding *c, const char *op, int r);
  * of data go to be gathered; the operations ops[0..nops) (reconstructs,
  * encodes; bytes of data) gathered with others (0, or -EIO after
  * nbdkit_error). */
+void gr_coding_comb_log (const struct gr_coding *c);
 int gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
                                size_t nstripes, size_t len,
                                uint32_t *cksums);

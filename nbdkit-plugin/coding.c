@@ -239,12 +239,7 @@ gr_coding_free (struct gr_coding *c)
               __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED),
               c->gathered_ops, c->gathered_plans, c->gathered_batches,
               c->gathered_encodes);
-  if (c->comb_batches > 0)
-    gr_debug ("encodes in the group commit (batches, requests, windows "
-              "run out): %" PRIu64 ", %" PRIu64 ", %" PRIu64 "; batches "
-              "that then waited for one on the GPU: %" PRIu64,
-              c->comb_batches, c->comb_reqs_done, c->comb_timeouts,
-              c->comb_gpu_waits);
+  gr_coding_comb_log (c);
   if (c->gpu) {
     char acct[600];
 

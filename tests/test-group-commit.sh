@@ -103,6 +103,13 @@ for code in rs crs; do
   [ "$nfull" -gt 0 ] || fail "no account at exit of the whole-stripe plans' time"
   [ "$fullcode" -ge 2000 ] ||
     fail "whole-stripe plans' coding took $fullcode us on a stand-in of 2000 us a round trip"
+  # Each request's time in the group commit: waiting for its batch to
+  # go, its batch on the stand-in (at least its round trip), woken.
+  times=$(sed -n 's/.*request waited for its batch to go, on the GPU, then to be woken: \([0-9]*\), \([0-9]*\), \([0-9]*\).*/\1 \2 \3/p' "$nbdkit_log")
+  echo "group commit, mean us a request waited for its batch to go, on the GPU, to be woken: ${times:-none}"
+  read -r _ ongpu _ <<<"${times:-0 0 0}"
+  [ "$ongpu" -ge 2000 ] ||
+    fail "a request's batch was on the stand-in for $ongpu us of its 2000 us round trip"
   if [ "$waited" -lt 1 ] && [ "${TEST_SMALL:-0}" != 1 ]; then
     fail "no batch waited for one on the GPU to end"
   fi
