@@ -24,6 +24,7 @@
 #include "cksum.h"
 #include "common/now.h"
 #include "scratch.h"
+#include "join.h"
 
 struct gr_array {
   struct gr_members *ms;
@@ -31,6 +32,7 @@ struct gr_array {
   struct gr_bitmap *bitmap;
   struct gr_cksum *cksum;       /* NULL: no integrity */
   struct gr_scratch *scratch;
+  struct gr_join *join;
   struct gr_exec *x;
   bool resync_wanted;           /* pending regions, every member */
   uint64_t resync_rate;
@@ -416,9 +418,12 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   arr->scratch = gr_scratch_new (coding, cfg->scratch_max);
   if (arr->scratch == NULL)
     goto err;
+  arr->join = gr_join_new (&a->geom);
+  if (arr->join == NULL)
+    goto err;
   arr->x = gr_exec_new (&a->geom, arr->ms, &(struct gr_exec_parts) {
       .coding = coding, .journal = arr->journal, .scratch = arr->scratch,
-      .bitmap = arr->bitmap, .cksum = arr->cksum });
+      .bitmap = arr->bitmap, .cksum = arr->cksum, .join = arr->join });
   if (arr->x == NULL)
     goto err;
   arr->heal = gr_heal_new (arr->x, arr->bitmap, cfg->resync_rate);
@@ -481,6 +486,7 @@ gr_array_open (const struct gr_config *cfg, struct gr_coding *coding)
   if (arr) {
     gr_heal_free (arr->heal);
     gr_exec_free (arr->x);
+    gr_join_free (arr->join);
     gr_scratch_free (arr->scratch);
     gr_bitmap_free (arr->bitmap);
     gr_cksum_free (arr->cksum);
@@ -522,6 +528,7 @@ gr_array_close (struct gr_array *a)
   gr_bitmap_close (a->bitmap);
   gr_bitmap_free (a->bitmap);
   gr_exec_free (a->x);
+  gr_join_free (a->join);
   gr_scratch_free (a->scratch);
   /* The checksums before the members are synced and marked clean. */
   if (a->cksum && !gr_members_read_only_p (a->ms) &&

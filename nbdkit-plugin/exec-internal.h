@@ -27,6 +27,7 @@ struct gr_exec {
   struct gr_coding *coding;
   struct gr_journal *journal;           /* none: NULL or no slots */
   struct gr_scratch *scratch;
+  struct gr_join *join;                 /* or NULL */
   struct gr_bitmap *bitmap;             /* may be NULL */
   struct gr_cksum *cksum;               /* may be NULL */
   pthread_rwlock_t locks[NLOCKS];

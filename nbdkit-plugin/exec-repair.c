@@ -498,7 +498,7 @@ gr_exec_verify_stripes (struct gr_exec *x, uint64_t s0, uint64_t ns)
       r = GR_EXEC_UNSUPPORTED;  /* nothing left to check against */
       break;
     }
-    r = gr_exec_run (x, p, NULL, GR_MIO_FAIL_MEMBER, &res);
+    r = gr_exec_run (x, p, NULL, NULL, GR_MIO_FAIL_MEMBER, &res);
     if (r == GR_EXEC_REPLAN)
       r = GR_EXEC_DONE;         /* again from s */
     else if (r == GR_EXEC_DONE)

@@ -60,6 +60,7 @@ gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
   x->scratch = parts->scratch;
   x->bitmap = parts->bitmap;
   x->cksum = parts->cksum;
+  x->join = parts->join;
   x->zero = aligned_alloc (4096, g->chunk);   /* O_DIRECT takes it */
   if (x->zero)
     memset (x->zero, 0, g->chunk);
@@ -121,6 +122,12 @@ struct gr_cksum *
 gr_exec_cksum (const struct gr_exec *x)
 {
   return x->cksum;
+}
+
+struct gr_join *
+gr_exec_join (const struct gr_exec *x)
+{
+  return x->join;
 }
 
 void
@@ -619,10 +626,11 @@ gr_exec_journal_drain (struct gr_exec *x)
 
 enum gr_exec_outcome
 gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
-             enum gr_mio_policy policy, struct gr_exec_result *res)
+             uint8_t *peer, enum gr_mio_policy policy,
+             struct gr_exec_result *res)
 {
   struct work *w = get_work (x, p);
-  struct gr_bufs b = { .req = req, .zero = x->zero };
+  struct gr_bufs b = { .req = req, .zero = x->zero, .peer = peer };
   bool locked = false;
   enum gr_exec_outcome r;
   struct gr_exec_bad bad = { .skip = NULL };

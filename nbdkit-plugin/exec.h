@@ -52,6 +52,8 @@ struct gr_exec_parts {
                                  * by every write and verified on every
                                  * read (a block that fails is rebuilt
                                  * from the others and rewritten) */
+  struct gr_join *join;         /* may be NULL: concurrent writes' parts
+                                 * of a stripe joined (join.h) */
 };
 
 /* NULL after nbdkit_error. */
@@ -63,6 +65,7 @@ const struct gr_geom *gr_exec_geom (const struct gr_exec *x);
 struct gr_members *gr_exec_members (const struct gr_exec *x);
 struct gr_coding *gr_exec_coding (const struct gr_exec *x);
 struct gr_cksum *gr_exec_cksum (const struct gr_exec *x);   /* or NULL */
+struct gr_join *gr_exec_join (const struct gr_exec *x);     /* or NULL */
 
 /* The clients' requests: io.h counts each; the background jobs yield
  * to them (pace.h: GR_PACE_AUTO watches the counter). */
@@ -116,11 +119,13 @@ struct gr_exec_result {
 };
 
 /* Run plan p; req is the request's buffer at the plan's first byte
- * (NULL if the plan has no request space).  policy: what a member error
+ * (NULL if the plan has no request space), peer a joined write's other
+ * part (GR_SPACE_PEER; else NULL).  policy: what a member error
  * does (members.h); with GR_MIO_REPORT an error ends the run with
  * GR_EXEC_ERROR instead of failing the member. */
 enum gr_exec_outcome gr_exec_run (struct gr_exec *x, struct gr_plan *p,
-                                  uint8_t *req, enum gr_mio_policy policy,
+                                  uint8_t *req, uint8_t *peer,
+                                  enum gr_mio_policy policy,
                                   struct gr_exec_result *res);
 
 /* Read every live chunk of stripes [s0, s0 + ns) and verify their block

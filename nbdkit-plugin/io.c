@@ -2,8 +2,10 @@
 /* gpuraid - the data paths.  See io.h. */
 #include <errno.h>
 #include <inttypes.h>
+#include <string.h>
 
 #include "io.h"
+#include "join.h"
 #include "log.h"
 
 /* -D gpuraid.gpu_copies=0: a degraded read's survivors whose O_DIRECT
@@ -44,23 +46,38 @@ req_name (enum gr_req req)
   }
 }
 
-/* Plan and run [offset, offset + len) of a request; buf is its buffer
- * (NULL for zero and trim), pinned if it is page-locked for the GPU
- * (coding.h).  0 or -1. */
+/* Plan and run [pos, end) of a request that starts at offset; buf is its
+ * buffer (NULL for zero and trim), pinned if it is page-locked for the
+ * GPU (coding.h); jr its registration as a write whose parts of stripes
+ * may be joined with others' (join.h), or NULL.  0 or -1. */
 static int
-run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
-     uint64_t offset, uint64_t len, struct gr_exec_result *res)
+run_range (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
+           uint64_t offset, uint64_t pos, uint64_t end,
+           struct gr_join_req *jr, struct gr_exec_result *res)
 {
   struct gr_plan *p = gr_exec_plan (x);
   struct gr_exec_snap sn;
-  uint64_t pos = offset, end = offset + len, plen;
+  uint64_t plen;
   struct gr_plan_ctx c;
+  struct gr_plan_peer peer;
+  bool bad;
 
   if (p == NULL)
     return -1;
-  gr_exec_count_request (x);
   while (pos < end) {
+    /* A part of a stripe given to a concurrent write that has the
+     * rest; or, given the rest, the whole stripe (kept on a replan). */
+    if (jr && jr->taken == NULL &&
+        gr_join_at (gr_exec_join (x), jr, pos, end, &plen,
+                    &jr->taken) == GR_JOIN_GIVEN) {
+      pos += plen;
+      continue;
+    }
     gr_exec_plan_ctx (x, &sn, &c);
+    if (jr && jr->taken) {
+      peer = (struct gr_plan_peer) { jr->taken->offset, jr->taken->len };
+      c.peer = &peer;
+    }
     c.req_pinned = pinned;
     /* O_DIRECT's copies of a read's or a write's blocks by the GPU
      * (plan.h). */
@@ -80,11 +97,18 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
                 req_name (req), gr_plan_kind_name (p->kind), pos, plen,
                 p->s0, p->nstripes, p->nread, p->nwrite);
     switch (gr_exec_run (x, p, buf ? buf + (pos - offset) : NULL,
+                         jr && jr->taken ? jr->taken->buf : NULL,
                          GR_MIO_FAIL_MEMBER, res)) {
     case GR_EXEC_DONE:
       /* A write that lost more than m members cannot be read back. */
-      if (req != GR_REQ_READ &&
-          gr_members_too_degraded (gr_exec_members (x)))
+      bad = req != GR_REQ_READ &&
+        gr_members_too_degraded (gr_exec_members (x));
+      /* The part taken: written with the stripe, or (planned otherwise)
+       * back to its owner. */
+      if (jr && jr->taken)
+        gr_join_written (gr_exec_join (x), jr, bad ? EIO : 0,
+                         !bad && p->kind != GR_PLAN_WRITE_JOINED);
+      if (bad)
         return fail_eio (x, req_name (req), pos);
       pos += plen;
       break;
@@ -94,8 +118,8 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
       /* Some members may have punched part of it: zero the range for
        * sure (trim is advisory: the rest of it is skipped). */
       if (req == GR_REQ_TRIM) {
-        if (run (x, GR_REQ_ZERO_MAY_TRIM, NULL, false, pos, plen,
-                 res) == -1)
+        if (run_range (x, GR_REQ_ZERO_MAY_TRIM, NULL, false, pos, pos,
+                       pos + plen, NULL, res) == -1)
           return -1;
         pos += plen;
       }
@@ -105,6 +129,34 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
     }
   }
   return 0;
+}
+
+/* Plan and run [offset, offset + len) of a request (run_range).  A write
+ * that may be joined writes its whole stripes first, then its part of a
+ * stripe at the end, then at the start: a neighbour that arrives a
+ * little later still finds them to join (join.h). */
+static int
+run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
+     uint64_t offset, uint64_t len, struct gr_join_req *jr,
+     struct gr_exec_result *res)
+{
+  const uint64_t W = gr_map_stripe_width (gr_exec_geom (x));
+  const uint64_t end = offset + len;
+  uint64_t h, t;
+
+  gr_exec_count_request (x);
+  if (jr == NULL)
+    return run_range (x, req, buf, pinned, offset, offset, end, NULL, res);
+  h = (offset + W - 1) / W * W;
+  if (h > end)
+    h = end;
+  t = end / W * W;
+  if (t < h)
+    t = h;
+  return run_range (x, req, buf, pinned, offset, h, t, jr, res) == -1 ||
+    run_range (x, req, buf, pinned, offset, t, end, jr, res) == -1 ||
+    run_range (x, req, buf, pinned, offset, offset, h, jr, res) == -1
+    ? -1 : 0;
 }
 
 /* fdatasync the members a request wrote (FUA). */
@@ -132,7 +184,7 @@ gr_io_pread (struct gr_exec *x, void *buf, uint32_t count, uint64_t offset)
   /* nbdkit's buffer page-locked in place: a degraded read's GPU
    * reconstruct writes straight into it. */
   pinned = gr_coding_request_begin (coding, buf, count);
-  r = run (x, GR_REQ_READ, buf, pinned, offset, count, &res);
+  r = run (x, GR_REQ_READ, buf, pinned, offset, count, NULL, &res);
   if (pinned)
     gr_coding_request_end (coding);
   return r;
@@ -144,18 +196,38 @@ write_req (struct gr_exec *x, enum gr_req req, const void *buf,
            uint64_t offset, uint64_t count, bool fua)
 {
   struct gr_coding *coding = gr_exec_coding (x);
+  struct gr_join *join = gr_exec_join (x);
   struct gr_exec_result res = { .rewritten = 0 };
-  bool pinned;
-  int r;
+  struct gr_join_req jr;
+  bool pinned, back;
+  int r, err;
 
   if (gr_members_begin_write (gr_exec_members (x)) == -1)
     return -1;
   /* nbdkit's buffer page-locked in place: the GPU reads the data from
    * it. */
   pinned = buf && gr_coding_request_begin (coding, (void *) buf, count);
+  /* Its parts of stripes may be joined with other writes' (its own
+   * bytes stay in its buffer until it leaves: not with FUA). */
+  if (req != GR_REQ_WRITE || fua ||
+      (join && !gr_join_enter (join, &jr, offset, count, (uint8_t *) buf)))
+    join = NULL;
   gr_coding_writer_enter (coding);
-  r = run (x, req, (uint8_t *) buf, pinned, offset, count, &res);
+  r = run (x, req, (uint8_t *) buf, pinned, offset, count,
+           join ? &jr : NULL, &res);
   gr_coding_writer_leave (coding);
+  if (join && (err = gr_join_leave (join, &jr, &back)) != 0 && r == 0) {
+    nbdkit_error ("write at offset %" PRIu64 ": the stripe it shared with "
+                  "another write failed: %s", offset, strerror (err));
+    errno = err;
+    r = -1;
+  }
+  /* Its parts handed back: written alone. */
+  for (int i = 0; join && back && r == 0 && i < jr.nparts; i++)
+    if (jr.parts[i].state == GR_JOIN_PART_BACK)
+      r = run_range (x, req, jr.parts[i].buf, pinned, jr.parts[i].offset,
+                     jr.parts[i].offset,
+                     jr.parts[i].offset + jr.parts[i].len, NULL, &res);
   if (pinned)
     gr_coding_request_end (coding);
   if (r == -1)

@@ -19,7 +19,7 @@ gr_plan_kind_name (enum gr_plan_kind kind)
 {
   static const char *const names[] = {
     "read", "read-degraded", "write-full", "write-rcw", "write-rmw",
-    "write-degraded", "fallocate", "skip", "resync", "rebuild", "check",
+    "write-degraded", "write-joined", "fallocate", "skip", "resync", "rebuild", "check",
     "replay", "repair", "refuse",
   };
   _Static_assert (sizeof names / sizeof names[0] == GR_PLAN_REFUSE + 1,
@@ -241,6 +241,58 @@ plan_write_part (const struct gr_plan_ctx *c, const struct gr_span *sp,
   p->lo = pc.lo;
   p->hi = pc.hi;
   p->journal = degraded (c);
+}
+
+/* Is sp, part of a stripe, the other part of c->peer's (the two
+ * disjoint, in whole chunks, together the whole stripe)? */
+static bool
+joins_peer (const struct gr_plan_ctx *c, const struct gr_span *sp)
+{
+  const uint64_t W = gr_map_stripe_width (c->g), w0 = sp->stripe * W;
+  const struct gr_plan_peer *q = c->peer;
+
+  if (q == NULL || q->len == 0 || q->len >= W || sp->len >= W ||
+      q->offset < w0 || q->offset + q->len > w0 + W ||
+      q->len + sp->len != W || (sp->so + sp->len) % c->g->chunk ||
+      sp->so % c->g->chunk)
+    return false;
+  return sp->logical + sp->len == q->offset || q->offset + q->len ==
+    sp->logical;
+}
+
+/* Part of a stripe joined with the rest, a concurrent write's
+ * (c->peer): the whole stripe from both requests' buffers, encoded and
+ * written all (lost members left out; degraded, journaled as a
+ * full-stripe write is), no reads. */
+static void
+plan_write_joined (const struct gr_plan_ctx *c, const struct gr_span *sp,
+                   struct gr_plan *p)
+{
+  int k = c->g->k, m = c->g->m, n = k + m, i;
+  const uint32_t C = c->g->chunk;
+  const uint64_t s = sp->stripe, w0 = s * gr_map_stripe_width (c->g);
+
+  start (p, GR_PLAN_WRITE_JOINED, GR_LOCK_EXCL, sp);
+  p->journal = degraded (c);
+  p->lo = 0;
+  p->hi = C;
+  for (i = 0; i < n; i++) {
+    const uint64_t at = w0 + (uint64_t) i * C;   /* data chunk i's */
+    struct gr_loc *b = &p->blk[i];
+
+    if (i >= k)
+      *b = loc (GR_SPACE_SCRATCH, (size_t) (i - k) * C);
+    else if (at >= sp->logical && at < sp->logical + sp->len)
+      *b = loc (GR_SPACE_REQ, at - sp->logical);
+    else
+      *b = loc (GR_SPACE_PEER, at - c->peer->offset);
+    if (!lost (c, s, i))
+      add_write (p, gr_map_member (c->g, s, i), moff (c, s, 0), C, *b);
+  }
+  p->nblk = n;
+  p->scratch_len = (size_t) m * C;
+  add_coding (p, GR_STEP_ENCODE, 1, C, 0,
+              c->gpu (c->gpu_arg, GR_OP_ENCODE, (size_t) k * C, 0));
 }
 
 /* Most whole stripes a multi-stripe plan takes, given per-stripe use of
@@ -496,6 +548,8 @@ gr_plan_next (const struct gr_plan_ctx *c0, enum gr_req req, uint64_t offset,
         start (p, GR_PLAN_SKIP, GR_LOCK_NONE, &sp);
         p->nstripes = 0;
       }
+      else if (req == GR_REQ_WRITE && joins_peer (c, &sp))
+        plan_write_joined (c, &sp, p);
       else
         plan_write_part (c, &sp, src, p);
     }

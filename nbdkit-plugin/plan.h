@@ -22,7 +22,9 @@
  * Bytes live in three spaces: the request's buffer (its offsets count
  * from the plan's first byte, plan->offset), the plan's scratch area
  * (plan->scratch_len bytes that the executor provides), and zeros (a
- * source only; any offset).
+ * source only; any offset); a joined write (GR_PLAN_WRITE_JOINED) has a
+ * fourth, the bytes of the concurrent write it joins (its offsets count
+ * from gr_plan_ctx's peer's first byte).
  */
 #ifndef GPURAID_PLAN_H
 #define GPURAID_PLAN_H
@@ -36,6 +38,8 @@
 
 enum gr_space {
   GR_SPACE_REQ, GR_SPACE_SCRATCH, GR_SPACE_ZERO,
+  GR_SPACE_PEER,                /* a joined write's other part (a source
+                                 * only) */
   GR_SPACE_NONE,                /* a block that is not there (a lost
                                  * chunk a check passes over) */
 };
@@ -145,6 +149,10 @@ enum gr_plan_kind {
   GR_PLAN_WRITE_RCW,            /* read the untouched data, encode */
   GR_PLAN_WRITE_RMW,            /* read old data and parity, update */
   GR_PLAN_WRITE_DEGRADED,       /* reconstruct, overlay, encode */
+  GR_PLAN_WRITE_JOINED,         /* part of a stripe whose rest a
+                                 * concurrent write gave it (peer): the
+                                 * whole stripe encoded, written all, no
+                                 * reads */
   GR_PLAN_FALLOCATE,            /* whole stripes: the same range of every
                                  * live member punched or zeroed */
   GR_PLAN_SKIP,                 /* nothing to do (trim of part of a stripe) */
@@ -289,6 +297,16 @@ struct gr_plan_ctx {
   uint32_t dio_align;
   uintptr_t req_addr;
   bool gpu_copies;
+  /* A write's part of a stripe, given the rest of that stripe by a
+   * concurrent write (join.h): the rest's logical range, or NULL.  A
+   * span of that stripe that is exactly the other part (the two
+   * disjoint, whole chunks each, together the stripe) is planned
+   * GR_PLAN_WRITE_JOINED. */
+  const struct gr_plan_peer *peer;
+};
+
+struct gr_plan_peer {
+  uint64_t offset, len;
 };
 
 /* gr_plan_new and gr_plan_free: steps.h (the plan's arrays). */

@@ -16,7 +16,7 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # storage/, raidmap/, gf/ and gpu/ (with CUDA).  docs/design.md is the
 # map.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o array-probe.o \
-              resync.o journal.o bitmap.o bitmap-maps.o cksum.o exec-repair.o exec-cksum.o exec-times.o io.o extents.o plan.o \
+              resync.o journal.o bitmap.o bitmap-maps.o cksum.o exec-repair.o exec-cksum.o exec-times.o io.o join.o extents.o plan.o \
               plan-jobs.o plan-read.o exec.o exec-lanes.o job.o replay.o \
               members.o members-io.o members-rebuild.o control.o control-answer.o \
               status.o pace.o rebuild.o copy.o scrub.o heal.o heal-replace.o \
@@ -26,7 +26,8 @@ PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o array-probe
 # Callbacks have fixed signatures: unused parameters are normal there.
 $(PLUGIN_OBJS) nbdkit-plugin/test-plan.o nbdkit-plugin/test-scratch.o \
 nbdkit-plugin/test-pace.o nbdkit-plugin/test-reqpin.o \
-nbdkit-plugin/test-pool.o nbdkit-plugin/test-router.o: \
+nbdkit-plugin/test-pool.o nbdkit-plugin/test-router.o \
+nbdkit-plugin/test-join.o: \
   CFLAGS_ALL += -I. -Wno-unused-parameter
 # A build option confined to the one file that has stubs for it (those
 # of member storage are in storage/storage.mk).
@@ -64,13 +65,18 @@ nbdkit-plugin/test-reqpin: nbdkit-plugin/test-reqpin.o \
 nbdkit-plugin/test-pool: nbdkit-plugin/test-pool.o nbdkit-plugin/pool.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
 
+nbdkit-plugin/test-join: nbdkit-plugin/test-join.o nbdkit-plugin/join.o \
+                         raidmap/libgrmap.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
+
 nbdkit-plugin/test-router: nbdkit-plugin/test-router.o \
                            nbdkit-plugin/router.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
 
 PLUGIN_TESTS = nbdkit-plugin/test-plan nbdkit-plugin/test-scratch \
                nbdkit-plugin/test-pace nbdkit-plugin/test-reqpin \
-               nbdkit-plugin/test-pool nbdkit-plugin/test-router
+               nbdkit-plugin/test-pool nbdkit-plugin/test-router \
+               nbdkit-plugin/test-join
 CHECK_PROGS += $(PLUGIN_TESTS)
 CHECK_TESTS += $(PLUGIN_TESTS) nbdkit-plugin/test-sb-state.sh \
                nbdkit-plugin/test-degraded-reads.sh \

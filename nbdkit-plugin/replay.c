@@ -42,7 +42,7 @@ gr_replay_journal (struct gr_exec *x, struct gr_journal *j,
       gr_exec_plan_ctx (x, &sn, &c);
       if (gr_plan_replay (&c, &e, p) == GR_PLAN_REFUSE)
         break;
-      o = gr_exec_run (x, p, payload, GR_MIO_REPORT, &res);
+      o = gr_exec_run (x, p, payload, NULL, GR_MIO_REPORT, &res);
       if (o != GR_EXEC_REPLAN)
         break;
     }

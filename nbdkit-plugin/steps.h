@@ -28,11 +28,13 @@ struct gr_plan *gr_plan_new_batch (const struct gr_geom *g,
 void gr_plan_free (struct gr_plan *p);
 
 /* The buffers of a plan being run: the request's (at the plan's first
- * byte), scratch (scratch_len bytes) and zeros (at least a chunk). */
+ * byte), scratch (scratch_len bytes), zeros (at least a chunk) and a
+ * joined write's other part (plan.h: GR_SPACE_PEER). */
 struct gr_bufs {
   uint8_t *req;
   uint8_t *scratch;
   const uint8_t *zero;
+  uint8_t *peer;                /* a joined write's other part */
 };
 
 /* Where a plan's location is in memory. */
@@ -43,7 +45,8 @@ gr_steps_at (const struct gr_bufs *b, struct gr_loc l)
     return (uint8_t *) b->zero;         /* any offset: zeros */
   if (l.space == GR_SPACE_NONE)
     return NULL;
-  return (l.space == GR_SPACE_REQ ? b->req : b->scratch) + l.off;
+  return (l.space == GR_SPACE_REQ ? b->req : l.space == GR_SPACE_PEER
+          ? b->peer : b->scratch) + l.off;
 }
 
 /* One copy of a plan's copies by the GPU (host_copy, below). */

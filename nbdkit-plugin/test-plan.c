@@ -65,12 +65,14 @@ struct sim {
                                          * (a replacement) */
   bool written[GR_MAX_MEMBERS];
   uint8_t *shadow;                /* a live replacement's image (one) */
+  const struct gr_plan_peer *peer;      /* a joined write's other part */
+  uint8_t *peer_buf;                    /* and its bytes */
 };
 
 static const char *const kind_names[] = {
   "read", "read-degraded", "write-full", "write-rcw", "write-rmw",
-  "write-degraded", "fallocate", "skip", "resync", "rebuild", "check",
-  "replay", "repair", "refuse",
+  "write-degraded", "write-joined", "fallocate", "skip", "resync",
+  "rebuild", "check", "replay", "repair", "refuse",
 };
 
 /* --- the plan's coding calls, on the ref coder ---------------------------- */
@@ -268,6 +270,7 @@ check_reads (struct sim *s, const struct gr_plan *p)
     return;
   }
   case GR_PLAN_WRITE_FULL:
+  case GR_PLAN_WRITE_JOINED:
   case GR_PLAN_FALLOCATE:
   case GR_PLAN_SKIP:
   case GR_PLAN_REFUSE:
@@ -506,7 +509,7 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
   struct gr_plan_ctx c = { .g = &s->g, .lm = s->lm, .failed = s->failed,
                            .falloc = falloc, .gpu = sim_gpu, .gpu_arg = s,
                            .rb_front = NULL, .cksum = s->cksum,
-                           .blocks = s->blocks };
+                           .blocks = s->blocks, .peer = s->peer };
   uint64_t pos = offset, end = offset + len;
   int nfailed = 0, i;
 
@@ -564,7 +567,8 @@ sim_request (struct sim *s, enum gr_req req, uint64_t offset, uint64_t len,
     scratch = malloc (p->scratch_len + 1);
     memset (scratch, 0xa5, p->scratch_len + 1);
     b = (struct gr_bufs) { .req = buf ? buf + (p->offset - offset) : NULL,
-                           .scratch = scratch, .zero = s->zero };
+                           .scratch = scratch, .zero = s->zero,
+                           .peer = s->peer_buf };
     for (j = 0; j < p->nread; j++)
       sim_io (s, p, &p->read[j], &b, true);
     CHECK (gr_steps_run (p, &s->g, &b, &cd) == 0, "steps");
@@ -631,6 +635,64 @@ check_consistent (struct sim *s, const char *what)
       break;
   }
   free (blk);
+}
+
+/* Joined writes (join.h): a write whose range ends (or starts) inside a
+ * stripe, on a chunk bound, given the rest of that stripe by another
+ * write's part (its head, or its tail), plans that stripe whole from
+ * both buffers, reading nothing; both writes' bytes land and the stripe
+ * is a codeword (live members; degraded too, with at most m lost). */
+static void check_read_all (struct sim *s, const char *what);
+
+static void
+check_joined (struct sim *s, const char *what)
+{
+  const uint64_t W = gr_map_stripe_width (&s->g), C = s->g.chunk;
+  const int k = s->g.k;
+
+  for (int round = 0; round < 4 && k > 1 && test_failures == 0; round++) {
+    const uint64_t st = test_rand () % s->g.stripes, w0 = st * W;
+    const uint64_t cut = w0 + (1 + test_rand () % (uint64_t) (k - 1)) * C;
+    const bool tail = test_rand () & 1;  /* the write's part: the
+                                          * stripe's start */
+    uint64_t off, len, more, joined = s->nplans[GR_PLAN_WRITE_JOINED];
+    struct gr_plan_peer peer;
+    uint8_t *buf, *pbuf;
+
+    if (tail) {                 /* it ends at cut; the rest from cut */
+      more = test_rand () % (w0 < 2 * W ? w0 + 1 : 2 * W + 1);
+      off = w0 - more;
+      len = cut - off;
+      peer = (struct gr_plan_peer) { cut, w0 + W - cut };
+    }
+    else {                      /* it starts at cut; the rest before */
+      more = test_rand () % (s->size - (w0 + W) < 2 * W
+                             ? s->size - (w0 + W) + 1 : 2 * W + 1);
+      off = cut;
+      len = w0 + W + more - cut;
+      peer = (struct gr_plan_peer) { w0, cut - w0 };
+    }
+    buf = malloc (len);
+    pbuf = malloc (peer.len);
+    test_fill (buf, len);
+    test_fill (pbuf, peer.len);
+    s->peer = &peer;
+    s->peer_buf = pbuf;
+    CHECK (sim_request (s, GR_REQ_WRITE, off, len, buf, 0) == 0,
+           "%s: joined write", what);
+    s->peer = NULL;
+    s->peer_buf = NULL;
+    CHECK (s->nplans[GR_PLAN_WRITE_JOINED] == joined + 1, "%s: write of [%"
+           PRIu64 ", +%" PRIu64 ") given [%" PRIu64 ", +%" PRIu64 "): %"
+           PRIu64 " joined plans", what, off, len, peer.offset, peer.len,
+           s->nplans[GR_PLAN_WRITE_JOINED] - joined);
+    memcpy (s->ref + off, buf, len);
+    memcpy (s->ref + peer.offset, pbuf, peer.len);
+    free (buf);
+    free (pbuf);
+  }
+  check_read_all (s, what);
+  check_consistent (s, what);
 }
 
 /* Read everything through plans and compare with the reference. */
@@ -1416,6 +1478,7 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum,
   check_consistent (&s, "after resync");
   check_check (&s, what);
   check_replay (&s, what);
+  check_joined (&s, what);
   for (i = 0; i < 4 && cksum; i++)
     check_repair (&s, what);
   if (m >= 2 && s.g.stripes > 1)
@@ -1459,6 +1522,7 @@ test_geometry (int k, int m, enum gr_code code, uint32_t chunk, bool cksum,
     check_copy (&s, what);
     check_check (&s, what);
     check_replay (&s, what);
+    check_joined (&s, what);
     for (i = 0; i < 4 && cksum; i++)
       check_repair (&s, what);
     {

@@ -388,6 +388,15 @@ gathered ()
   sed -n 's/.*small operations gathered: [0-9]* of \([0-9]*\) plans in \([0-9]*\) submissions (\([0-9]*\) of them encodes).*/\1 \2 \3/p' "$1" | tail -n 1
 }
 
+# joined LOG: "GIVEN WRITTEN BACK" from the plugin's count at shutdown of
+# the writes' parts of stripes joined with a concurrent write's
+# (nbdkit-plugin/join.h): given to the write that had the rest, written
+# with it as whole stripes, handed back; or nothing if the log has none.
+joined ()
+{
+  sed -n 's/.*joined writes: \([0-9]*\) parts .*, \([0-9]*\) written with it as whole stripes, \([0-9]*\) handed back.*/\1 \2 \3/p' "$1" | tail -n 1
+}
+
 # rmw_plans LOG M: "ALL SEVERAL": the read-modify-writes planned in the
 # -v -D gpuraid.verbose=1 log LOG of an array of M parity members, and
 # those of several data chunks (more reads than M + 1, all parity

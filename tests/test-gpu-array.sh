@@ -6,7 +6,8 @@
 # parity on disk is checked offline against the reference coder.  Both
 # codes, 10+4, chunk 64K (stripe width 640K).  Writes go through nbdcopy
 # (several connections): 4 MiB requests (whole stripes plus partial
-# ones) and requests nbdcopy makes of its 4 KiB (the plugin's preferred
+# ones, which neighbours join into whole stripes: nbdkit-plugin/join.h)
+# and requests nbdcopy makes of its 4 KiB (the plugin's preferred
 # size, 1 MiB).  Small unaligned writes (tests/test-concurrent, 6
 # connections) are gathered across requests on the GPU (counted in the
 # exit log): with checksums as reconstruct-writes' encodes of part of a
@@ -109,6 +110,11 @@ for code in rs crs; do
   verify "written and read with accel=gpu"
   stop_nbdkit "$pid"
   gpu_worked "$nbdkit_log" || fail "$code: accel=gpu write session"
+  # The 4 MiB requests end inside stripes, on chunk bounds: neighbours'
+  # parts joined into whole stripes, coded on the GPU from both buffers.
+  read -r given written back <<<"$(joined "$nbdkit_log")"
+  echo "parts of stripes joined: ${written:-0} of ${given:-0} given (${back:-0} handed back)"
+  [ "${written:-0}" -gt 0 ] || fail "$code: no neighbouring writes joined"
   check_parity $k $m 65536 $code "${members[@]}"
 
   set_args

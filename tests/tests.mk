@@ -57,6 +57,7 @@ TESTS_SCRIPTS = \
 	tests/test-remote-tls.sh \
 	tests/test-drill.sh \
 	tests/test-group-commit.sh \
+	tests/test-join.sh \
 	tests/test-accel-auto.sh \
 	tests/test-request-pin.sh \
 	tests/test-direct-io.sh \
@@ -80,7 +81,8 @@ TSAN_TESTS += tests/test-concurrent.sh tests/test-group-commit.sh \
               tests/test-scrub.sh tests/test-spare.sh tests/test-integrity.sh \
               tests/test-request-pin.sh nbdkit-plugin/test-router \
               nbdkit-plugin/test-scratch tests/test-rebuild-gpu-sums.sh \
-              tests/test-rebuild-crash.sh
+              tests/test-rebuild-crash.sh tests/test-join.sh \
+              nbdkit-plugin/test-join
 # On the GPU machine: GPU parity inside the array (skips without a GPU).
 GPU_TESTS += tests/test-gpu-array.sh tests/test-gpu-request-pin.sh
 CLEAN_FILES += $(TESTS_PROGS) tests/logs/*.log
