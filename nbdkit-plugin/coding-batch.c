@@ -71,9 +71,8 @@ batch_summed (struct gr_coding *c, const struct enc_req *list, size_t len)
  * its own condition, woken by each writer that joins and each batch that
  * ends; a follower on its own semaphore, posted with its result after
  * the lock is let go, so that a batch's followers wake at once, not one
- * after the other for the lock.  The queue is
- * bounded: a writer whose stripes do not fit waits for the current batch
- * to go. */
+ * after the other for the lock.  The queue is bounded: a writer whose
+ * stripes do not fit waits for the current batch to go. */
 int
 gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
                            size_t nstripes, size_t len, uint32_t *cksums)
@@ -85,10 +84,9 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
   size_t total, at, n = (size_t) c->k + c->m;
   struct timespec deadline;
   uint8_t **all;
-  int r;
-
   uint64_t nq;
   double t_go;
+  int r;
 
   if (max < 1)
     max = 1;

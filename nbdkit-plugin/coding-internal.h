@@ -156,11 +156,11 @@ struct gr_coding {
 void gr_coding_release (struct gr_coding *c);
 void gr_coding_gpu_failed (struct gr_coding *c, const char *op, int r);
 
-/* coding-batch.c: full-stripe encodes of whole chunks through the group
- * commit (0 or a negative errno); does a small GPU operation of `bytes`
- * of data go to be gathered; the operations ops[0..nops) (reconstructs,
- * encodes; bytes of data) gathered with others (0, or -EIO after
- * nbdkit_error). */
+/* coding-batch.c: the group commit's account logged (at exit);
+ * full-stripe encodes of whole chunks through the group commit (0 or a
+ * negative errno); does a small GPU operation of `bytes` of data go to
+ * be gathered; the operations ops[0..nops) (reconstructs, encodes; bytes
+ * of data) gathered with others (0, or -EIO after nbdkit_error). */
 void gr_coding_comb_log (const struct gr_coding *c);
 int gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
                                size_t nstripes, size_t len,

@@ -132,9 +132,10 @@ run_range (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
 }
 
 /* Plan and run [offset, offset + len) of a request (run_range).  A write
- * that may be joined writes its whole stripes first, then its part of a
- * stripe at the end, then at the start: a neighbour that arrives a
- * little later still finds them to join (join.h). */
+ * that may be joined writes its whole stripes first (alone: no part of
+ * them can be joined), then its part of a stripe at the end, then at the
+ * start: a neighbour that arrives a little later still finds them to
+ * join (join.h). */
 static int
 run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
      uint64_t offset, uint64_t len, struct gr_join_req *jr,
@@ -153,7 +154,7 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
   t = end / W * W;
   if (t < h)
     t = h;
-  return run_range (x, req, buf, pinned, offset, h, t, jr, res) == -1 ||
+  return run_range (x, req, buf, pinned, offset, h, t, NULL, res) == -1 ||
     run_range (x, req, buf, pinned, offset, t, end, jr, res) == -1 ||
     run_range (x, req, buf, pinned, offset, offset, h, jr, res) == -1
     ? -1 : 0;
