@@ -35,10 +35,11 @@ wait_posted (sem_t *s)
  * each request an operation of one gr_code_many, which the GPU merges
  * into one job and sums where the blocks are. */
 static int
-batch_summed (struct gr_coding *c, const struct enc_req *list, size_t len)
+batch_summed (struct gr_coding *c, const struct gr_coding_enc *list,
+              size_t len)
 {
   struct gr_code_op ops[64] = { { 0 } }, *v = ops;
-  const struct enc_req *q;
+  const struct gr_coding_enc *q;
   size_t nq = 0, i = 0;
   int r;
 
@@ -58,63 +59,92 @@ batch_summed (struct gr_coding *c, const struct enc_req *list, size_t len)
 }
 
 /* The full-stripe encodes of concurrent write requests are gathered into
- * one GPU batch by flat combining: the first thread to queue becomes the
- * leader, waits (at most BATCH_WAIT_US, and only while other write
- * requests are in flight and not yet queued) for more stripes, up to
- * BATCH_MAX_BYTES of data, then encodes everything queued in one call
- * and wakes the others with the result.  The next writer to queue leads
- * the next batch meanwhile.  At most COMB_INFLIGHT batches are on the
- * GPU at once: a leader whose window has ended while they are waits for
- * one of them to end, and the writers that queue meanwhile join its
- * batch (cut after the window, it would wait for an engine slot
- * instead, with only the window's writers in it).  The leader sleeps on
- * its own condition, woken by each writer that joins and each batch that
- * ends; a follower on its own semaphore, posted with its result after
- * the lock is let go, so that a batch's followers wake at once, not one
- * after the other for the lock.  The queue is bounded: a writer whose
- * stripes do not fit waits for the current batch to go. */
-int
-gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
-                           size_t nstripes, size_t len, uint32_t *cksums)
+ * one GPU batch by flat combining: the first thread to wait for an
+ * encode queued becomes the leader, waits (at most BATCH_WAIT_US, and
+ * only while other write requests are in flight and not yet queued) for
+ * more stripes, up to BATCH_MAX_BYTES of data, then encodes everything
+ * queued in one call and wakes the others with the result.  The next
+ * writer to queue leads the next batch meanwhile.  At most COMB_INFLIGHT
+ * batches are on the GPU at once: a leader whose window has ended while
+ * they are waits for one of them to end, and the writers that queue
+ * meanwhile join its batch (cut after the window, it would wait for an
+ * engine slot instead, with only the window's writers in it).  The
+ * leader sleeps on its own condition, woken by each writer that joins
+ * and each batch that ends; a follower on its own semaphore, posted with
+ * its result after the lock is let go, so that a batch's followers wake
+ * at once, not one after the other for the lock.  The queue is bounded:
+ * a writer whose stripes do not fit waits for the current batch to go
+ * (if it has a leader; else it leads it).
+ *
+ * An encode may also be queued without waiting (gr_coding_comb_begin: a
+ * request's plans that read nothing, begun together) and waited for
+ * later (gr_coding_comb_end): by then a batch may have taken it, or its
+ * thread leads one. */
+
+/* The most stripes of len bytes in a batch. */
+static size_t
+comb_max (const struct gr_coding *c, size_t len)
 {
-  size_t max = BATCH_MAX_BYTES / ((size_t) c->k * len);
-  struct enc_req me = { .blocks = blocks, .nstripes = nstripes,
-                        .cksums = cksums };
-  struct enc_req *list, *q, *next;
-  size_t total, at, n = (size_t) c->k + c->m;
+  const size_t max = BATCH_MAX_BYTES / ((size_t) c->k * len);
+
+  return max < 1 ? 1 : max;
+}
+
+static void
+enc_init (struct gr_coding_enc *e, uint8_t *const *blocks, size_t nstripes,
+          size_t len, uint32_t *cksums)
+{
+  *e = (struct gr_coding_enc) { .blocks = blocks, .nstripes = nstripes,
+                                .len = len, .cksums = cksums };
+  pthread_cond_init (&e->cv, NULL);
+  sem_init (&e->done, 0, 0);
+}
+
+static void
+enc_destroy (struct gr_coding_enc *e)
+{
+  pthread_cond_destroy (&e->cv);
+  sem_destroy (&e->done);
+}
+
+/* Queue e.  comb_lock held. */
+static void
+comb_queue (struct gr_coding *c, struct gr_coding_enc *e)
+{
+  e->t_in = gr_now ();
+  e->queued = true;
+  *c->comb_tail = e;
+  c->comb_tail = &e->next;
+  c->comb_stripes += e->nstripes;
+  c->comb_reqs++;
+  if (c->comb_leader)
+    pthread_cond_signal (&c->comb_leader->cv);  /* one more queued */
+}
+
+/* Wait for me's batch: lead it if me is still queued and no one leads,
+ * else wait for its result.  comb_lock held; let go. */
+static int
+comb_wait (struct gr_coding *c, struct gr_coding_enc *me)
+{
+  const size_t max = comb_max (c, me->len), n = (size_t) c->k + c->m;
+  struct gr_coding_enc *list, *q, *next;
   struct timespec deadline;
+  size_t total, at;
   uint8_t **all;
   uint64_t nq;
   double t_go;
   int r;
 
-  if (max < 1)
-    max = 1;
-  pthread_cond_init (&me.cv, NULL);
-  sem_init (&me.done, 0, 0);
-  me.t_in = gr_now ();
-  pthread_mutex_lock (&c->comb_lock);
-  if (c->comb_stripes > 0 && c->comb_stripes + nstripes > max) {
-    c->comb_held++;
-    while (c->comb_stripes > 0 && c->comb_stripes + nstripes > max)
-      pthread_cond_wait (&c->comb_room, &c->comb_lock);
-    c->comb_held--;
-  }
-  *c->comb_tail = &me;
-  c->comb_tail = &me.next;
-  c->comb_stripes += nstripes;
-  c->comb_reqs++;
-  if (c->comb_leader) {                 /* follower: wait for the result */
-    pthread_cond_signal (&c->comb_leader->cv);  /* one more queued */
+  if (!me->queued || c->comb_leader) {  /* follower: wait for the result */
     pthread_mutex_unlock (&c->comb_lock);
-    wait_posted (&me.done);
-    __atomic_add_fetch (&c->comb_wake_ns, ns_since (me.t_done),
+    if (sem_trywait (&me->done) == 0)   /* begun, and done meanwhile */
+      return me->rc;
+    wait_posted (&me->done);
+    __atomic_add_fetch (&c->comb_wake_ns, ns_since (me->t_done),
                         __ATOMIC_RELAXED);
-    pthread_cond_destroy (&me.cv);
-    sem_destroy (&me.done);
-    return me.rc;
+    return me->rc;
   }
-  c->comb_leader = &me;
+  c->comb_leader = me;
   clock_gettime (CLOCK_REALTIME, &deadline);
   deadline.tv_nsec += BATCH_WAIT_US * 1000;
   if (deadline.tv_nsec >= 1000000000) {
@@ -130,10 +160,10 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
       break;
     if (!window) {
       /* Only the GPU keeps this batch: woken when one ends. */
-      pthread_cond_wait (&me.cv, &c->comb_lock);
+      pthread_cond_wait (&me->cv, &c->comb_lock);
       continue;
     }
-    if (pthread_cond_timedwait (&me.cv, &c->comb_lock, &deadline) != 0) {
+    if (pthread_cond_timedwait (&me->cv, &c->comb_lock, &deadline) != 0) {
       window = false;
       if (more)
         c->comb_timeouts++;
@@ -144,8 +174,10 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
   c->comb_inflight++;
   list = c->comb_head;
   t_go = gr_now ();
-  for (q = list, nq = 0; q; q = q->next, nq++)
+  for (q = list, nq = 0; q; q = q->next, nq++) {
     c->comb_go_ns += (uint64_t) ((t_go - q->t_in) * 1e9);
+    q->queued = false;
+  }
   total = c->comb_stripes;
   c->comb_batches++;
   c->comb_reqs_done += c->comb_reqs;
@@ -160,7 +192,7 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
   for (q = list; q && q->cksums == NULL; q = q->next)
     ;
   if (q)
-    r = batch_summed (c, list, len);
+    r = batch_summed (c, list, me->len);
   else if ((all = malloc (total * n * sizeof *all)) == NULL)
     r = -ENOMEM;
   else {
@@ -168,15 +200,15 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
       memcpy (all + at * n, q->blocks, q->nstripes * n * sizeof *all);
       at += q->nstripes;
     }
-    r = gr_encode (c->gpu, all, total, len);
+    r = gr_encode (c->gpu, all, total, me->len);
     free (all);
   }
-  if (total > nstripes)
+  if (total > me->nstripes)
     gr_verbose ("group commit: %zu stripes from several requests in one "
                 "GPU batch", total);
   pthread_mutex_lock (&c->comb_lock);
-  me.t_done = gr_now ();
-  c->comb_gpu_ns += (uint64_t) ((me.t_done - t_go) * 1e9) * nq;
+  me->t_done = gr_now ();
+  c->comb_gpu_ns += (uint64_t) ((me->t_done - t_go) * 1e9) * nq;
   c->comb_inflight--;
   if (c->comb_leader)
     pthread_cond_signal (&c->comb_leader->cv);  /* room on the GPU */
@@ -184,31 +216,137 @@ gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
   /* The followers, woken all at once, none taking the lock again. */
   for (q = list; q; q = next) {
     next = q->next;             /* q may return (and go) once woken */
-    if (q == &me)
+    if (q == me)
       continue;
     q->rc = r;
-    q->t_done = me.t_done;
+    q->t_done = me->t_done;
     sem_post (&q->done);
   }
-  pthread_cond_destroy (&me.cv);
-  sem_destroy (&me.done);
   return r;
 }
 
+int
+gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
+                           size_t nstripes, size_t len, uint32_t *cksums)
+{
+  const size_t max = comb_max (c, len);
+  struct gr_coding_enc me;
+  int r;
+
+  enc_init (&me, blocks, nstripes, len, cksums);
+  pthread_mutex_lock (&c->comb_lock);
+  if (c->comb_leader && c->comb_stripes + nstripes > max) {
+    c->comb_held++;
+    while (c->comb_leader && c->comb_stripes + nstripes > max)
+      pthread_cond_wait (&c->comb_room, &c->comb_lock);
+    c->comb_held--;
+  }
+  comb_queue (c, &me);
+  r = comb_wait (c, &me);
+  enc_destroy (&me);
+  return r;
+}
+
+struct gr_coding_enc *
+gr_coding_comb_begin (struct gr_coding *c, uint8_t *const *blocks,
+                      size_t nstripes, size_t len, uint32_t *cksums)
+{
+  struct gr_coding_enc *e = malloc (sizeof *e);
+
+  if (e == NULL)
+    return NULL;
+  enc_init (e, blocks, nstripes, len, cksums);
+  pthread_mutex_lock (&c->comb_lock);
+  if (c->comb_stripes > 0 && c->comb_stripes + nstripes > comb_max (c, len)) {
+    pthread_mutex_unlock (&c->comb_lock);
+    enc_destroy (e);
+    free (e);
+    return NULL;
+  }
+  comb_queue (c, e);
+  pthread_mutex_unlock (&c->comb_lock);
+  return e;
+}
+
+int
+gr_coding_comb_end (struct gr_coding *c, struct gr_coding_enc *e)
+{
+  int r;
+
+  pthread_mutex_lock (&c->comb_lock);
+  r = comb_wait (c, e);
+  enc_destroy (e);
+  free (e);
+  return r;
+}
+
+struct gr_coding_enc *
+gr_coding_encode_begin (struct gr_coding *c, bool gpu,
+                        uint8_t *const *blocks, size_t nstripes, size_t len,
+                        uint32_t *cksums)
+{
+  struct gr_coding_enc *e;
+
+  if (!gpu || len != c->chunk || !gpuraid_debug_group_commit ||
+      !gr_coding_claim (c))
+    return NULL;
+  e = gr_coding_comb_begin (c, blocks, nstripes, len, cksums);
+  if (e == NULL)
+    gr_coding_release (c);
+  return e;
+}
+
+int
+gr_coding_encode_end (struct gr_coding *c, struct gr_coding_enc *e)
+{
+  uint8_t *const *blocks = e->blocks;
+  const size_t nstripes = e->nstripes, len = e->len;
+  uint32_t *cksums = e->cksums;
+  int r = gr_coding_comb_end (c, e);
+
+  gr_coding_release (c);
+  if (r == 0)
+    return 0;
+  gr_coding_gpu_failed (c, "encode", r);
+  return gr_coding_encode_cpu (c, blocks, nstripes, len, cksums);
+}
+
 void
-gr_coding_comb_log (const struct gr_coding *c)
+gr_coding_batch_log (const struct gr_coding *c)
 {
   const double n = (double) c->comb_reqs_done;
 
-  if (c->comb_batches == 0)
-    return;
-  gr_debug ("encodes in the group commit (batches, requests, windows "
-            "run out): %" PRIu64 ", %" PRIu64 ", %" PRIu64 "; batches "
-            "that then waited for one on the GPU: %" PRIu64 "; mean us a "
-            "request waited for its batch to go, on the GPU, then to be "
-            "woken: %.0f, %.0f, %.0f", c->comb_batches, c->comb_reqs_done,
-            c->comb_timeouts, c->comb_gpu_waits, c->comb_go_ns / n / 1e3,
-            c->comb_gpu_ns / n / 1e3, c->comb_wake_ns / n / 1e3);
+  if (c->gpu)
+    gr_debug ("coding operations on the GPU: %" PRIu64 "; sent to the CPU "
+              "because %d were already on the GPU: %" PRIu64 "; small "
+              "operations gathered: %" PRIu64 " of %" PRIu64 " plans "
+              "in %" PRIu64 " submissions (%" PRIu64 " of them encodes)",
+              __atomic_load_n (&c->ops_gpu, __ATOMIC_RELAXED),
+              GPU_MAX_INFLIGHT,
+              __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED),
+              c->gathered_ops, c->gathered_plans, c->gathered_batches,
+              c->gathered_encodes);
+  if (c->comb_batches > 0)
+    gr_debug ("encodes in the group commit (batches, requests, windows "
+              "run out): %" PRIu64 ", %" PRIu64 ", %" PRIu64 "; batches "
+              "that then waited for one on the GPU: %" PRIu64 "; mean us a "
+              "request waited for its batch to go, on the GPU, then to be "
+              "woken: %.0f, %.0f, %.0f", c->comb_batches, c->comb_reqs_done,
+              c->comb_timeouts, c->comb_gpu_waits, c->comb_go_ns / n / 1e3,
+              c->comb_gpu_ns / n / 1e3, c->comb_wake_ns / n / 1e3);
+  if (c->gathered_plans > 0 && c->gathered_batches > 0)
+    gr_debug ("gathered operations, mean per plan: %.0f us queued, %.0f "
+              "us in its submission, %.0f us from its end until the plan's "
+              "thread ran; mean submission %.1f plans, %.2f MiB, %.0f us "
+              "(longest %.0f us)",
+              c->gather_queued_ns / 1e3 / c->gathered_plans,
+              c->gather_run_ns / 1e3 / c->gathered_plans,
+              __atomic_load_n (&c->gather_woken_ns, __ATOMIC_RELAXED) / 1e3 /
+              c->gathered_plans,
+              (double) c->gathered_plans / c->gathered_batches,
+              c->gather_bytes_done / (double) MiB / c->gathered_batches,
+              c->gather_sub_ns / 1e3 / c->gathered_batches,
+              c->gather_sub_max_ns / 1e3);
 }
 
 void

@@ -72,16 +72,19 @@ struct gather_item {
   struct gather_item *next;
 };
 
-struct enc_req {
+/* An encode in the group commit: a writer's, waited for at once, or
+ * begun by one (gr_coding_encode_begin) and waited for later. */
+struct gr_coding_enc {
   uint8_t *const *blocks;
-  size_t nstripes;
+  size_t nstripes, len;
+  bool queued;                  /* in the queue, not yet in a batch */
   uint32_t *cksums;             /* its block checksums, or NULL */
   int rc;
   double t_in, t_done;          /* gr_now: queued; its batch's result */
   pthread_cond_t cv;            /* the leader's: a writer joined, a
                                  * batch ended */
   sem_t done;                   /* a follower's: posted with its result */
-  struct enc_req *next;
+  struct gr_coding_enc *next;
 };
 
 struct gr_coding {
@@ -118,9 +121,9 @@ struct gr_coding {
    * leader (waiting for more), writers held back by a full queue. */
   pthread_mutex_t comb_lock;
   pthread_cond_t comb_room;
-  struct enc_req *comb_head, **comb_tail;
+  struct gr_coding_enc *comb_head, **comb_tail;
   size_t comb_stripes, comb_reqs;
-  struct enc_req *comb_leader;
+  struct gr_coding_enc *comb_leader;
   int comb_held;
   /* The group commit's batches, the requests in them, the leaders'
    * windows that ran out waiting for writers in flight, and the batches
@@ -151,20 +154,35 @@ struct gr_coding {
   uint64_t gather_woken_ns;
 };
 
-/* coding.c: an operation on the GPU ends (claimed); the GPU failed
- * (this operation and all later ones on the CPU). */
+/* coding.c: take one of the GPU's places for an operation about to run
+ * there (false: GPU unusable, or busy under accel=auto: run it on the
+ * CPU); an operation on the GPU ends (claimed); the GPU failed (this
+ * operation and all later ones on the CPU); an encode on the CPU (0, or
+ * -1 with errno EIO). */
+bool gr_coding_claim (struct gr_coding *c);
 void gr_coding_release (struct gr_coding *c);
 void gr_coding_gpu_failed (struct gr_coding *c, const char *op, int r);
+int gr_coding_encode_cpu (struct gr_coding *c, uint8_t *const *blocks,
+                          size_t nstripes, size_t len, uint32_t *cksums);
 
-/* coding-batch.c: the group commit's account logged (at exit);
+/* coding-batch.c: the group commit's and the gathering's accounts
+ * logged (at exit);
  * full-stripe encodes of whole chunks through the group commit (0 or a
  * negative errno); does a small GPU operation of `bytes` of data go to
  * be gathered; the operations ops[0..nops) (reconstructs, encodes; bytes
  * of data) gathered with others (0, or -EIO after nbdkit_error). */
-void gr_coding_comb_log (const struct gr_coding *c);
+void gr_coding_batch_log (const struct gr_coding *c);
 int gr_coding_encode_combined (struct gr_coding *c, uint8_t *const *blocks,
                                size_t nstripes, size_t len,
                                uint32_t *cksums);
+/* coding-batch.c: such an encode queued without waiting (NULL: no room
+ * in the queue, or no memory); its batch waited for, led if it has not
+ * gone (0 or a negative errno), and e freed. */
+struct gr_coding_enc *gr_coding_comb_begin (struct gr_coding *c,
+                                            uint8_t *const *blocks,
+                                            size_t nstripes, size_t len,
+                                            uint32_t *cksums);
+int gr_coding_comb_end (struct gr_coding *c, struct gr_coding_enc *e);
 bool gr_coding_gather_this (struct gr_coding *c, size_t bytes);
 int gr_coding_gathered (struct gr_coding *c, const struct gr_code_op *ops,
                         size_t nops, size_t bytes);

@@ -229,17 +229,7 @@ gr_coding_free (struct gr_coding *c)
 {
   if (c == NULL)
     return;
-  if (c->gpu)
-    gr_debug ("coding operations on the GPU: %" PRIu64 "; sent to the CPU "
-              "because %d were already on the GPU: %" PRIu64 "; small "
-              "operations gathered: %" PRIu64 " of %" PRIu64 " plans "
-              "in %" PRIu64 " submissions (%" PRIu64 " of them encodes)",
-              __atomic_load_n (&c->ops_gpu, __ATOMIC_RELAXED),
-              GPU_MAX_INFLIGHT,
-              __atomic_load_n (&c->ops_spilled, __ATOMIC_RELAXED),
-              c->gathered_ops, c->gathered_plans, c->gathered_batches,
-              c->gathered_encodes);
-  gr_coding_comb_log (c);
+  gr_coding_batch_log (c);
   if (c->gpu) {
     char acct[600];
 
@@ -256,19 +246,6 @@ gr_coding_free (struct gr_coding *c)
               "the GPU%s%s%s, %" PRIu64 " by memcpy", c->copies_gpu,
               acct[0] ? " (" : "", acct, acct[0] ? ")" : "", c->copies_cpu);
   }
-  if (c->gathered_plans > 0 && c->gathered_batches > 0)
-    gr_debug ("gathered operations, mean per plan: %.0f us queued, %.0f "
-              "us in its submission, %.0f us from its end until the plan's "
-              "thread ran; mean submission %.1f plans, %.2f MiB, %.0f us "
-              "(longest %.0f us)",
-              c->gather_queued_ns / 1e3 / c->gathered_plans,
-              c->gather_run_ns / 1e3 / c->gathered_plans,
-              __atomic_load_n (&c->gather_woken_ns, __ATOMIC_RELAXED) / 1e3 /
-              c->gathered_plans,
-              (double) c->gathered_plans / c->gathered_batches,
-              c->gather_bytes_done / (double) MiB / c->gathered_batches,
-              c->gather_sub_ns / 1e3 / c->gathered_batches,
-              c->gather_sub_max_ns / 1e3);
   if (c->reqpin) {
     struct gr_reqpin_stats st;
 
@@ -390,10 +367,8 @@ gr_coding_route (void *arg, enum gr_op op, size_t bytes, int nerased)
   return gr_router_route (c->router, op, bytes, nerased) == GR_SIDE_GPU;
 }
 
-/* Take one of the GPU's places for an operation about to run there
- * (false: GPU unusable, or busy under accel=auto: run it on the CPU). */
-static bool
-claim (struct gr_coding *c)
+bool
+gr_coding_claim (struct gr_coding *c)
 {
   if (!gr_coding_gpu_usable (c))
     return false;
@@ -464,7 +439,7 @@ gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
 {
   int r;
 
-  if (gpu && claim (c)) {
+  if (gpu && gr_coding_claim (c)) {
     if (len == c->chunk && gpuraid_debug_group_commit)
       r = gr_coding_encode_combined (c, blocks, nstripes, len, cksums);
     else
@@ -474,6 +449,15 @@ gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
       return 0;
     gr_coding_gpu_failed (c, "encode", r);
   }
+  return gr_coding_encode_cpu (c, blocks, nstripes, len, cksums);
+}
+
+int
+gr_coding_encode_cpu (struct gr_coding *c, uint8_t *const *blocks,
+                      size_t nstripes, size_t len, uint32_t *cksums)
+{
+  int r;
+
   cpu_latency (c);
   r = encode_summed (c->cpu, blocks, nstripes, len, cksums);
   return r == 0 ? 0 : coding_error ("encode", r);
@@ -493,7 +477,7 @@ gr_coding_reconstruct_n (struct gr_coding *c, bool gpu, const int *erased,
 {
   int r;
 
-  if (gpu && claim (c)) {
+  if (gpu && gr_coding_claim (c)) {
     r = gr_reconstruct (c->gpu, erased, nerased, blocks, nstripes, len);
     gr_coding_release (c);
     if (r == 0)
@@ -527,7 +511,7 @@ gr_coding_update (struct gr_coding *c, bool gpu, int index, int count,
     blocks[c->k + j] = pdelta[j];
   if (gpu && gr_coding_gather_this (c, bytes))
     r = gr_coding_gathered (c, &op, 1, bytes);
-  else if (gpu && claim (c)) {
+  else if (gpu && gr_coding_claim (c)) {
     r = gr_code_many (c->gpu, &op, 1);
     gr_coding_release (c);
     if (r != 0) {
@@ -559,6 +543,19 @@ plan_encode (void *arg, bool gpu, uint8_t *const *blocks, size_t nstripes,
   return gr_coding_encode (arg, gpu, blocks, nstripes, len, NULL);
 }
 
+static void *
+plan_encode_begin (void *arg, uint8_t *const *blocks, size_t nstripes,
+                   size_t len, uint32_t *cksums)
+{
+  return gr_coding_encode_begin (arg, true, blocks, nstripes, len, cksums);
+}
+
+static int
+plan_encode_end (void *arg, void *e)
+{
+  return gr_coding_encode_end (arg, e);
+}
+
 static int
 plan_reconstruct (void *arg, bool gpu, const int *erased, int nerased,
                   uint8_t *const *blocks, size_t nstripes, size_t len)
@@ -579,7 +576,7 @@ reconstruct_ops (struct gr_coding *c, bool gpu, const struct gr_code_op *ops,
     return gr_coding_reconstruct_n (c, gpu, ops[0].erased, ops[0].nerased,
                                     ops[0].blocks, ops[0].nstripes,
                                     ops[0].len);
-  if (gpu && claim (c)) {
+  if (gpu && gr_coding_claim (c)) {
     r = gr_code_many (c->gpu, ops, nops);
     gr_coding_release (c);
     if (r == 0)
@@ -661,7 +658,9 @@ gr_coding_plan_coder (struct gr_coding *c)
   return (struct gr_plan_coder) { .encode = plan_encode,
                                   .reconstruct = plan_reconstruct,
                                   .update = plan_update, .many = plan_many,
-                                  .host_copy = plan_host_copy, .arg = c };
+                                  .host_copy = plan_host_copy,
+                                  .encode_begin = plan_encode_begin,
+                                  .encode_end = plan_encode_end, .arg = c };
 }
 
 bool

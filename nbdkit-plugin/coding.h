@@ -88,6 +88,19 @@ bool gr_coding_route (void *arg, enum gr_op op, size_t bytes, int nerased);
  * gr_code_op's (gf.h), filled on success (by the GPU where it can). */
 int gr_coding_encode (struct gr_coding *c, bool gpu, uint8_t *const *blocks,
                       size_t nstripes, size_t len, uint32_t *cksums);
+/* The same encode begun and not waited for, where it goes through the
+ * group commit (on the GPU, of whole chunks): queued with the other
+ * writers' (coding-batch.c); NULL where it does not (encode it with
+ * gr_coding_encode).  Then waited for (and redone on the CPU if the GPU
+ * failed), e freed: 0, or -1 with errno EIO.  A thread may have several
+ * begun; waiting for the first leads their batch if none has taken them
+ * yet. */
+struct gr_coding_enc;
+struct gr_coding_enc *gr_coding_encode_begin (struct gr_coding *c, bool gpu,
+                                              uint8_t *const *blocks,
+                                              size_t nstripes, size_t len,
+                                              uint32_t *cksums);
+int gr_coding_encode_end (struct gr_coding *c, struct gr_coding_enc *e);
 int gr_coding_reconstruct (struct gr_coding *c, bool gpu, const int *erased,
                            int nerased, uint8_t *const *blocks, size_t len);
 /* The same for nstripes stripes of one erasure pattern (blocks: nstripes

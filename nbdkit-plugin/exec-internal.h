@@ -14,6 +14,9 @@
 
 struct gr_pool;
 
+/* -D gpuraid.gpu_sums (exec.c). */
+extern int gpuraid_debug_gpu_sums;
+
 #define NLOCKS 1024                     /* stripe lock table size */
 
 /* The stages of a plan that gr_exec_run times (reads: their
@@ -43,12 +46,29 @@ struct gr_exec {
   uint64_t sums_read;                   /* atomic: reads verified against
                                          * the checksums their coding
                                          * computed (gpu_sums) */
+  uint64_t begun;                       /* atomic: plans begun and finished
+                                         * (gr_exec_begin) */
   int sums_wrong;                       /* atomic: the GPU's were found
                                          * wrong (said once) */
   struct gr_exec_times {                /* atomic: gr_exec_run's plans */
     uint64_t plans, ns[GR_EXEC_NSTAGES];
   } times[GR_PLAN_REFUSE + 1];          /* by plan kind */
 };
+
+/* Each thread's plans (its own, and those it has begun: gr_exec_begin)
+ * and the member I/O vector their reads and writes go through
+ * (exec-work.c). */
+struct gr_exec_work {
+  struct gr_plan *plan;
+  struct gr_plan *begun[GR_EXEC_BEGUN_MAX];     /* made on first use */
+  struct gr_mio *mio;
+  size_t cap;                   /* of mio */
+};
+/* The calling thread's work, its I/O vector with room for plan p's
+ * accesses (NULL: the thread's own plan); NULL after nbdkit_error
+ * (errno ENOMEM).  Freed with the thread (the key's destructor). */
+struct gr_exec_work *gr_exec_work (struct gr_exec *x, const struct gr_plan *p);
+void gr_exec_work_free (void *w);
 
 /* Where gr_exec_run's plans spend their time (exec-times.c): seconds in
  * each stage (enum gr_exec_stage), added to the account of the plan's

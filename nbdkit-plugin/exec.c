@@ -21,26 +21,6 @@
  * comparison). */
 NBDKIT_DLL_PUBLIC int gpuraid_debug_gpu_sums = 1;
 
-/* Each thread's plan and the member I/O vector its reads and writes go
- * through. */
-struct work {
-  struct gr_plan *plan;
-  struct gr_mio *mio;
-  size_t cap;                   /* of mio */
-};
-
-static void
-work_free (void *v)
-{
-  struct work *w = v;
-
-  if (w) {
-    gr_plan_free (w->plan);
-    free (w->mio);
-    free (w);
-  }
-}
-
 struct gr_exec *
 gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
              const struct gr_exec_parts *parts)
@@ -64,7 +44,8 @@ gr_exec_new (const struct gr_geom *g, struct gr_members *ms,
   x->zero = aligned_alloc (4096, g->chunk);   /* O_DIRECT takes it */
   if (x->zero)
     memset (x->zero, 0, g->chunk);
-  if (x->zero == NULL || pthread_key_create (&x->work_key, work_free) != 0) {
+  if (x->zero == NULL ||
+      pthread_key_create (&x->work_key, gr_exec_work_free) != 0) {
     nbdkit_error ("executor: %m");
     free (x->zero);
     free (x);
@@ -89,9 +70,12 @@ gr_exec_free (struct gr_exec *x)
   if (x->sums_read)
     gr_debug ("block checksums verified against the coding's: %" PRIu64
               " reads", x->sums_read);
+  if (x->begun)
+    gr_debug ("plans begun with a request's others, their encodes queued "
+              "together, and finished after: %" PRIu64, x->begun);
   gr_exec_times_log (x);
   /* The calling thread's work; other threads' went with them. */
-  work_free (pthread_getspecific (x->work_key));
+  gr_exec_work_free (pthread_getspecific (x->work_key));
   pthread_key_delete (x->work_key);
   for (i = 0; i < NLOCKS; i++)
     pthread_rwlock_destroy (&x->locks[i]);
@@ -140,48 +124,6 @@ const uint64_t *
 gr_exec_requests (const struct gr_exec *x)
 {
   return &x->requests;
-}
-
-/* The calling thread's work, its I/O vector with room for plan p's
- * accesses (NULL: the thread's own plan). */
-static struct work *
-get_work (struct gr_exec *x, const struct gr_plan *p)
-{
-  struct work *w = pthread_getspecific (x->work_key);
-
-  if (w == NULL) {
-    w = calloc (1, sizeof *w);
-    if (w)
-      w->plan = gr_plan_new (&x->g);
-    if (w == NULL || w->plan == NULL ||
-        pthread_setspecific (x->work_key, w) != 0)
-      goto nomem;
-  }
-  if (p == NULL)
-    p = w->plan;
-  if (w->cap < p->cap_io) {
-    struct gr_mio *v = realloc (w->mio, p->cap_io * sizeof *v);
-
-    if (v == NULL)
-      goto nomem;
-    w->mio = v;
-    w->cap = p->cap_io;
-  }
-  return w;
- nomem:
-  if (w && pthread_getspecific (x->work_key) != w)
-    work_free (w);
-  nbdkit_error ("plan: out of memory");
-  errno = ENOMEM;
-  return NULL;
-}
-
-struct gr_plan *
-gr_exec_plan (struct gr_exec *x)
-{
-  struct work *w = get_work (x, NULL);
-
-  return w ? w->plan : NULL;
 }
 
 void
@@ -629,7 +571,7 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
              uint8_t *peer, enum gr_mio_policy policy,
              struct gr_exec_result *res)
 {
-  struct work *w = get_work (x, p);
+  struct gr_exec_work *w = gr_exec_work (x, p);
   struct gr_bufs b = { .req = req, .zero = x->zero, .peer = peer };
   bool locked = false;
   enum gr_exec_outcome r;

@@ -128,6 +128,45 @@ enum gr_exec_outcome gr_exec_run (struct gr_exec *x, struct gr_plan *p,
                                   enum gr_mio_policy policy,
                                   struct gr_exec_result *res);
 
+/* --- a request's plans begun together ---------------------------------- */
+
+/* A request whose plans read nothing (its whole stripes, the stripes it
+ * joins: join.h) begins them (their encodes queued in the group commit,
+ * coding.h) before it runs its others, so that their encodes go to the
+ * GPU in one batch and it waits once; then it finishes them (each
+ * waited for, then written as gr_exec_run writes).  A plan begun holds
+ * no stripe (a plan without reads locks only around its writes), only
+ * its buffers; a thread has at most GR_EXEC_BEGUN_MAX begun, each in a
+ * plan of its own. */
+#define GR_EXEC_BEGUN_MAX 3
+
+struct gr_exec_begun {
+  struct gr_plan *p;
+  uint8_t *req, *peer;          /* as gr_exec_run's */
+  uint8_t *scratch;
+  int slot;
+  void *enc;                    /* its encode (steps.h) */
+};
+
+/* The calling thread's plan for begun plans in slot (0 ..
+ * GR_EXEC_BEGUN_MAX - 1), made on first use.  NULL after nbdkit_error. */
+struct gr_plan *gr_exec_begun_plan (struct gr_exec *x, int slot);
+
+/* Begin p (slot's plan; req and peer as gr_exec_run's) into *bg: where
+ * it is a write of whole stripes (full or joined) that reads nothing and
+ * codes by one GPU encode of whole chunks that goes through the group
+ * commit; true, and gr_exec_finish must follow.  Else false, nothing
+ * done: run p with gr_exec_run. */
+bool gr_exec_begin (struct gr_exec *x, struct gr_plan *p, int slot,
+                    uint8_t *req, uint8_t *peer, struct gr_exec_begun *bg);
+
+/* A begun plan's encode waited for, then its writes, its stripes held
+ * around them: as gr_exec_run (REPLAN: run it again with gr_exec_run). */
+enum gr_exec_outcome gr_exec_finish (struct gr_exec *x,
+                                     struct gr_exec_begun *bg,
+                                     enum gr_mio_policy policy,
+                                     struct gr_exec_result *res);
+
 /* Read every live chunk of stripes [s0, s0 + ns) and verify their block
  * checksums, repairing those that fail (as any read does): DONE,
  * UNSUPPORTED (no chunk of redundancy left to check against: nothing

@@ -19,6 +19,7 @@ NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_auto = 0;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_pin = 0;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_gpu_us = 0;
 NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_cpu_us = 0;
+NBDKIT_DLL_PUBLIC int gpuraid_debug_fake_fail_after = 0;
 
 static void classify (const uint8_t *const *b, size_t n, size_t len);
 
@@ -197,10 +198,24 @@ latency (void)
   __atomic_sub_fetch (&trips_now, 1, __ATOMIC_ACQ_REL);
 }
 
+/* fake_fail_after=N: has the working one done its N operations, and
+ * fails from now on? */
+static bool
+gone_bad (void)
+{
+  static unsigned long ops;
+
+  return gpuraid_debug_fake_fail_after > 0 &&
+    __atomic_add_fetch (&ops, 1, __ATOMIC_RELAXED) >
+    (unsigned long) gpuraid_debug_fake_fail_after;
+}
+
 static int
 working_encode (struct gr_coder *c, uint8_t *const *blocks, size_t nstripes,
                 size_t len)
 {
+  if (gone_bad ())
+    return -EIO;
   latency ();
   classify ((const uint8_t *const *) blocks,
             nstripes * (gr_coder_k (c) + gr_coder_m (c)), len);
@@ -216,6 +231,8 @@ working_reconstruct (struct gr_coder *c, const struct gr_decode *d,
   size_t s;
   int i, nu;
 
+  if (gone_bad ())
+    return -EIO;
   latency ();
   for (s = 0; s < nstripes; s++) {
     for (nu = 0, i = 0; i < k; i++)
@@ -238,6 +255,8 @@ working_update (struct gr_coder *c, int data_index,
   size_t s;
   int j;
 
+  if (gone_bad ())
+    return -EIO;
   latency ();
   for (s = 0; s < nstripes; s++) {
     used[0] = delta[s];
@@ -259,6 +278,8 @@ working_many (struct gr_coder *c, const struct gr_decode *const *d,
   size_t i, s;
   int j, nu;
 
+  if (gone_bad ())
+    return -EIO;
   latency ();
   for (i = 0; i < nops; i++)
     for (s = 0; s < ops[i].nstripes; s++) {

@@ -15,6 +15,10 @@
  *                          submission, as a GPU's round trip does (so
  *                          that batches gathered across requests form),
  *                          and counts how many were in it at once;
+ *   -D gpuraid.fake_fail_after=N  the working one fails (-EIO) every
+ *                          operation after its first N (a GPU lost while
+ *                          it runs: work queued by then is redone on the
+ *                          CPU);
  *   -D gpuraid.fake_cpu_us=N  with a stand-in, the CPU coder takes N us
  *                          more for each operation (so that accel=auto's
  *                          router has a faster "GPU" to find);

@@ -46,36 +46,69 @@ req_name (enum gr_req req)
   }
 }
 
+/* A request's plans begun (exec.h: its whole stripes and those it joins,
+ * which read nothing), not yet finished: each with the part of another
+ * write it took (join.h) or NULL, and where it starts. */
+struct begun {
+  struct gr_exec_begun bg[GR_EXEC_BEGUN_MAX];
+  struct gr_join_part *part[GR_EXEC_BEGUN_MAX];
+  uint64_t pos[GR_EXEC_BEGUN_MAX];
+  int n;
+};
+
+/* A taken part's end: written with its stripe, or (planned otherwise, or
+ * bad) back to its owner or failed. */
+static void
+part_done (struct gr_exec *x, struct gr_join_req *jr,
+           struct gr_join_part *part, const struct gr_plan *p, bool bad)
+{
+  if (part)
+    gr_join_written (gr_exec_join (x), jr, part, bad ? EIO : 0,
+                     !bad && p->kind != GR_PLAN_WRITE_JOINED);
+}
+
 /* Plan and run [pos, end) of a request that starts at offset; buf is its
  * buffer (NULL for zero and trim), pinned if it is page-locked for the
  * GPU (coding.h); jr its registration as a write whose parts of stripes
- * may be joined with others' (join.h), or NULL.  0 or -1. */
+ * may be joined with others' (join.h), or NULL; part, another write's
+ * part of pos's stripe that it took (or NULL); bn, where plans that read
+ * nothing may be begun (NULL: each run at once).  0 or -1. */
 static int
 run_range (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
            uint64_t offset, uint64_t pos, uint64_t end,
-           struct gr_join_req *jr, struct gr_exec_result *res)
+           struct gr_join_req *jr, struct gr_join_part *part,
+           struct begun *bn, struct gr_exec_result *res)
 {
-  struct gr_plan *p = gr_exec_plan (x);
   struct gr_exec_snap sn;
   uint64_t plen;
   struct gr_plan_ctx c;
   struct gr_plan_peer peer;
+  struct gr_plan *p;
   bool bad;
 
-  if (p == NULL)
-    return -1;
   while (pos < end) {
-    /* A part of a stripe given to a concurrent write that has the
-     * rest; or, given the rest, the whole stripe (kept on a replan). */
-    if (jr && jr->taken == NULL &&
-        gr_join_at (gr_exec_join (x), jr, pos, end, &plen,
-                    &jr->taken) == GR_JOIN_GIVEN) {
-      pos += plen;
-      continue;
+    /* A part of a stripe taken by the concurrent write that has the
+     * rest; or, that write's part taken, the whole stripe (kept on a
+     * replan). */
+    if (jr && part == NULL) {
+      switch (gr_join_at (gr_exec_join (x), jr, pos, end, false, &plen,
+                          &part)) {
+      case GR_JOIN_GIVEN:
+        pos += plen;
+        continue;
+      case GR_JOIN_ALONE:
+      case GR_JOIN_TAKEN:
+      case GR_JOIN_LATER:       /* not asked for */
+        break;
+      }
     }
+    p = bn && bn->n < GR_EXEC_BEGUN_MAX ? gr_exec_begun_plan (x, bn->n)
+      : gr_exec_plan (x);
+    if (p == NULL)
+      return -1;
     gr_exec_plan_ctx (x, &sn, &c);
-    if (jr && jr->taken) {
-      peer = (struct gr_plan_peer) { jr->taken->offset, jr->taken->len };
+    if (part) {
+      peer = (struct gr_plan_peer) { part->offset, part->len };
       c.peer = &peer;
     }
     c.req_pinned = pinned;
@@ -96,18 +129,23 @@ run_range (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
                 PRIu64 "+%" PRIu64 "): %zu reads, %zu writes",
                 req_name (req), gr_plan_kind_name (p->kind), pos, plen,
                 p->s0, p->nstripes, p->nread, p->nwrite);
+    if (bn && bn->n < GR_EXEC_BEGUN_MAX &&
+        gr_exec_begin (x, p, bn->n, buf ? buf + (pos - offset) : NULL,
+                       part ? part->buf : NULL, &bn->bg[bn->n])) {
+      bn->part[bn->n] = part;
+      bn->pos[bn->n++] = pos;
+      part = NULL;
+      pos += plen;
+      continue;
+    }
     switch (gr_exec_run (x, p, buf ? buf + (pos - offset) : NULL,
-                         jr && jr->taken ? jr->taken->buf : NULL,
-                         GR_MIO_FAIL_MEMBER, res)) {
+                         part ? part->buf : NULL, GR_MIO_FAIL_MEMBER, res)) {
     case GR_EXEC_DONE:
       /* A write that lost more than m members cannot be read back. */
       bad = req != GR_REQ_READ &&
         gr_members_too_degraded (gr_exec_members (x));
-      /* The part taken: written with the stripe, or (planned otherwise)
-       * back to its owner. */
-      if (jr && jr->taken)
-        gr_join_written (gr_exec_join (x), jr, bad ? EIO : 0,
-                         !bad && p->kind != GR_PLAN_WRITE_JOINED);
+      part_done (x, jr, part, p, bad);
+      part = NULL;
       if (bad)
         return fail_eio (x, req_name (req), pos);
       pos += plen;
@@ -119,7 +157,7 @@ run_range (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
        * sure (trim is advisory: the rest of it is skipped). */
       if (req == GR_REQ_TRIM) {
         if (run_range (x, GR_REQ_ZERO_MAY_TRIM, NULL, false, pos, pos,
-                       pos + plen, NULL, res) == -1)
+                       pos + plen, NULL, NULL, NULL, res) == -1)
           return -1;
         pos += plen;
       }
@@ -131,11 +169,51 @@ run_range (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
   return 0;
 }
 
+/* Finish the plans begun, in order (all of them, whatever fails): a
+ * plan made again is run at once.  0 or -1. */
+static int
+finish_begun (struct gr_exec *x, uint8_t *buf, bool pinned, uint64_t offset,
+              struct gr_join_req *jr, struct begun *bn,
+              struct gr_exec_result *res)
+{
+  int r = 0;
+
+  for (int i = 0; i < bn->n; i++) {
+    const struct gr_plan *p = bn->bg[i].p;
+    const uint64_t pos = bn->pos[i];
+    bool bad;
+
+    switch (gr_exec_finish (x, &bn->bg[i], GR_MIO_FAIL_MEMBER, res)) {
+    case GR_EXEC_DONE:
+      bad = gr_members_too_degraded (gr_exec_members (x));
+      part_done (x, jr, bn->part[i], p, bad);
+      if (bad && r == 0)
+        r = fail_eio (x, "write", pos);
+      break;
+    case GR_EXEC_REPLAN:
+    case GR_EXEC_UNSUPPORTED:   /* not of a write */
+      if (run_range (x, GR_REQ_WRITE, buf, pinned, offset, pos, pos + p->len,
+                     jr, bn->part[i], NULL, res) == -1)
+        r = -1;
+      break;
+    case GR_EXEC_ERROR:
+      r = -1;                   /* its part handed back when jr leaves */
+      break;
+    }
+  }
+  bn->n = 0;
+  return r;
+}
+
 /* Plan and run [offset, offset + len) of a request (run_range).  A write
- * that may be joined writes its whole stripes first (alone: no part of
- * them can be joined), then its part of a stripe at the end, then at the
- * start: a neighbour that arrives a little later still finds them to
- * join (join.h). */
+ * that may be joined (jr) begins its whole stripes (exec.h), then meets
+ * the writes in flight beside it at its parts of stripes, the first
+ * then the last (join.h): a part taken by one is done; one of theirs
+ * taken, the stripe is begun joined; with none in flight there, the
+ * part waits until the plans begun are finished (one coming meanwhile
+ * takes it); else it is planned alone.  Then the plans begun are
+ * finished (their encodes in one batch, one wait), then the parts that
+ * waited, joined if they can be now. */
 static int
 run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
      uint64_t offset, uint64_t len, struct gr_join_req *jr,
@@ -143,21 +221,54 @@ run (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
 {
   const uint64_t W = gr_map_stripe_width (gr_exec_geom (x));
   const uint64_t end = offset + len;
-  uint64_t h, t;
+  uint64_t h, t, ends[2][2], later[2][2], plen;
+  struct gr_join_part *part;
+  struct begun bn = { .n = 0 };
+  int nlater = 0, r;
 
   gr_exec_count_request (x);
   if (jr == NULL)
-    return run_range (x, req, buf, pinned, offset, offset, end, NULL, res);
+    return run_range (x, req, buf, pinned, offset, offset, end, NULL, NULL,
+                      NULL, res);
   h = (offset + W - 1) / W * W;
   if (h > end)
     h = end;
   t = end / W * W;
   if (t < h)
     t = h;
-  return run_range (x, req, buf, pinned, offset, h, t, NULL, res) == -1 ||
-    run_range (x, req, buf, pinned, offset, t, end, jr, res) == -1 ||
-    run_range (x, req, buf, pinned, offset, offset, h, jr, res) == -1
-    ? -1 : 0;
+  r = run_range (x, req, buf, pinned, offset, h, t, NULL, NULL, &bn, res);
+  ends[0][0] = offset;
+  ends[0][1] = h;
+  ends[1][0] = t;
+  ends[1][1] = end;
+  for (int i = 0; i < 2 && r == 0; i++) {
+    if (ends[i][0] == ends[i][1])
+      continue;
+    part = NULL;
+    switch (gr_join_at (gr_exec_join (x), jr, ends[i][0], ends[i][1], true,
+                        &plen, &part)) {
+    case GR_JOIN_GIVEN:
+      break;
+    case GR_JOIN_LATER:
+      later[nlater][0] = ends[i][0];
+      later[nlater++][1] = ends[i][1];
+      break;
+    case GR_JOIN_TAKEN:
+      r = run_range (x, req, buf, pinned, offset, ends[i][0], ends[i][1],
+                     jr, part, &bn, res);
+      break;
+    case GR_JOIN_ALONE:
+      r = run_range (x, req, buf, pinned, offset, ends[i][0], ends[i][1],
+                     NULL, NULL, &bn, res);
+      break;
+    }
+  }
+  if (finish_begun (x, buf, pinned, offset, jr, &bn, res) == -1)
+    r = -1;
+  for (int i = 0; i < nlater && r == 0; i++)
+    r = run_range (x, req, buf, pinned, offset, later[i][0], later[i][1], jr,
+                   NULL, NULL, res);
+  return r;
 }
 
 /* fdatasync the members a request wrote (FUA). */
@@ -228,7 +339,8 @@ write_req (struct gr_exec *x, enum gr_req req, const void *buf,
     if (jr.parts[i].state == GR_JOIN_PART_BACK)
       r = run_range (x, req, jr.parts[i].buf, pinned, jr.parts[i].offset,
                      jr.parts[i].offset,
-                     jr.parts[i].offset + jr.parts[i].len, NULL, &res);
+                     jr.parts[i].offset + jr.parts[i].len, NULL, NULL, NULL,
+                     &res);
   if (pinned)
     gr_coding_request_end (coding);
   if (r == -1)

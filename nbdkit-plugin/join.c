@@ -14,7 +14,8 @@ struct gr_join {
   struct gr_geom g;
   pthread_mutex_t lock;
   struct gr_join_req *head;     /* the writes in flight */
-  uint64_t given, taken, back;  /* parts, since the start */
+  uint64_t taken, written, back;        /* parts, since the start */
+  uint64_t later;               /* answers GR_JOIN_LATER */
 };
 
 struct gr_join *
@@ -36,11 +37,12 @@ gr_join_free (struct gr_join *j)
 {
   if (j == NULL)
     return;
-  if (j->given)
-    gr_debug ("joined writes: %" PRIu64 " parts of stripes given to the "
-              "concurrent write that had the rest, %" PRIu64 " written "
-              "with it as whole stripes, %" PRIu64 " handed back",
-              j->given, j->taken, j->back);
+  if (j->taken)
+    gr_debug ("joined writes: %" PRIu64 " parts of stripes taken from the "
+              "concurrent write that had them, %" PRIu64 " written "
+              "with it as whole stripes, %" PRIu64 " handed back; %" PRIu64
+              " parts put off until later", j->taken, j->written, j->back,
+              j->later);
   pthread_mutex_destroy (&j->lock);
   free (j);
 }
@@ -84,84 +86,113 @@ end_of (const struct gr_join *j, const struct gr_join_req *r, uint64_t s)
 
 /* The write in flight, other than r, that covers exactly [a, b) of
  * stripe s (disjoint from r's part there), has not reached s yet and
- * has no part of s given to it: it makes the stripe whole; or NULL.
- * j->lock held. */
+ * has no part of s taken: r takes its part; or NULL.  *near: some write
+ * in flight other than r has bytes in [a, b).  j->lock held. */
 static struct gr_join_req *
-taker (struct gr_join *j, const struct gr_join_req *r, uint64_t s,
-       uint64_t a, uint64_t b, uint64_t w0, uint64_t w1)
+owner_of_rest (struct gr_join *j, const struct gr_join_req *r, uint64_t s,
+               uint64_t a, uint64_t b, uint64_t w0, uint64_t w1, bool *near)
 {
+  *near = false;
   for (struct gr_join_req *q = j->head; q; q = q->next) {
     const uint64_t qa = q->offset, qb = q->offset + q->len;
     const int e = end_of (j, q, s);
     bool has = false;
 
-    if (q == r || q->gone || e < 0 || q->reached[e] ||
+    if (q == r || q->gone || qb <= a || qa >= b)
+      continue;
+    *near = true;
+    if (e < 0 || q->reached[e] || q->nparts == 2 ||
         (qa > w0 ? qa : w0) != a || (qb < w1 ? qb : w1) != b)
       continue;
-    for (const struct gr_join_part *pc = q->given; pc; pc = pc->next)
-      has |= pc->offset / (w1 - w0) == s;
+    for (int i = 0; i < q->nparts; i++)
+      has |= q->parts[i].offset / (w1 - w0) == s;
     if (!has)
       return q;
   }
   return NULL;
 }
 
+/* r has reached stripe s.  j->lock held. */
+static void
+reach (struct gr_join *j, struct gr_join_req *r, uint64_t s)
+{
+  const uint64_t W = gr_map_stripe_width (&j->g);
+
+  r->reached[0] |= s == r->offset / W;
+  r->reached[1] |= s == (r->offset + r->len - 1) / W;
+}
+
 enum gr_join_outcome
 gr_join_at (struct gr_join *j, struct gr_join_req *r, uint64_t pos,
-            uint64_t end, uint64_t *len, struct gr_join_part **part)
+            uint64_t end, bool later, uint64_t *len,
+            struct gr_join_part **part)
 {
   const uint64_t W = gr_map_stripe_width (&j->g), s = pos / W;
   const uint64_t w0 = s * W, w1 = w0 + W, e = end < w1 ? end : w1;
   enum gr_join_outcome o = GR_JOIN_ALONE;
-  struct gr_join_part **pp, *pc;
+  struct gr_join_part *pc;
   struct gr_join_req *q;
+  bool near;
+  int slot;
 
   *len = e - pos;
   pthread_mutex_lock (&j->lock);
-  r->reached[0] |= s == r->offset / W;
-  r->reached[1] |= s == (r->offset + r->len - 1) / W;
-  /* A part given to r for this stripe: taken. */
-  for (pp = &r->given; (pc = *pp) != NULL; pp = &pc->next)
-    if (pc->offset / W == s) {
-      *pp = pc->next;
-      *part = r->taken = pc;
-      j->taken++;
-      o = GR_JOIN_TAKEN;
+  /* r's part here, taken by the write that has the rest: written by it;
+   * or handed back since (that write failed): r's again, written now
+   * (not again when r leaves). */
+  for (int i = 0; i < r->nparts; i++)
+    if (r->parts[i].offset / W == s) {
+      if (r->parts[i].state == GR_JOIN_PART_BACK)
+        r->parts[i].state = GR_JOIN_PART_WRITTEN;
+      else
+        o = GR_JOIN_GIVEN;
       goto out;
     }
   /* r's part [pos, e): one end of the stripe, the other on a chunk
-   * bound; the rest [a, b) to a write that has it whole. */
-  if (e - pos == W || r->nparts == 2 ||
-      (pos != w0 && e != w1) || (pos == w0 ? e - w0 : pos - w0) %
-      j->g.chunk)
+   * bound; the rest [a, b) from a write that has it whole. */
+  slot = r->taken[0] == NULL ? 0 : r->taken[1] == NULL ? 1 : -1;
+  if (e - pos == W || slot < 0 || (pos != w0 && e != w1) ||
+      (pos == w0 ? e - w0 : pos - w0) % j->g.chunk)
     goto out;
-  q = taker (j, r, s, pos == w0 ? e : w0, pos == w0 ? w1 : pos, w0, w1);
-  if (q == NULL)
+  q = owner_of_rest (j, r, s, pos == w0 ? e : w0, pos == w0 ? w1 : pos, w0,
+                     w1, &near);
+  if (q == NULL) {
+    if (later && !near) {
+      j->later++;
+      pthread_mutex_unlock (&j->lock);
+      return GR_JOIN_LATER;
+    }
     goto out;
-  pc = &r->parts[r->nparts++];
+  }
+  pc = &q->parts[q->nparts++];
   *pc = (struct gr_join_part) {
-    .offset = pos, .len = e - pos, .buf = r->buf + (pos - r->offset),
-    .owner = r, .state = GR_JOIN_PART_GIVEN, .next = q->given,
+    .offset = pos == w0 ? e : w0, .len = pos == w0 ? w1 - e : pos - w0,
+    .owner = q, .state = GR_JOIN_PART_TAKEN,
   };
-  q->given = pc;
-  r->pending++;
-  j->given++;
-  o = GR_JOIN_GIVEN;
+  pc->buf = q->buf + (pc->offset - q->offset);
+  q->pending++;
+  *part = r->taken[slot] = pc;
+  j->taken++;
+  o = GR_JOIN_TAKEN;
  out:
+  reach (j, r, s);
   pthread_mutex_unlock (&j->lock);
   return o;
 }
 
 void
-gr_join_written (struct gr_join *j, struct gr_join_req *r, int err,
-                 bool back)
+gr_join_written (struct gr_join *j, struct gr_join_req *r,
+                 struct gr_join_part *part, int err, bool back)
 {
   pthread_mutex_lock (&j->lock);
   if (back)
     j->back++;
-  part_ends (r->taken, back ? GR_JOIN_PART_BACK : GR_JOIN_PART_WRITTEN,
-             err);
-  r->taken = NULL;
+  else
+    j->written++;
+  part_ends (part, back ? GR_JOIN_PART_BACK : GR_JOIN_PART_WRITTEN, err);
+  for (int i = 0; i < 2; i++)
+    if (r->taken[i] == part)
+      r->taken[i] = NULL;
   pthread_mutex_unlock (&j->lock);
 }
 
@@ -178,17 +209,12 @@ gr_join_leave (struct gr_join *j, struct gr_join_req *r, bool *back)
     j->head = r->next;
   if (r->next)
     r->next->prev = r->prev;
-  for (struct gr_join_part *pc = r->given, *next; pc; pc = next) {
-    next = pc->next;
-    j->back++;
-    part_ends (pc, GR_JOIN_PART_BACK, 0);
-  }
-  r->given = NULL;
-  if (r->taken) {
-    j->back++;
-    part_ends (r->taken, GR_JOIN_PART_BACK, 0);
-    r->taken = NULL;
-  }
+  for (int i = 0; i < 2; i++)
+    if (r->taken[i]) {
+      j->back++;
+      part_ends (r->taken[i], GR_JOIN_PART_BACK, 0);
+      r->taken[i] = NULL;
+    }
   while (r->pending > 0)
     pthread_cond_wait (&r->done, &j->lock);
   pthread_mutex_unlock (&j->lock);

@@ -17,7 +17,7 @@ PLUGIN_SO = nbdkit-plugin/nbdkit-gpuraid-plugin.so
 # map.
 PLUGIN_OBJS = $(addprefix nbdkit-plugin/, gpuraid.o config.o array.o array-probe.o \
               resync.o journal.o bitmap.o bitmap-maps.o cksum.o exec-repair.o exec-cksum.o exec-times.o io.o join.o extents.o plan.o \
-              plan-jobs.o plan-read.o exec.o exec-lanes.o job.o replay.o \
+              plan-jobs.o plan-read.o exec.o exec-lanes.o exec-work.o job.o replay.o \
               members.o members-io.o members-rebuild.o control.o control-answer.o \
               status.o pace.o rebuild.o copy.o scrub.o heal.o heal-replace.o \
               coding.o coding-batch.o reqpin.o scratch.o pool.o \

@@ -28,13 +28,14 @@ struct buf {
 struct tls {
   struct gr_scratch *sc;
   struct buf keep, big;
+  struct buf begun;             /* the begun plans' (one region each) */
 };
 
-/* Page-locked buffers of ended threads, kept for the next threads:
- * nbdkit starts threads with each connection, and allocating page-locked
- * memory is slow and slows the GPU calls of other threads meanwhile
- * (docs/performance.md). */
-#define SPARE_MAX 256
+/* Page-locked buffers of ended threads (two each: the one it keeps, and
+ * its begun plans'), kept for the next threads: nbdkit starts threads
+ * with each connection, and allocating page-locked memory is slow and
+ * slows the GPU calls of other threads meanwhile (docs/performance.md). */
+#define SPARE_MAX 512
 
 /* Large buffers given back, kept mapped for the next large plans within
  * the cap: a partial-stripe write of 10+4 or 16+16 with 64 KiB chunks
@@ -210,6 +211,7 @@ tls_free (void *v)
     return;
   sc = t->sc;
   spare_put (sc, &t->keep);
+  spare_put (sc, &t->begun);
   free (t);
 }
 
@@ -274,32 +276,66 @@ get_tls (struct gr_scratch *sc)
   return t;
 }
 
+/* The kept buffer k, of at least size bytes: k as it is if it fits
+ * (page-locked while a GPU is used: slow to allocate, and the
+ * page-locked pool bounds them), else a page-locked one in its place,
+ * else (up to GR_SCRATCH_KEEP bytes) one from malloc.  NULL: larger than
+ * that and none page-locked, or (*err) after nbdkit_error. */
+static void *
+keep_get (struct gr_scratch *sc, struct buf *k, size_t size, bool *err)
+{
+  size_t psize = size;
+  void *p;
+
+  *err = false;
+  if (k->size >= size && (k->pinned || !pinned_wanted (sc, size)))
+    return k->p;
+  if ((p = pinned_alloc (sc, &psize)) != NULL) {
+    spare_put (sc, k);
+    *k = (struct buf) { .p = p, .size = psize, .pinned = true };
+    return p;
+  }
+  if (size > GR_SCRATCH_KEEP)
+    return NULL;
+  buf_free (sc, k, false);
+  if (buf_alloc (k, size < 65536 ? 65536 : size, false))
+    return k->p;
+  *err = true;
+  return NULL;
+}
+
+uint8_t *
+gr_scratch_get_begun (struct gr_scratch *sc, int slot, size_t size)
+{
+  struct tls *t;
+  uint8_t *p;
+  bool err;
+
+  if (slot < 0 || slot >= GR_SCRATCH_BEGUN_SLOTS ||
+      size > GR_SCRATCH_BEGUN_SIZE) {
+    nbdkit_error ("scratch: begun plan %d of %zu bytes: too large", slot,
+                  size);
+    errno = EINVAL;
+    return NULL;
+  }
+  t = get_tls (sc);
+  if (t == NULL ||
+      (p = keep_get (sc, &t->begun, GR_SCRATCH_KEEP, &err)) == NULL)
+    return NULL;
+  return p + (size_t) slot * GR_SCRATCH_BEGUN_SIZE;
+}
+
 uint8_t *
 gr_scratch_get (struct gr_scratch *sc, size_t size)
 {
   struct tls *t = get_tls (sc);
   void *p;
+  bool err;
 
   if (t == NULL)
     return NULL;
-  /* The kept buffer: small requests, and while a GPU is used page-locked
-   * ones (slow to allocate; the page-locked pool bounds them). */
-  if (t->keep.size >= size && (t->keep.pinned || !pinned_wanted (sc, size)))
-    return t->keep.p;
-  {
-    size_t psize = size;
-
-    if ((p = pinned_alloc (sc, &psize)) != NULL) {
-      spare_put (sc, &t->keep);
-      t->keep = (struct buf) { .p = p, .size = psize, .pinned = true };
-      return p;
-    }
-  }
-  if (size <= GR_SCRATCH_KEEP) {
-    buf_free (sc, &t->keep, false);
-    return buf_alloc (&t->keep, size < 65536 ? 65536 : size, false)
-      ? t->keep.p : NULL;
-  }
+  if ((p = keep_get (sc, &t->keep, size, &err)) != NULL || err)
+    return p;
   /* A large one, within the cap: wait while plans hold too much, then
    * a kept one that fits, else a new one, unmapping kept ones to make
    * room. */

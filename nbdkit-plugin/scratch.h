@@ -13,8 +13,11 @@
  * kept buffer is page-locked, up to 64 MiB, where the page-locked pool
  * (1 GiB) allows, so that GPU operations skip the engine's staging copy;
  * it is at least GR_SCRATCH_KEEP bytes, and when its thread ends it is
- * kept (up to 256 of them) for the next thread, as nbdkit starts threads
+ * kept (up to 512 of them) for the next thread, as nbdkit starts threads
  * with each connection and page-locking memory stalls the GPU driver.
+ *
+ * A thread that has begun plans (exec.h) keeps one more buffer, a
+ * region for each (gr_scratch_get_begun).
  *
  * One owner: struct gr_scratch holds the thread keys, the byte counts and
  * the pool's state (its spare buffers included). */
@@ -41,5 +44,16 @@ void gr_scratch_free (struct gr_scratch *sc);
 uint8_t *gr_scratch_get (struct gr_scratch *sc, size_t size);
 /* The plan is done with it. */
 void gr_scratch_put (struct gr_scratch *sc);
+
+/* A plan the thread has begun and not finished (exec.h) has its own
+ * region, slot, of one more buffer the thread keeps (page-locked as the
+ * other): up to GR_SCRATCH_BEGUN_SIZE bytes, 4096-aligned.  A slot's
+ * region is the thread's until it asks for that slot again.  NULL
+ * (errno ENOMEM, or EINVAL for a slot or size out of range) after
+ * nbdkit_error. */
+#define GR_SCRATCH_BEGUN_SLOTS 3
+#define GR_SCRATCH_BEGUN_SIZE \
+  ((GR_SCRATCH_KEEP / GR_SCRATCH_BEGUN_SLOTS) & ~(size_t) 4095)
+uint8_t *gr_scratch_get_begun (struct gr_scratch *sc, int slot, size_t size);
 
 #endif /* GPURAID_SCRATCH_H */

@@ -536,6 +536,31 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
   return 0;
 }
 
+void *
+gr_steps_begin (struct gr_plan *p, const struct gr_geom *g,
+                const struct gr_bufs *b, const struct gr_plan_coder *cd)
+{
+  const struct gr_step *st = &p->step[0];
+
+  if (cd->encode_begin == NULL || p->nstep != 1 ||
+      st->kind != GR_STEP_ENCODE || !st->gpu ||
+      gr_pool_width (cd->pool) > 1)
+    return NULL;
+  for (size_t i = 0; i < p->nblk; i++)
+    p->ptr[i] = gr_steps_at (b, p->blk[i]);
+  p->sum_len = 0;
+  if (cd->sums && cd->many)
+    plan_sums (p, g);
+  return cd->encode_begin (cd->arg, p->ptr + st->blk0, st->nstripes, st->len,
+                           p->sum_len ? p->bsum[st->blk0] : NULL);
+}
+
+int
+gr_steps_end (const struct gr_plan_coder *cd, void *e)
+{
+  return cd->encode_end (cd->arg, e);
+}
+
 /* --- the plan's arrays --------------------------------------------------- */
 
 static struct gr_plan *

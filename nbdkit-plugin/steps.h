@@ -78,6 +78,11 @@ struct gr_plan_coder {
    * the GPU; false where they were not made (no GPU, an end not
    * page-locked), and then memcpy makes them.  NULL: memcpy. */
   bool (*host_copy) (void *arg, const struct gr_copy_row *rows, size_t n);
+  /* Optional: a GPU encode begun without waiting (NULL where it cannot
+   * be: coding.h gr_coding_encode_begin), and waited for (0 or -1). */
+  void *(*encode_begin) (void *arg, uint8_t *const *blocks, size_t nstripes,
+                         size_t len, uint32_t *cksums);
+  int (*encode_end) (void *arg, void *e);
   void *arg;
   /* The threads a CPU coding step of several stripes is split over
    * (pool.h; NULL: the calling thread alone); a step on the GPU is never
@@ -105,5 +110,14 @@ void gr_steps_xor (uint8_t *d, const uint8_t *s, size_t len);
  * by a failed coding operation. */
 int gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
                   const struct gr_bufs *b, const struct gr_plan_coder *cd);
+
+/* The same begun without waiting, where p's steps are one encode on the
+ * GPU that the coder can begin (cd->encode_begin): its blocks, and their
+ * checksums where it sums them, as gr_steps_run sets them; the encode
+ * begun, or NULL (nothing begun: run p with gr_steps_run).  Then waited
+ * for: 0, or -1 with errno set. */
+void *gr_steps_begin (struct gr_plan *p, const struct gr_geom *g,
+                      const struct gr_bufs *b, const struct gr_plan_coder *cd);
+int gr_steps_end (const struct gr_plan_coder *cd, void *e);
 
 #endif /* GPURAID_STEPS_H */

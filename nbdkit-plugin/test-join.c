@@ -2,23 +2,25 @@
 /* gpuraid - unit test of joined writes (join.c), without nbdkit: two
  * writes that share a stripe (5+2, 64 KiB chunks, 320 KiB stripes), in
  * the orders they meet:
- *   - the later one reaches the shared stripe first: its part is given
- *     to the earlier one, which has not reached it; it leaves (another
- *     thread) and waits; the earlier one takes the part at that stripe,
- *     writes it (or fails: the giver fails with its errno), and the giver
- *     is let go;
- *   - the earlier one reaches it first (the later one not started):
- *     given the other way, taken the same way;
- *   - the taker leaves without taking it (it failed before): the part
- *     comes back to its owner, to write alone; taken and planned
+ *   - either reaches the shared stripe first and takes the other's part
+ *     (which has not reached it); the owner, reaching it, finds its part
+ *     taken and goes on; it leaves (another thread) and waits; the taker
+ *     writes the stripe (or fails: the owner fails with its errno), and
+ *     the owner is let go;
+ *   - the taker leaves without writing it (it failed): the part comes
+ *     back to its owner, to write alone after it leaves, or, if it has
+ *     not reached the stripe yet, when it does; taken and planned
  *     otherwise: the same;
- *   - given to a write that has planned its last stripe but not its
- *     first (the part's), as a write plans its first part last;
- *   - no part given: to a write that has reached the stripe, that
+ *   - asked, a part whose stripe no write in flight has any of the rest
+ *     of waits (LATER, nothing marked): a neighbour that comes takes it;
+ *     one with a neighbour there that cannot give it is alone;
+ *   - taken from a write that has planned its last stripe but not its
+ *     first (the part's);
+ *   - no part taken: from a write that has reached the stripe, that
  *     overlaps the part, that does not cover the rest exactly or whose
- *     bound is not on a chunk; not a whole stripe, nor a part in the
- *     middle of one; at most one part of a stripe given to one write;
- *     none registered with gpuraid.join=0.
+ *     bound is not on a chunk; not for a whole stripe, nor a part in the
+ *     middle of one; at most one part of a write's stripe taken; none
+ *     registered with gpuraid.join=0.
  * Exit 0 on success, 1 on a failed check. */
 #include <pthread.h>
 #include <stdbool.h>
@@ -77,19 +79,29 @@ static enum gr_join_outcome
 at (struct gr_join *j, struct gr_join_req *r, uint64_t pos, uint64_t *len,
     struct gr_join_part **part)
 {
-  return gr_join_at (j, r, pos, r->offset + r->len, len, part);
+  return gr_join_at (j, r, pos, r->offset + r->len, false, len, part);
+}
+
+/* The same, GR_JOIN_LATER allowed. */
+static enum gr_join_outcome
+at_later (struct gr_join *j, struct gr_join_req *r, uint64_t pos,
+          uint64_t *len, struct gr_join_part **part)
+{
+  return gr_join_at (j, r, pos, r->offset + r->len, true, len, part);
 }
 
 /* A sequential pair [a0, cut) and [cut, a1) sharing stripe s; the later
- * (b) reaches s first, or (first_a) the earlier; the taker writes with
- * err, or leaves without taking (drop), or hands it back (back). */
+ * (b) reaches s first, or (first_a) the earlier, and takes the other's
+ * part; it writes with err, or leaves without writing (drop), or hands
+ * it back (back); with reclaim, the owner reaches s only after the part
+ * came back. */
 static void
-pair (bool first_a, int err, bool drop, bool back)
+pair (bool first_a, int err, bool drop, bool back, bool reclaim)
 {
   struct gr_join *j = gr_join_new (&geom);
   const uint64_t s = 3, cut = s * W + 2 * C;
-  struct gr_join_req a, b, *giver, *tk;
-  struct gr_join_part *part = NULL;
+  struct gr_join_req a, b, *ow, *tk;
+  struct gr_join_part *part = NULL, *none = NULL;
   struct leaver l;
   pthread_t t;
   uint64_t len;
@@ -97,46 +109,98 @@ pair (bool first_a, int err, bool drop, bool back)
 
   enter (j, &a, W + C, cut - (W + C));
   enter (j, &b, cut, 2 * W);
-  giver = first_a ? &a : &b;
-  tk = first_a ? &b : &a;
-  /* The giver reaches s: its part given. */
-  CHECK (at (j, giver, first_a ? s * W : cut, &len, &part) == GR_JOIN_GIVEN,
-         "the first at the shared stripe gives its part");
-  CHECK (len == (first_a ? 2 * C : 3 * C), "given part of %lu bytes",
+  tk = first_a ? &a : &b;
+  ow = first_a ? &b : &a;
+  /* The taker's stripes before s: alone. */
+  if (!first_a)
+    CHECK (at (j, tk, 4 * W, &len, &part) == GR_JOIN_ALONE && part == NULL,
+           "the taker's whole stripe is alone");
+  CHECK (at (j, tk, first_a ? s * W : cut, &len, &part) == GR_JOIN_TAKEN &&
+         part && part == tk->taken[0] && part->owner == ow &&
+         part->offset == (first_a ? cut : s * W) &&
+         part->len == (first_a ? 3 * C : 2 * C) &&
+         part->buf == buf + part->offset, "the first at s takes the rest");
+  CHECK (len == (first_a ? 2 * C : 3 * C), "its own part of %lu bytes",
          (unsigned long) len);
-  CHECK (giver->nparts == 1 && giver->pending == 1, "giver's part pending");
-  l = (struct leaver) { .j = j, .r = giver };
+  CHECK (ow->nparts == 1 && ow->pending == 1, "owner's part pending");
+  /* Before the part comes back (or, with reclaim, after): the owner
+   * reaches s. */
+  if (!reclaim)
+    CHECK (at (j, ow, first_a ? cut : s * W, &len, &none) == GR_JOIN_GIVEN &&
+           none == NULL && len == (first_a ? 3 * C : 2 * C),
+           "the owner finds its part taken");
+  if (drop || back) {
+    if (drop)                   /* the taker failed: leaves, hands it back */
+      CHECK (gr_join_leave (j, tk, &tback) == 0 && !tback, "taker leaves");
+    else
+      gr_join_written (j, tk, part, 0, true);
+    CHECK (ow->pending == 0 && ow->parts[0].state == GR_JOIN_PART_BACK,
+           "the part is back");
+  }
+  if (reclaim) {
+    /* Back before the owner reached s: its own again, written now. */
+    CHECK (at (j, ow, first_a ? cut : s * W, &len, &none) == GR_JOIN_ALONE &&
+           none == NULL, "the owner writes its part back alone");
+    CHECK (ow->parts[0].state == GR_JOIN_PART_WRITTEN, "reclaimed");
+  }
+  l = (struct leaver) { .j = j, .r = ow };
   pthread_create (&t, NULL, leave_thread, &l);
-  CHECK (!has_left (&l), "the giver waits for its part");
-  if (drop) {
-    /* The taker failed before reaching s: leaves, hands it back. */
-    CHECK (gr_join_leave (j, tk, &tback) == 0 && !tback, "taker leaves");
+  if (!drop && !back) {
+    CHECK (!has_left (&l), "the owner waits for the stripe's write");
+    gr_join_written (j, tk, part, err, false);
+    CHECK (tk->taken[0] == NULL, "taken part ended");
   }
-  else {
-    /* The taker's stripes before s: alone; at s: taken. */
-    if (!first_a)
-      CHECK (at (j, tk, W + C, &len, &part) == GR_JOIN_ALONE,
-             "the taker's part of its first stripe is alone");
-    part = NULL;
-    CHECK (at (j, tk, first_a ? cut : s * W, &len, &part) == GR_JOIN_TAKEN &&
-           part == tk->taken && part && part->owner == giver &&
-           part->offset == (first_a ? s * W : cut) &&
-           part->buf == buf + part->offset, "the taker takes the part");
-    CHECK (!has_left (&l), "the giver waits for the stripe's write");
-    gr_join_written (j, tk, err, back);
-    CHECK (tk->taken == NULL, "taken part ended");
+  if (!drop)
     CHECK (gr_join_leave (j, tk, &tback) == 0 && !tback, "taker leaves");
-  }
   pthread_join (t, NULL);
-  CHECK (l.err == (drop || back ? 0 : err), "giver's outcome %d", l.err);
-  CHECK (l.back == (drop || back), "giver's part %s", l.back ? "back"
-         : "written");
-  CHECK (giver->parts[0].state == (drop || back ? GR_JOIN_PART_BACK
-                                   : GR_JOIN_PART_WRITTEN), "part's state");
+  CHECK (l.err == (drop || back ? 0 : err), "owner's outcome %d", l.err);
+  CHECK (l.back == ((drop || back) && !reclaim), "owner's part %s",
+         l.back ? "back" : "written");
   gr_join_free (j);
 }
 
-/* Parts not given. */
+/* Parts put off: until a neighbour comes, or alone. */
+static void
+later (void)
+{
+  struct gr_join *j = gr_join_new (&geom);
+  struct gr_join_req a, b;
+  struct gr_join_part *part = NULL;
+  uint64_t len;
+  bool back;
+
+  /* a alone in flight: its last part waits, unmarked; b comes and takes
+   * it; a finds it taken. */
+  enter (j, &a, W + C, 2 * W + C);
+  CHECK (at_later (j, &a, 3 * W, &len, &part) == GR_JOIN_LATER &&
+         len == 2 * C && part == NULL && !a.reached[1],
+         "no neighbour: later, nothing marked");
+  enter (j, &b, 3 * W + 2 * C, W);
+  CHECK (at_later (j, &b, 3 * W + 2 * C, &len, &part) == GR_JOIN_TAKEN &&
+         part && part->owner == &a, "the neighbour that came takes it");
+  CHECK (at (j, &a, 3 * W, &len, &part) == GR_JOIN_GIVEN,
+         "back to it later: taken");
+  gr_join_written (j, &b, b.taken[0], 0, false);
+  gr_join_leave (j, &b, &back);
+  CHECK (gr_join_leave (j, &a, &back) == 0 && !back, "a's part written");
+  gr_join_free (j);
+
+  /* A neighbour there that has reached the stripe: alone, not later. */
+  j = gr_join_new (&geom);
+  enter (j, &a, W + C, 2 * W + C);
+  CHECK (at (j, &a, 3 * W, &len, &part) == GR_JOIN_ALONE, "a alone");
+  enter (j, &b, 3 * W + 2 * C, 2 * W - 2 * C);
+  CHECK (at_later (j, &b, 3 * W + 2 * C, &len, &part) == GR_JOIN_ALONE,
+         "a neighbour past the stripe: alone");
+  /* A whole stripe is never put off. */
+  CHECK (at_later (j, &b, 4 * W, &len, &part) == GR_JOIN_ALONE,
+         "a whole stripe: alone");
+  gr_join_leave (j, &a, &back);
+  gr_join_leave (j, &b, &back);
+  gr_join_free (j);
+}
+
+/* Parts not taken. */
 static void
 refusals (void)
 {
@@ -146,8 +210,8 @@ refusals (void)
   uint64_t len;
   bool back;
 
-  /* b reached stripe 3 before a started: alone; then a's part of it is
-   * not given to b. */
+  /* b reached stripe 3 before a started: alone; then a takes nothing
+   * of b. */
   enter (j, &b, 3 * W + 2 * C, W);
   CHECK (at (j, &b, 3 * W + 2 * C, &len, &part) == GR_JOIN_ALONE,
          "no write has the rest: alone");
@@ -155,53 +219,26 @@ refusals (void)
   CHECK (at (j, &a, W, &len, &part) == GR_JOIN_ALONE && len == W &&
          at (j, &a, 2 * W, &len, &part) == GR_JOIN_ALONE &&
          at (j, &a, 3 * W, &len, &part) == GR_JOIN_ALONE && len == 2 * C,
-         "no part given to a write that has reached the stripe");
+         "nothing taken from a write that has reached the stripe");
   gr_join_leave (j, &b, &back);
   gr_join_leave (j, &a, &back);
   gr_join_free (j);
 
-  j = gr_join_new (&geom);
-  enter (j, &a, W, 2 * W + 2 * C);
-  enter (j, &b, 3 * W + 2 * C, W);
-  CHECK (at (j, &a, W, &len, &part) == GR_JOIN_ALONE && len == W,
-         "a whole stripe: alone");
-  CHECK (at (j, &a, 2 * W, &len, &part) == GR_JOIN_ALONE, "alone");
-  /* a reached stripe 2 < 3: b may give it its part of 3 ... */
-  CHECK (at (j, &b, 3 * W + 2 * C, &len, &part) == GR_JOIN_GIVEN,
-         "b gives to a, behind");
-  CHECK (at (j, &a, 3 * W, &len, &part) == GR_JOIN_TAKEN, "a takes");
-  gr_join_written (j, &a, 0, false);
-  gr_join_leave (j, &a, &back);
-  CHECK (gr_join_leave (j, &b, &back) == 0 && !back, "b's part written");
-  gr_join_free (j);
-
-  /* b has written its whole stripe and its last stripe's part (a write
-   * takes its first stripe's part last: io.c), not its first: a gives
-   * it a's part of b's first stripe. */
+  /* b has planned its whole stripe and its last stripe's part, not its
+   * first: a takes b's part of b's first stripe. */
   j = gr_join_new (&geom);
   enter (j, &b, 3 * W + 2 * C, 2 * W - C);
   CHECK (at (j, &b, 4 * W, &len, &part) == GR_JOIN_ALONE && len == W &&
          at (j, &b, 5 * W, &len, &part) == GR_JOIN_ALONE && len == C,
          "b's whole stripe and its last part: alone");
   enter (j, &a, W, 2 * W + 2 * C);
-  CHECK (at (j, &a, 3 * W, &len, &part) == GR_JOIN_GIVEN,
-         "a write that has not reached its first stripe takes a part of it");
-  CHECK (at (j, &b, 3 * W + 2 * C, &len, &part) == GR_JOIN_TAKEN &&
-         part->owner == &a, "b takes a's part");
-  gr_join_written (j, &b, 0, false);
-  gr_join_leave (j, &b, &back);
-  CHECK (gr_join_leave (j, &a, &back) == 0 && !back, "a's part written");
-  gr_join_free (j);
-
-  /* a has reached stripe 3 already: b gives it nothing. */
-  j = gr_join_new (&geom);
-  enter (j, &a, 3 * W, 2 * C);
-  CHECK (at (j, &a, 3 * W, &len, &part) == GR_JOIN_ALONE, "a alone");
-  enter (j, &b, 3 * W + 2 * C, W);
-  CHECK (at (j, &b, 3 * W + 2 * C, &len, &part) == GR_JOIN_ALONE,
-         "no part given to a write past the stripe");
+  CHECK (at (j, &a, 3 * W, &len, &part) == GR_JOIN_TAKEN &&
+         part->owner == &b, "a takes b's part of b's first stripe");
+  CHECK (at (j, &b, 3 * W + 2 * C, &len, &part) == GR_JOIN_GIVEN,
+         "b finds it taken");
+  gr_join_written (j, &a, a.taken[0], 0, false);
   gr_join_leave (j, &a, &back);
-  gr_join_leave (j, &b, &back);
+  CHECK (gr_join_leave (j, &b, &back) == 0 && !back, "b's part written");
   gr_join_free (j);
 
   j = gr_join_new (&geom);
@@ -209,7 +246,7 @@ refusals (void)
   enter (j, &a, 2 * W, W + 3 * C);
   enter (j, &b, 3 * W + 2 * C, W);
   CHECK (at (j, &b, 3 * W + 2 * C, &len, &part) == GR_JOIN_ALONE,
-         "no part given to an overlapping write");
+         "nothing taken from an overlapping write");
   gr_join_leave (j, &b, &back);
   /* Not exactly the rest: a ends at 3W + C, b starts at 3W + 2C. */
   enter (j, &b, 3 * W + 2 * C, W);
@@ -217,7 +254,7 @@ refusals (void)
   gr_join_leave (j, &a, &back);
   enter (j, &a, 2 * W, W + C);
   CHECK (at (j, &b, 3 * W + 2 * C, &len, &part) == GR_JOIN_ALONE,
-         "no part given to a write that leaves a gap");
+         "nothing taken from a write that leaves a gap");
   gr_join_leave (j, &a, &back);
   gr_join_leave (j, &b, &back);
   gr_join_leave (j, &c, &back);
@@ -225,7 +262,7 @@ refusals (void)
   enter (j, &a, 2 * W, W + 2 * C + 4096);
   enter (j, &b, 3 * W + 2 * C + 4096, W);
   CHECK (at (j, &b, 3 * W + 2 * C + 4096, &len, &part) == GR_JOIN_ALONE,
-         "no part off a chunk bound");
+         "nothing taken off a chunk bound");
   gr_join_leave (j, &a, &back);
   gr_join_leave (j, &b, &back);
   /* A part in the middle of a stripe. */
@@ -233,20 +270,23 @@ refusals (void)
   enter (j, &b, 3 * W + C, C);
   enter (j, &c, 3 * W + 2 * C, 3 * C);
   CHECK (at (j, &b, 3 * W + C, &len, &part) == GR_JOIN_ALONE,
-         "no part from the middle of a stripe");
-  /* One part of a stripe given to a write at most: c's and another's. */
+         "nothing taken for a part in the middle of a stripe");
   gr_join_leave (j, &b, &back);
+  gr_join_leave (j, &c, &back);
+  /* One part of a write's stripe taken at most: b and c cover the same
+   * rest of a's stripe 3; the first takes a's part, the second not. */
   enter (j, &b, 3 * W + 2 * C, 3 * C);
+  enter (j, &c, 3 * W + 2 * C, 3 * C);
   gr_join_leave (j, &a, &back);
   enter (j, &a, 2 * W, W + 2 * C);
-  CHECK (at (j, &c, 3 * W + 2 * C, &len, &part) == GR_JOIN_GIVEN,
-         "c gives to a");
+  CHECK (at (j, &c, 3 * W + 2 * C, &len, &part) == GR_JOIN_TAKEN &&
+         part->owner == &a, "c takes a's part");
   CHECK (at (j, &b, 3 * W + 2 * C, &len, &part) == GR_JOIN_ALONE,
-         "a second part of the same stripe is not given to a");
+         "a second taker of the same part: alone");
   gr_join_leave (j, &b, &back);
-  CHECK (gr_join_leave (j, &a, &back) == 0 && !back, "a leaves");
-  CHECK (gr_join_leave (j, &c, &back) == 0 && back &&
-         c.parts[0].state == GR_JOIN_PART_BACK, "c's part back");
+  CHECK (gr_join_leave (j, &c, &back) == 0 && !back, "c leaves (hands it back)");
+  CHECK (gr_join_leave (j, &a, &back) == 0 && back &&
+         a.parts[0].state == GR_JOIN_PART_BACK, "a's part back");
   /* gpuraid.join=0: no write registered. */
   gpuraid_debug_join = 0;
   CHECK (!gr_join_enter (j, &a, 2 * W, W + 2 * C, buf),
@@ -260,11 +300,14 @@ main (void)
 {
   test_seed ("test-join");
   for (int first_a = 0; first_a <= 1; first_a++) {
-    pair (first_a, 0, false, false);
-    pair (first_a, 5, false, false);
-    pair (first_a, 0, true, false);
-    pair (first_a, 0, false, true);
+    pair (first_a, 0, false, false, false);
+    pair (first_a, 5, false, false, false);
+    pair (first_a, 0, true, false, false);
+    pair (first_a, 0, false, true, false);
+    pair (first_a, 0, true, false, true);
+    pair (first_a, 0, false, true, true);
   }
+  later ();
   refusals ();
   return test_done ("test-join");
 }

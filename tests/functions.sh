@@ -388,13 +388,21 @@ gathered ()
   sed -n 's/.*small operations gathered: [0-9]* of \([0-9]*\) plans in \([0-9]*\) submissions (\([0-9]*\) of them encodes).*/\1 \2 \3/p' "$1" | tail -n 1
 }
 
-# joined LOG: "GIVEN WRITTEN BACK" from the plugin's count at shutdown of
+# joined LOG: "TAKEN WRITTEN BACK" from the plugin's count at shutdown of
 # the writes' parts of stripes joined with a concurrent write's
-# (nbdkit-plugin/join.h): given to the write that had the rest, written
+# (nbdkit-plugin/join.h): taken by the write that had the rest, written
 # with it as whole stripes, handed back; or nothing if the log has none.
 joined ()
 {
   sed -n 's/.*joined writes: \([0-9]*\) parts .*, \([0-9]*\) written with it as whole stripes, \([0-9]*\) handed back.*/\1 \2 \3/p' "$1" | tail -n 1
+}
+
+# begun LOG: the plans begun with their request's others (exec.h: whole
+# and joined stripes, their encodes queued together on the GPU) in the
+# plugin's count at shutdown, or nothing if the log has none.
+begun ()
+{
+  sed -n 's/.*queued together, and finished after: \([0-9]*\).*/\1/p' "$1" | tail -n 1
 }
 
 # rmw_plans LOG M: "ALL SEVERAL": the read-modify-writes planned in the

@@ -112,9 +112,13 @@ for code in rs crs; do
   gpu_worked "$nbdkit_log" || fail "$code: accel=gpu write session"
   # The 4 MiB requests end inside stripes, on chunk bounds: neighbours'
   # parts joined into whole stripes, coded on the GPU from both buffers.
-  read -r given written back <<<"$(joined "$nbdkit_log")"
-  echo "parts of stripes joined: ${written:-0} of ${given:-0} given (${back:-0} handed back)"
+  read -r taken written back <<<"$(joined "$nbdkit_log")"
+  echo "parts of stripes joined: ${written:-0} of ${taken:-0} taken (${back:-0} handed back)"
   [ "${written:-0}" -gt 0 ] || fail "$code: no neighbouring writes joined"
+  # Their whole and joined stripes begun together, one GPU wait.
+  echo "plans begun together: $(begun "$nbdkit_log")"
+  [ "$(begun "$nbdkit_log")" -gt 0 ] 2>/dev/null ||
+    fail "$code: no plan begun with its request's others"
   check_parity $k $m 65536 $code "${members[@]}"
 
   set_args

@@ -5,12 +5,15 @@
 # (320 KiB stripes: a request ends inside a stripe, on a chunk bound,
 # where the next one starts).  The parts of the stripes that neighbours
 # share are joined into whole-stripe writes: the exit log counts parts
-# given to the neighbour that had the rest and written with it
-# (write-joined plans, which read nothing), the image reads back whole
+# taken by the neighbour that had the rest and written with it
+# (write-joined plans, which read nothing, begun with the request's
+# whole stripes: exec.h), the image reads back whole
 # (and with two members gone), and the parity checks offline.  On the
 # CPU, on the stand-in GPU (-D gpuraid.fake_gpu=2: its encodes take
-# blocks from both requests' buffers), and with integrity=on (the joined
-# stripes' block checksums, verified by the reads).  With
+# blocks from both requests' buffers), on a stand-in that fails from its
+# 20th operation on (the encodes begun redone on the CPU), and with
+# integrity=on (the joined stripes' block checksums, verified by the
+# reads).  With
 # -D gpuraid.join=0 nothing is joined and the image is the same.
 
 source "$(dirname "$0")/functions.sh"
@@ -33,12 +36,16 @@ read_back ()
   stop_nbdkit "$pid"
 }
 
-for cfg in cpu fake integrity off; do
+for cfg in cpu fake failing integrity off; do
   echo "=== $cfg"
   flags=() opts=() run=()
   case $cfg in
     # The stand-in, also where a real GPU is (accel=cpu leaves that out).
     fake) flags=(-D gpuraid.fake_gpu=2) run=(accel=cpu) ;;
+    # A stand-in that fails from its 20th operation on: the encodes
+    # begun and queued by then are redone on the CPU when waited for.
+    failing) flags=(-D gpuraid.fake_gpu=2 -D gpuraid.fake_fail_after=20)
+             run=(accel=cpu) ;;
     integrity) opts=(integrity=on) ;;
     off) flags=(-D gpuraid.join=0) ;;
   esac
@@ -58,8 +65,8 @@ for cfg in cpu fake integrity off; do
     [ "$cfg" = off ] && break
     # The account is logged at exit: a pass's count needs a restart.
     stop_nbdkit "$pid"
-    read -r given written back <<<"$(joined "$nbdkit_log")"
-    echo "pass $pass: parts of stripes given ${given:-0}, written joined ${written:-0}, handed back ${back:-0}"
+    read -r taken written back <<<"$(joined "$nbdkit_log")"
+    echo "pass $pass: parts of stripes taken ${taken:-0}, written joined ${written:-0}, handed back ${back:-0}"
     [ "${written:-0}" -gt 0 ] && break
     [ $pass = 3 ] && fail "$cfg: no write's part of a stripe was joined"
     : >"$nbdkit_log"
@@ -73,15 +80,27 @@ for cfg in cpu fake integrity off; do
     grep -q 'write-joined' "$nbdkit_log" &&
       fail "gpuraid.join=0: write-joined plans run"
   else
-    # Each part given was written with its stripe or handed back.
-    [ $((given)) -eq $((written + back)) ] ||
-      fail "$cfg: $given parts given, $written written and $back back"
+    # Each part taken was written with its stripe or handed back.
+    [ $((taken)) -eq $((written + back)) ] ||
+      fail "$cfg: $taken parts taken, $written written and $back back"
     plans=$(sed -n 's/.*plans run one at a time.* write-joined \([0-9]*\):.*/\1/p' "$nbdkit_log")
     echo "write-joined plans: ${plans:-none}"
     [ "${plans:-0}" -eq "$written" ] ||
       fail "$cfg: ${plans:-no} write-joined plans for $written parts joined"
     [ "$cfg" != fake ] || gpu_worked "$nbdkit_log" ||
       fail "the stand-in GPU did not code"
+    [ "$cfg" != failing ] ||
+      grep -q 'GPU .* failed.*redoing it and all later coding on the CPU' \
+        "$nbdkit_log" || fail "failing: no encode redone on the CPU"
+    # On the GPU the whole and joined stripes are begun together, their
+    # encodes queued at once; on the CPU each is coded as it comes.
+    begun=$(begun "$nbdkit_log")
+    echo "plans begun together: ${begun:-none}"
+    if [ "$cfg" = fake ] || [ "$cfg" = failing ]; then
+      [ "${begun:-0}" -gt 0 ] || fail "$cfg: no plan begun with others"
+    else
+      [ -z "$begun" ] || fail "$cfg: $begun plans begun on the CPU"
+    fi
   fi
   check_parity $k $m $chunk rs "${members[@]}"
   read_back "$cfg"
