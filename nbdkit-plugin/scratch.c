@@ -319,8 +319,13 @@ gr_scratch_get_begun (struct gr_scratch *sc, int slot, size_t size)
     return NULL;
   }
   t = get_tls (sc);
-  if (t == NULL ||
-      (p = keep_get (sc, &t->begun, GR_SCRATCH_KEEP, &err)) == NULL)
+  if (t == NULL)
+    return NULL;
+  /* Above slot 0 the lower slots hold their regions: the buffer stays
+   * as it is (were it replaced, page-locked now, theirs would go). */
+  if (slot > 0 && t->begun.size >= GR_SCRATCH_KEEP)
+    p = t->begun.p;
+  else if ((p = keep_get (sc, &t->begun, GR_SCRATCH_KEEP, &err)) == NULL)
     return NULL;
   return p + (size_t) slot * GR_SCRATCH_BEGUN_SIZE;
 }

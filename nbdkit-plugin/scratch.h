@@ -48,7 +48,9 @@ void gr_scratch_put (struct gr_scratch *sc);
 /* A plan the thread has begun and not finished (exec.h) has its own
  * region, slot, of one more buffer the thread keeps (page-locked as the
  * other): up to GR_SCRATCH_BEGUN_SIZE bytes, 4096-aligned.  A slot's
- * region is the thread's until it asks for that slot again.  NULL
+ * region is the thread's until it asks for that slot again; a slot above
+ * 0 is asked for only while the slots below it hold theirs (the buffer
+ * is replaced only for slot 0).  NULL
  * (errno ENOMEM, or EINVAL for a slot or size out of range) after
  * nbdkit_error. */
 #define GR_SCRATCH_BEGUN_SLOTS 3
