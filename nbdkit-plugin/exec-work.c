@@ -112,8 +112,7 @@ gr_exec_begin (struct gr_exec *x, struct gr_plan *p, int slot, uint8_t *req,
   if (enc == NULL)
     return false;
   *bg = (struct gr_exec_begun) { .p = p, .req = req, .peer = peer,
-                                 .scratch = b.scratch, .slot = slot,
-                                 .enc = enc };
+                                 .scratch = b.scratch, .enc = enc };
   return true;
 }
 

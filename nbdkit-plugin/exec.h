@@ -143,8 +143,7 @@ enum gr_exec_outcome gr_exec_run (struct gr_exec *x, struct gr_plan *p,
 struct gr_exec_begun {
   struct gr_plan *p;
   uint8_t *req, *peer;          /* as gr_exec_run's */
-  uint8_t *scratch;
-  int slot;
+  uint8_t *scratch;             /* its region (scratch.h) */
   void *enc;                    /* its encode (steps.h) */
 };
 
