@@ -14,9 +14,6 @@
 
 struct gr_pool;
 
-/* -D gpuraid.gpu_sums (exec.c). */
-extern int gpuraid_debug_gpu_sums;
-
 #define NLOCKS 1024                     /* stripe lock table size */
 
 /* The stages of a plan that gr_exec_run times (reads: their
@@ -50,7 +47,7 @@ struct gr_exec {
                                          * (gr_exec_begin) */
   int sums_wrong;                       /* atomic: the GPU's were found
                                          * wrong (said once) */
-  struct gr_exec_times {                /* atomic: gr_exec_run's plans */
+  struct gr_exec_times {                /* atomic: plans run or finished */
     uint64_t plans, ns[GR_EXEC_NSTAGES];
   } times[GR_PLAN_REFUSE + 1];          /* by plan kind */
 };
@@ -144,6 +141,9 @@ enum gr_exec_outcome gr_exec_read_stage (struct gr_exec *x,
                                          enum gr_mio_policy policy,
                                          struct gr_pool *pool,
                                          struct gr_exec_bad *bad);
+/* The coder of x's plans (gr_exec_code_stage's; pool as there). */
+struct gr_plan_coder gr_exec_coder (const struct gr_exec *x,
+                                    struct gr_pool *pool);
 enum gr_exec_outcome gr_exec_code_stage (struct gr_exec *x,
                                          struct gr_plan *p,
                                          const struct gr_bufs *b,
@@ -155,6 +155,19 @@ enum gr_exec_outcome gr_exec_write_stage (struct gr_exec *x,
                                           enum gr_mio_policy policy,
                                           struct gr_pool *pool,
                                           struct gr_exec_result *res);
+/* A plan's writes once its steps are done (gr_exec_run's, and a begun
+ * plan's, exec-work.c): its stripes held first if not yet (*locked), and
+ * REPLAN if it was made before a member failed; then the write stage,
+ * the stages' times s (*t: the lap's start) added to its kind's account
+ * when done.  Lets go of nothing. */
+enum gr_exec_outcome gr_exec_write_held (struct gr_exec *x,
+                                         struct gr_plan *p,
+                                         const struct gr_bufs *b,
+                                         struct gr_mio *mio,
+                                         enum gr_mio_policy policy,
+                                         struct gr_exec_result *res,
+                                         double *s, double *t,
+                                         bool *locked);
 /* The write stage in its parts, for lanes whose writes overlap
  * (exec-lanes.c): a rebuild plan's fronts must move in batch order, its
  * stripes held.  Open: each replacement the plan writes may be written

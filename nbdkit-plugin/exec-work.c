@@ -82,21 +82,11 @@ gr_exec_begun_plan (struct gr_exec *x, int slot)
   return w->begun[slot];
 }
 
-/* The coder of a request's plans (gr_exec_code_stage's). */
-static struct gr_plan_coder
-request_coder (const struct gr_exec *x)
-{
-  struct gr_plan_coder coder = gr_coding_plan_coder (x->coding);
-
-  coder.sums = x->cksum != NULL && gpuraid_debug_gpu_sums;
-  return coder;
-}
-
 bool
 gr_exec_begin (struct gr_exec *x, struct gr_plan *p, int slot, uint8_t *req,
                uint8_t *peer, struct gr_exec_begun *bg)
 {
-  const struct gr_plan_coder coder = request_coder (x);
+  const struct gr_plan_coder coder = gr_exec_coder (x, NULL);
   struct gr_bufs b = { .req = req, .zero = x->zero, .peer = peer };
   void *enc;
 
@@ -120,7 +110,7 @@ enum gr_exec_outcome
 gr_exec_finish (struct gr_exec *x, struct gr_exec_begun *bg,
                 enum gr_mio_policy policy, struct gr_exec_result *res)
 {
-  const struct gr_plan_coder coder = request_coder (x);
+  const struct gr_plan_coder coder = gr_exec_coder (x, NULL);
   struct gr_plan *p = bg->p;
   const struct gr_bufs b = { .req = bg->req, .zero = x->zero,
                              .peer = bg->peer, .scratch = bg->scratch };
@@ -136,21 +126,8 @@ gr_exec_finish (struct gr_exec *x, struct gr_exec_begun *bg,
   s[GR_EXEC_CODE] = gr_exec_lap (&t);
   if (r == GR_EXEC_DONE && (w = gr_exec_work (x, p)) == NULL)
     r = GR_EXEC_ERROR;
-  if (r == GR_EXEC_DONE && p->lock != GR_LOCK_NONE) {
-    gr_exec_lock_plan (x, p);
-    locked = true;
-    s[GR_EXEC_LOCK] = gr_exec_lap (&t);
-    /* Made before a member failed, or before a rebuild's front moved
-     * past these stripes (as gr_exec_run). */
-    if (gr_members_generation (x->ms) != p->gen)
-      r = GR_EXEC_REPLAN;
-  }
-  if (r == GR_EXEC_DONE) {
-    r = gr_exec_write_stage (x, p, &b, w->mio, policy, NULL, res);
-    s[GR_EXEC_WRITE] = gr_exec_lap (&t);
-    if (r == GR_EXEC_DONE)
-      gr_exec_times_add (x, p->kind, s);
-  }
+  if (r == GR_EXEC_DONE)
+    r = gr_exec_write_held (x, p, &b, w->mio, policy, res, s, &t, &locked);
   if (locked)
     gr_exec_unlock_plan (x, p);
   return r;

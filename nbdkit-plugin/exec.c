@@ -303,14 +303,22 @@ gr_exec_sums_after (const struct gr_exec *x, const struct gr_plan *p)
     !gr_members_read_only_p (x->ms) && gr_steps_sums_reads (p);
 }
 
-enum gr_exec_outcome
-gr_exec_code_stage (struct gr_exec *x, struct gr_plan *p,
-                    const struct gr_bufs *b, struct gr_pool *pool)
+struct gr_plan_coder
+gr_exec_coder (const struct gr_exec *x, struct gr_pool *pool)
 {
   struct gr_plan_coder coder = gr_coding_plan_coder (x->coding);
 
   coder.pool = pool;
   coder.sums = x->cksum != NULL && gpuraid_debug_gpu_sums;
+  return coder;
+}
+
+enum gr_exec_outcome
+gr_exec_code_stage (struct gr_exec *x, struct gr_plan *p,
+                    const struct gr_bufs *b, struct gr_pool *pool)
+{
+  const struct gr_plan_coder coder = gr_exec_coder (x, pool);
+
   return gr_steps_run (p, &x->g, b, &coder) == -1 ? GR_EXEC_ERROR
     : GR_EXEC_DONE;
 }
@@ -470,6 +478,30 @@ gr_exec_write_stage (struct gr_exec *x, struct gr_plan *p,
 }
 
 enum gr_exec_outcome
+gr_exec_write_held (struct gr_exec *x, struct gr_plan *p,
+                    const struct gr_bufs *b, struct gr_mio *mio,
+                    enum gr_mio_policy policy, struct gr_exec_result *res,
+                    double *s, double *t, bool *locked)
+{
+  enum gr_exec_outcome r;
+
+  if (p->nwrite > 0 && !*locked && p->lock != GR_LOCK_NONE) {
+    gr_exec_lock_plan (x, p);
+    *locked = true;
+    s[GR_EXEC_LOCK] += gr_exec_lap (t);
+    /* Made before a member failed, or before a rebuild's front moved
+     * past these stripes: it would miss a member it must write. */
+    if (gr_members_generation (x->ms) != p->gen)
+      return GR_EXEC_REPLAN;
+  }
+  r = gr_exec_write_stage (x, p, b, mio, policy, NULL, res);
+  s[GR_EXEC_WRITE] = gr_exec_lap (t);
+  if (r == GR_EXEC_DONE)
+    gr_exec_times_add (x, p->kind, s);
+  return r;
+}
+
+enum gr_exec_outcome
 gr_exec_write_members (struct gr_exec *x, struct gr_plan *p,
                        const struct gr_bufs *b, struct gr_mio *mio,
                        enum gr_mio_policy policy, struct gr_pool *pool,
@@ -614,23 +646,8 @@ gr_exec_run (struct gr_exec *x, struct gr_plan *p, uint8_t *req,
       r = GR_EXEC_ERROR;
     goto out;
   }
-  if (r != GR_EXEC_DONE)
-    goto out;
-  if (p->nwrite > 0 && !locked && p->lock != GR_LOCK_NONE) {
-    gr_exec_lock_plan (x, p);
-    locked = true;
-    s[GR_EXEC_LOCK] += gr_exec_lap (&t);
-    /* Made before a member failed, or before a rebuild's front moved
-     * past these stripes: it would miss a member it must write. */
-    if (gr_members_generation (x->ms) != p->gen) {
-      r = GR_EXEC_REPLAN;
-      goto out;
-    }
-  }
-  r = gr_exec_write_stage (x, p, &b, w->mio, policy, NULL, res);
-  s[GR_EXEC_WRITE] = gr_exec_lap (&t);
   if (r == GR_EXEC_DONE)
-    gr_exec_times_add (x, p->kind, s);
+    r = gr_exec_write_held (x, p, &b, w->mio, policy, res, s, &t, &locked);
  out:
   if (locked)
     gr_exec_unlock_plan (x, p);

@@ -449,6 +449,22 @@ gpu_copies (const struct gr_plan *p, size_t i, size_t run,
       memcpy (rows[j].dst, rows[j].src, rows[j].len);
 }
 
+/* p's blocks on the buffers b, and where its coding sums them the
+ * checksums' places: a request's, and a job's batch whose reads they
+ * verify after the coding (a rebuild's: exec.h), its writes' checksums
+ * set from them. */
+static void
+set_blocks (struct gr_plan *p, const struct gr_geom *g,
+            const struct gr_bufs *b, const struct gr_plan_coder *cd)
+{
+  for (size_t i = 0; i < p->nblk; i++)
+    p->ptr[i] = gr_steps_at (b, p->blk[i]);
+  p->sum_len = 0;
+  if (cd->sums && cd->many &&
+      (gr_pool_width (cd->pool) <= 1 || gr_steps_sums_reads (p)))
+    plan_sums (p, g);
+}
+
 int
 gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
               const struct gr_bufs *b, const struct gr_plan_coder *cd)
@@ -456,14 +472,7 @@ gr_steps_run (struct gr_plan *p, const struct gr_geom *g,
   int k = g->k, n = k + g->m;
   size_t i;
 
-  for (i = 0; i < p->nblk; i++)
-    p->ptr[i] = gr_steps_at (b, p->blk[i]);
-  p->sum_len = 0;
-  /* A request's, and a job's batch whose reads they verify after the
-   * coding (a rebuild's: exec.h), its writes' checksums set from them. */
-  if (cd->sums && cd->many &&
-      (gr_pool_width (cd->pool) <= 1 || gr_steps_sums_reads (p)))
-    plan_sums (p, g);
+  set_blocks (p, g, b, cd);
   for (i = 0; i < p->nstep; i++) {
     const struct gr_step *st = &p->step[i];
     uint8_t **bp = p->ptr + st->blk0;
@@ -546,11 +555,7 @@ gr_steps_begin (struct gr_plan *p, const struct gr_geom *g,
       st->kind != GR_STEP_ENCODE || !st->gpu ||
       gr_pool_width (cd->pool) > 1)
     return NULL;
-  for (size_t i = 0; i < p->nblk; i++)
-    p->ptr[i] = gr_steps_at (b, p->blk[i]);
-  p->sum_len = 0;
-  if (cd->sums && cd->many)
-    plan_sums (p, g);
+  set_blocks (p, g, b, cd);
   return cd->encode_begin (cd->arg, p->ptr + st->blk0, st->nstripes, st->len,
                            p->sum_len ? p->bsum[st->blk0] : NULL);
 }
