@@ -31,11 +31,14 @@
  * from 1 to 3 callers at once; r, only when named:
  * kernel launches while another thread page-locks memory; e: small
  * decodes from many threads, as degraded reads make them; s: a write
- * batch's block checksums with its encode; rb: a rebuild's batch; ag, only when named: the JIT
+ * batch's block checksums with its encode; g: a write batch coded where
+ * its blocks are against copied; rb: a rebuild's batch; ag, only when named: the JIT
  * kernels of the geometries in BENCH_GEOMS, "k:m:rs:dec ...", rs 1 for
  * RS and 0 for CRS, dec 1 for the decode of the first m data blocks
  * (m <= k), in the default form, to compare two builds).
  * BENCH_SYNC=spin|yield|block: the host's wait for the GPU.
+ * BENCH_GATHER=0: gr_code_many's batches never coded where their blocks
+ * are (the engine's run_gathered), always copied.
  */
 #include <errno.h>
 #include <math.h>
@@ -1624,6 +1627,136 @@ bench_sums (enum gr_code code, int k, int m, size_t len)
   free (ck);
 }
 
+/* (g) A write batch coded where its blocks are (the engine's
+ * run_gathered) against copied (run_many's chunks), as the plugin's group
+ * commit submits one: `mib` MiB of data in operations of 2 stripes, one
+ * page-locked region, with the block checksums; median of 9 calls each,
+ * the host's CPU time per call (this thread's), and the parity checked
+ * against ISA-L (stripes 0 and the last).  Then 4 threads at once, each
+ * its own batch, as the group commit's two batches in flight and more:
+ * GB/s of data of them all. */
+struct gather_arg {
+  struct gr_coder *c;
+  struct gr_code_op *ops;
+  size_t nops;
+  pthread_barrier_t *bar;
+  int calls;
+};
+
+static void *
+gather_thread (void *p)
+{
+  struct gather_arg *a = (struct gather_arg *) p;
+
+  pthread_barrier_wait (a->bar);
+  for (int i = 0; i < a->calls; i++)
+    if (gr_code_many (a->c, a->ops, a->nops) < 0) {
+      fprintf (stderr, "gr_code_many: %s\n", gr_gpu_last_error ());
+      exit (1);
+    }
+  return NULL;
+}
+
+static double
+thread_cpu (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+bench_gather (enum gr_code code, int k, int m, size_t len, size_t mib)
+{
+  enum { NT = 4 };
+  const int n = k + m;
+  const size_t ns = (mib * MiB + k * len - 1) / ((size_t) k * len);
+  const size_t nops = (ns + 1) / 2, nb = len / GR_SUM_BLOCK;
+  const size_t bytes = ns * n * len;
+  struct gr_coder *c;
+  struct gr_code_op *ops[NT];
+  uint8_t *pin[NT], **blk[NT];
+  uint32_t *ck[NT];
+  double lat[2], cpu[2], thr[2];
+  const char *chk[2];
+  struct gr_gpu_many_stats st0, st1;
+
+  if (gr_coder_new (&c, k, m, code, gr_backend_find ("cuda")) < 0) {
+    fprintf (stderr, "bench_gather: %s\n", gr_gpu_last_error ());
+    exit (1);
+  }
+  for (int t = 0; t < NT; t++) {
+    ops[t] = (struct gr_code_op *) calloc (nops, sizeof *ops[t]);
+    pin[t] = (uint8_t *) gr_gpu_host_alloc (bytes);
+    blk[t] = (uint8_t **) malloc (sizeof *blk[t] * ns * n);
+    ck[t] = (uint32_t *) malloc (sizeof *ck[t] * ns * n * nb);
+    if (ops[t] == NULL || pin[t] == NULL || blk[t] == NULL ||
+        ck[t] == NULL) {
+      fprintf (stderr, "bench_gather: out of memory: %s\n",
+               gr_gpu_last_error ());
+      exit (1);
+    }
+    fill_random (pin[t], bytes, 11 + t);
+    set_blocks (blk[t], pin[t], n, ns, len);
+    for (size_t o = 0; o < nops; o++)
+      ops[t][o] = (struct gr_code_op) {
+        .erased = NULL, .nerased = 0, .blocks = blk[t] + 2 * o * n,
+        .nstripes = (size_t) (2 * o + 2 <= ns ? 2 : 1), .len = len,
+        .cksums = ck[t] + 2 * o * n * nb, .first = 0, .count = 0 };
+  }
+  for (int g = 0; g < 2; g++) {
+    const int old = gr_gpu_set_gather (g);
+    pthread_barrier_t bar;
+    pthread_t th[NT];
+    struct gather_arg ga[NT];
+    double c0, t0;
+    const int calls = quick ? 10 : 40;
+
+    for (size_t b = 0; b < ns * n; b++)
+      if (b % n >= (size_t) k)
+        memset (blk[0][b], 0xa5, len);
+    c0 = thread_cpu ();
+    if (g)
+      gr_gpu_many_account (&st0);
+    lat[g] = time_many (c, ops[0], nops);
+    if (g)
+      gr_gpu_many_account (&st1);
+    cpu[g] = (thread_cpu () - c0) / 10;
+    chk[g] = check_encode (k, m, code, blk[0], ns, len);
+    pthread_barrier_init (&bar, NULL, NT + 1);
+    for (int t = 0; t < NT; t++) {
+      ga[t] = (struct gather_arg) { c, ops[t], nops, &bar, calls };
+      pthread_create (&th[t], NULL, gather_thread, &ga[t]);
+    }
+    pthread_barrier_wait (&bar);
+    t0 = gr_now ();
+    for (int t = 0; t < NT; t++)
+      pthread_join (th[t], NULL);
+    thr[g] = (double) NT * calls * ns * k * len / (gr_now () - t0) / 1e9;
+    pthread_barrier_destroy (&bar);
+    gr_gpu_set_gather (old);
+  }
+  printf ("%d+%d %s, %zu KiB blocks, %zu MiB of data in %zu operations, "
+          "with checksums: copied %.0f us a call (%.1f GB/s; %.0f us of "
+          "CPU), 4 at once %.1f GB/s%s; %s %.0f us (%.1f GB/s; "
+          "%.0f us of CPU), 4 at once %.1f GB/s%s; %.2fx the latency, "
+          "%.2fx the throughput\n", k, m, code == GR_CODE_RS ? "RS" : "CRS",
+          len >> 10, mib, nops, lat[0] * 1e6, ns * k * len / lat[0] / 1e9,
+          cpu[0] * 1e6, thr[0], chk[0], st1.gathered_jobs > st0.gathered_jobs
+          ? "where they are" : "copied by the engine's rule (not where they "
+          "are)", lat[1] * 1e6,
+          ns * k * len / lat[1] / 1e9, cpu[1] * 1e6, thr[1], chk[1],
+          lat[1] / lat[0], thr[1] / thr[0]);
+  gr_coder_free (c);
+  for (int t = 0; t < NT; t++) {
+    gr_gpu_host_free (pin[t]);
+    free (ops[t]);
+    free (blk[t]);
+    free (ck[t]);
+  }
+}
+
 /* Small decodes from many threads, as an array's degraded reads make
  * them: each thread rebuilds one stripe at a time (k + m blocks of len,
  * page-locked), the erasure pattern of stripe t of an array whose first
@@ -1866,6 +1999,8 @@ main (void)
   setvbuf (stdout, NULL, _IOLBF, 0);
   quick = e && *e && strcmp (e, "0") != 0;
   only = getenv ("BENCH_ONLY");
+  if (getenv ("BENCH_GATHER"))        /* 0: batches always copied */
+    gr_gpu_set_gather (atoi (getenv ("BENCH_GATHER")));
   /* BENCH_SYNC=spin|yield|block: how the host waits for the GPU (set
    * before the first CUDA call makes the context). */
   e = getenv ("BENCH_SYNC");
@@ -1931,6 +2066,16 @@ main (void)
     bench_sums (GR_CODE_RS, 8, 8, 64 << 10);
     bench_sums (GR_CODE_CRS, 10, 4, 64 << 10);
     bench_sums (GR_CODE_RS, 16, 16, 1 << 20);
+  }
+  if (want ("g")) {
+    printf ("\n(g) a write batch coded where its blocks are, against "
+            "copied (page-locked, with checksums)\n");
+    for (size_t mib = 2; mib <= 64; mib *= 4) {
+      bench_gather (GR_CODE_RS, 10, 4, 64 << 10, mib);
+      bench_gather (GR_CODE_CRS, 10, 4, 64 << 10, mib);
+      bench_gather (GR_CODE_RS, 8, 8, 64 << 10, mib);
+      bench_gather (GR_CODE_RS, 16, 16, 64 << 10, mib);
+    }
   }
   if (want ("rb")) {
     printf ("\n(rb) a rebuild's batch of 128 MiB of members, one operation "

@@ -688,10 +688,10 @@ acquire_slots (struct slot **got, int want, bool *others)
 static int mapped_copies = GR_GPU_MAPPED_SHORT_RUNS;
 GR_GPU_TEST_HOOK (int, gr_gpu_set_mapped, mapped_copies)
 
-/* May the copy kernel use host pointers as they are: does the device
- * map page-locked host memory at the host's addresses (asked once)? */
+/* Does the device map page-locked host memory at the host's addresses
+ * (asked once)? */
 static bool
-mapped_rows (void)
+device_maps_host (void)
 {
   static int can = -1;          /* not asked yet */
   int v = __atomic_load_n (&can, __ATOMIC_RELAXED);
@@ -710,8 +710,27 @@ mapped_rows (void)
     v = a && b;
     __atomic_store_n (&can, v, __ATOMIC_RELAXED);
   }
-  return v && __atomic_load_n (&mapped_copies, __ATOMIC_RELAXED);
+  return v;
 }
+
+/* May the copy kernel use host pointers as they are? */
+static bool
+mapped_rows (void)
+{
+  return device_maps_host () &&
+    __atomic_load_n (&mapped_copies, __ATOMIC_RELAXED);
+}
+
+/* Direct jobs coded where their blocks are (run_gathered): where every
+ * block of every direct job of a submission lies in page-locked memory
+ * the engine knows of, the device maps it, the blocks suit the generic
+ * kernel as they are (gather_ok), and they are GATHER_BYTES_MAX bytes or
+ * fewer in all.  Test hook gr_gpu_set_gather:
+ * 1 (the default) or 0 (never: run_many's copies). */
+static int gather_use = 1;
+GR_GPU_TEST_HOOK (int, gr_gpu_set_gather, gather_use)
+#define GATHER_BYTES_MAX SLOT_BYTES  /* of a submission's direct jobs'
+                                     * blocks */
 
 /* Do the rows of a job (na inputs, nb outputs, len bytes each) make runs
  * shorter than MAPPED_RUN on average, blocks that follow each other on
@@ -903,6 +922,8 @@ struct job {
   int col0, ncols, nrows, acc, direct;
   int mapped;                   /* direct, and its rows copied by the copy
                                  * kernel (copier_flush1) */
+  int gather;                   /* direct, and may be coded where its
+                                 * blocks are (gather_ok) */
   int out_pinned;               /* staged path: outputs page-locked, so
                                  * downloaded straight into them */
   const uint8_t *const *in;     /* nstripes * ncols */
@@ -1091,6 +1112,31 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len, int *known)
   if (known)
     *known = !unknown;
   return 1;
+}
+
+/* May job j (direct; known: every block in memory the engine knows is
+ * page-locked) be coded where its blocks are (run_gathered)?  Its table
+ * of one pass (each input read once across the link), its block
+ * length a multiple of the kernel's unit (nothing padded), every block
+ * 16-byte aligned, and a stripe's blocks within the slot's device memory
+ * where they are kept for the checksums. */
+static bool
+gather_ok (const struct job *j, bool known)
+{
+  const size_t unit = j->tab->code == GR_CODE_RS ? 32 : GR_CRS_GROUP;
+  const size_t nin = j->nstripes * j->ncols, nout = j->nstripes * j->nrows;
+  uintptr_t bits = 0;
+
+  if (!known || !__atomic_load_n (&gather_use, __ATOMIC_RELAXED) ||
+      !device_maps_host () || j->len % unit || j->tab->npad > j->tab->mb ||
+      (size_t) (j->ncols + j->nrows) > GR_GPU_GATHER_MAX ||
+      (size_t) (j->ncols + j->nrows) * j->len > SLOT_BYTES)
+    return false;
+  for (size_t i = 0; i < nin; i++)
+    bits |= (uintptr_t) j->in[i];
+  for (size_t i = 0; i < nout; i++)
+    bits |= (uintptr_t) j->out[i];
+  return (bits & 15) == 0;
 }
 
 /* One chunk of the direct path through device buffer b of slot sl (at
@@ -1460,6 +1506,8 @@ gr_gpu_many_account (struct gr_gpu_many_stats *st)
   st->staged_jobs = __atomic_load_n (&many_st.staged_jobs, __ATOMIC_RELAXED);
   st->summed_jobs = __atomic_load_n (&many_st.summed_jobs, __ATOMIC_RELAXED);
   st->mapped_jobs = __atomic_load_n (&many_st.mapped_jobs, __ATOMIC_RELAXED);
+  st->gathered_jobs = __atomic_load_n (&many_st.gathered_jobs,
+                                       __ATOMIC_RELAXED);
   st->slot_ns = __atomic_load_n (&many_st.slot_ns, __ATOMIC_RELAXED);
   st->enqueue_ns = __atomic_load_n (&many_st.enqueue_ns, __ATOMIC_RELAXED);
   st->wait_ns = __atomic_load_n (&many_st.wait_ns, __ATOMIC_RELAXED);
@@ -1469,6 +1517,29 @@ gr_gpu_many_account (struct gr_gpu_many_stats *st)
   st->total_ns = __atomic_load_n (&many_st.total_ns, __ATOMIC_RELAXED);
   st->copies = __atomic_load_n (&many_st.copies, __ATOMIC_RELAXED);
   st->chunks = __atomic_load_n (&many_st.chunks, __ATOMIC_RELAXED);
+}
+
+/* The end of a direct submission begun at t0 on slot sl (taken at t1,
+ * everything enqueued now; r its outcome so far): the block checksums
+ * brought back (ck_at of them), the slot's streams waited for and the
+ * slot given back, the account; r, or the first failure. */
+static int
+many_end (const struct job *js, size_t nj, struct slot *sl, int r,
+          size_t ck_at, double t0, double t1)
+{
+  const double tq = gr_now ();
+  double t2;
+
+  if (r == 0 && ck_at > 0)
+    r = cksums_back (js, nj, sl, ck_at);
+  t2 = gr_now ();
+  r = direct_end (sl, r);
+  many_add (&many_st.slot_ns, (unsigned long long) ((t1 - t0) * 1e9));
+  many_add (&many_st.enqueue_ns, (unsigned long long) ((tq - t1) * 1e9));
+  many_add (&many_st.cksums_ns, (unsigned long long) ((t2 - tq) * 1e9));
+  many_add_since (&many_st.wait_ns, t2);
+  many_add (&many_st.direct_jobs, nj);
+  return r;
 }
 
 /* Several jobs in one submission (gr_code_many), every block
@@ -1484,7 +1555,7 @@ run_many (const struct job *js, size_t nj)
   const size_t bufsz = SLOT_BYTES / SLOT_BUFS;
   struct slot *sl;
   size_t ci = 0, ck_at = 0;
-  double t0 = gr_now (), t1, t2, tq;
+  double t0 = gr_now (), t1;
   int r;
 
   r = acquire_slots (&sl, 1, NULL);
@@ -1528,18 +1599,8 @@ run_many (const struct job *js, size_t nj)
     if (j->ck)
       ck_at += j->nstripes * n * (j->len / GR_SUM_BLOCK);
   }
-  tq = gr_now ();
-  if (r == 0 && ck_at > 0)
-    r = cksums_back (js, nj, sl, ck_at);
-  t2 = gr_now ();
   many_add (&many_st.copies, sl->ncopies);
   many_add (&many_st.chunks, ci);
-  r = direct_end (sl, r);
-  many_add (&many_st.slot_ns, (unsigned long long) ((t1 - t0) * 1e9));
-  many_add (&many_st.enqueue_ns, (unsigned long long) ((tq - t1) * 1e9));
-  many_add (&many_st.cksums_ns, (unsigned long long) ((t2 - tq) * 1e9));
-  many_add_since (&many_st.wait_ns, t2);
-  many_add (&many_st.direct_jobs, nj);
   {
     unsigned long long mapped = 0;
 
@@ -1547,7 +1608,81 @@ run_many (const struct job *js, size_t nj)
       mapped += js[x].mapped != 0;
     many_add (&many_st.mapped_jobs, mapped);
   }
-  return r;
+  return many_end (js, nj, sl, r, ck_at, t0, t1);
+}
+
+/* Several jobs in one submission, every block in page-locked memory the
+ * device maps (gather_ok): no copies at all.  The generic kernel reads
+ * each stripe's inputs and writes its outputs where they are, through
+ * the mapping, their addresses in the launch's table; a job whose block
+ * checksums the GPU computes has its blocks also kept in the slot's
+ * device memory as they pass, where the checksum kernel reads them.  All
+ * on one stream: a launch (and two for the checksums) for each group of
+ * stripes that fits the table (and the device memory), one wait at the
+ * end.  The host's part is a few launches, where run_many's is copies,
+ * launches and events for each chunk of every job. */
+static int
+run_gathered (const struct job *js, size_t nj)
+{
+  struct gr_gpu_gather g;
+  struct slot *sl;
+  size_t ck_at = 0, launches = 0;
+  double t0 = gr_now (), t1;
+  int r;
+
+  r = acquire_slots (&sl, 1, NULL);
+  if (r < 0)
+    return r;
+  r = 0;
+  t1 = gr_now ();
+  for (size_t x = 0; x < nj && r == 0; x++) {
+    const struct job *j = &js[x];
+    const size_t n = (size_t) (j->ncols + j->nrows);
+    const size_t nblk = j->len / GR_SUM_BLOCK, per_s = n * nblk;
+    size_t cs = GR_GPU_GATHER_MAX / n;
+    cudaError_t e = cudaSuccess;
+
+    if (j->ck && cs > SLOT_BYTES / (n * j->len))
+      cs = SLOT_BYTES / (n * j->len);
+    for (size_t s0 = 0; s0 < j->nstripes && e == cudaSuccess; s0 += cs) {
+      const size_t ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
+
+      for (size_t s = 0; s < ns; s++) {
+        for (int i = 0; i < j->ncols; i++)
+          g.p[s * j->ncols + i] = j->in[(s0 + s) * j->ncols + i];
+        for (int i = 0; i < j->nrows; i++)
+          g.p[ns * j->ncols + s * j->nrows + i] =
+            j->out[(s0 + s) * j->nrows + i];
+      }
+      e = gr_gpu_launch_gather (j->tab, j->col0, j->ncols, j->acc, &g,
+                                j->ck ? sl->d : NULL, ns, j->len, sl->st_d);
+      launches++;
+      if (e != cudaSuccess) {
+        r = gr_gpu_fail (e, "kernel launch (blocks where they are)");
+        break;
+      }
+      if (j->ck) {
+        uint32_t *at = sl->d_ck + ck_at + s0 * per_s;
+        const uint8_t *kout = sl->d + ns * j->ncols * j->len;
+
+        e = gr_gpu_cksum_rows (sl->d, j->len, (unsigned) (ns * j->ncols),
+                               (unsigned) nblk, (unsigned) j->ncols, per_s,
+                               nblk, at, sl->st_d);
+        if (e == cudaSuccess)
+          e = gr_gpu_cksum_rows (kout, j->len, (unsigned) (ns * j->nrows),
+                                 (unsigned) nblk, (unsigned) j->nrows,
+                                 per_s, nblk, at + (size_t) j->ncols * nblk,
+                                 sl->st_d);
+        if (e != cudaSuccess)
+          r = gr_gpu_fail (e, "checksum kernel launch");
+      }
+    }
+    if (j->ck)
+      ck_at += j->nstripes * per_s;
+  }
+  many_add (&many_st.chunks, launches);
+  many_add (&many_st.gathered_jobs, nj);
+  return many_end (js, nj, sl, r, ck_at, t0, t1);
 }
 
 /* ---- host-to-host copies ------------------------------------------------ */
@@ -1933,6 +2068,7 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
       all_pinned (j->in, ns * ncols, j->len, &known_in) &&
       all_pinned ((const uint8_t *const *) j->out, ns * nout, j->len,
                   &known_out);
+    j->gather = j->direct && gather_ok (j, known_in && known_out);
     j->mapped = j->direct && known_in && known_out && mapped_rows () &&
       (__atomic_load_n (&mapped_copies, __ATOMIC_RELAXED) ==
        GR_GPU_MAPPED_ALWAYS ||
@@ -1958,12 +2094,24 @@ cuda_code_many (struct gr_coder *c, const struct gr_decode *const *d,
 
     if (dj == NULL)
       r = -ENOMEM;
+    bool gather = true;
+    size_t bytes = 0;
+
     for (x = 0; x < nj && dj; x++)
-      if (js[x].direct)
+      if (js[x].direct) {
         dj[nd++] = js[x];
+        gather &= js[x].gather != 0;
+        bytes += js[x].nstripes * (size_t) (js[x].ncols + js[x].nrows) *
+          js[x].len;
+      }
+    /* Larger submissions (a rebuild's batch) go faster copied: the
+     * copies of a chunk overlap the kernels and checksums of the one
+     * before (docs/performance.md, "A write batch coded where its blocks
+     * are"). */
+    gather &= bytes <= GATHER_BYTES_MAX;
     many_add_since (&many_st.prep_ns, t_in);
     if (r == 0 && nd > 0)
-      r = run_many (dj, nd);
+      r = gather ? run_gathered (dj, nd) : run_many (dj, nd);
     free (dj);
   }
   {

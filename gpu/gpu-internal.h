@@ -59,6 +59,24 @@ cudaError_t gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols,
                            int acc, const void *din, void *dout,
                            size_t nstripes, size_t lp, cudaStream_t st);
 
+/* The same over blocks anywhere the device reaches (page-locked host
+ * memory through its mapping, host pointer = device pointer): p[s * ncols
+ * + i] is input i of stripe s, p[nstripes * ncols + s * nrows + r] output
+ * r, every block lp bytes and 16-byte aligned; nstripes * (ncols + nrows)
+ * <= GR_GPU_GATHER_MAX.  The generic kernel (PCIe, not the kernel, bounds
+ * it).  keep: NULL, or device memory that receives the blocks as read and
+ * written in the dense layout above (inputs at keep, outputs after
+ * them), for the checksum kernel. */
+#define GR_GPU_GATHER_MAX 448
+struct gr_gpu_gather {
+  const void *p[GR_GPU_GATHER_MAX];
+};
+cudaError_t gr_gpu_launch_gather (const struct gr_gpu_tab *t, int col0,
+                                  int ncols, int acc,
+                                  const struct gr_gpu_gather *g, void *keep,
+                                  size_t nstripes, size_t lp,
+                                  cudaStream_t st);
+
 /* The block checksums (gf.h's gr_code_op cksums; cksum.cu) of rows of
  * device memory: row r (r < nrows) at base + r * pitch, its blocks t <
  * nblk of GR_SUM_BLOCK bytes, each to out[(r / per) * stride_s + (r %
@@ -131,6 +149,10 @@ enum gr_gpu_mapped_use {
   GR_GPU_MAPPED_ALWAYS = 2,
 };
 extern "C" int gr_gpu_set_mapped (int use);
+/* Whether gr_code_many codes direct jobs where their blocks are, copying
+ * nothing (engine.cu's run_gathered): 1 (the default) or 0; returns the
+ * previous value (test hook, mirrored by test-gpu.c and bench-gpu.cu). */
+extern "C" int gr_gpu_set_gather (int use);
 
 /* cudaSuccess if the kernels' machine code loads on the current device. */
 cudaError_t gr_gpu_kernels_loadable (void);

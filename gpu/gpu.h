@@ -37,7 +37,13 @@
  * every block of such a job lies in the engine's page-locked allocations
  * or registered ranges in use, a chunk's copies are one launch of a copy
  * kernel per direction, reading and writing host memory through the
- * device's mapping of it, instead of a CUDA copy per block.  The block
+ * device's mapping of it, instead of a CUDA copy per block.  A
+ * submission whose direct jobs are all such, their blocks 16-byte
+ * aligned, their tables of one pass (RS 4 output rows at most, CRS 2)
+ * and their blocks 64 MiB or fewer in all, is coded where the blocks
+ * are: the generic kernel reads and writes them through the mapping,
+ * nothing copied, a launch for up to 448 blocks (the checksums read
+ * from a copy the kernel keeps in device memory).  The block
  * checksums an operation asks for (gr_code_op's cksums) are computed on
  * the GPU for the encodes of that one submission, where the blocks are,
  * up to those of 1 GiB of blocks; gr_code_many computes the others on
@@ -110,8 +116,12 @@ struct gr_gpu_many_stats {
                                          * checksums the GPU computed */
   unsigned long long mapped_jobs;       /* direct jobs whose copies the
                                          * copy kernel made */
-  unsigned long long chunks, copies;    /* the direct jobs' chunks and
-                                         * the copies queued for them */
+  unsigned long long gathered_jobs;     /* direct jobs coded where their
+                                         * blocks are, nothing copied */
+  unsigned long long chunks, copies;    /* the direct jobs' chunks (or
+                                         * the gathered jobs' launches)
+                                         * and the copies queued for
+                                         * them */
   unsigned long long slot_ns, enqueue_ns, wait_ns, staged_ns;
   unsigned long long cksums_ns; /* the direct jobs' block checksums
                                  * brought back (waits for the GPU) */

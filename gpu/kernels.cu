@@ -2,7 +2,8 @@
 /* gpuraid - GF(2^8) coding kernels and their tables.
  *
  * All kernels compute out[s][r] (^)= sum_c M[r][c] * in[s][c] over a
- * device-resident batch (layout in gpu-internal.h).  Each thread owns one
+ * device-resident batch (layout in gpu-internal.h), the generic ones also
+ * over blocks anywhere the device reaches (io_gather).  Each thread owns one
  * column (RS: 16 bytes of every block; CRS: 8 bytes of every packet of one
  * group) and reads each input once per pass, producing up to mb output
  * rows per pass; more rows take more passes (inputs re-read, mostly from
@@ -31,6 +32,48 @@
 
 #define THREADS 256
 
+/* ---- where a stripe's blocks are -------------------------------------- */
+
+/* The kernels reach block i of stripe s through an addressing policy:
+ * io_dense, the batch laid out in device memory as gpu-internal.h says;
+ * io_gather, every block where the caller has it (page-locked host
+ * memory read and written through the device's mapping), its address in
+ * the launch's table, and (keep) the blocks as read and written also
+ * stored in the dense layout at kin / kout in device memory, for the
+ * checksum kernel to read there. */
+struct io_dense {
+  const uint4 *in;
+  uint4 *out;
+  int ncols, nrows;
+  size_t vlen;
+
+  __device__ const uint4 *src (size_t s, int i) const
+  { return in + (s * ncols + i) * vlen; }
+  __device__ uint4 *dst (size_t s, int j) const
+  { return out + (s * nrows + j) * vlen; }
+  __device__ void keep_in (size_t, int, size_t, uint4) const {}
+  __device__ void keep_out (size_t, int, size_t, uint4) const {}
+};
+
+struct io_gather {
+  struct gr_gpu_gather g;
+  int ncols, nrows;
+  size_t vlen, nstripes;
+  uint4 *kin, *kout;            /* NULL: nothing kept */
+
+  __device__ const uint4 *src (size_t s, int i) const
+  { return (const uint4 *) g.p[s * ncols + i]; }
+  __device__ uint4 *dst (size_t s, int j) const
+  { return (uint4 *) g.p[nstripes * ncols + s * nrows + j]; }
+  __device__ void keep_in (size_t s, int i, size_t x, uint4 v) const
+  { if (kin) kin[(s * ncols + i) * vlen + x] = v; }
+  __device__ void keep_out (size_t s, int j, size_t x, uint4 v) const
+  { if (kout) kout[(s * nrows + j) * vlen + x] = v; }
+};
+
+/* A kernel's parameters within the classic 4 KiB. */
+static_assert (sizeof (io_gather) + 64 <= 4096, "io_gather too large");
+
 /* ---- RS ---------------------------------------------------------------- */
 
 /* Grid: x over the columns of a stripe, y over stripes (no divisions), z
@@ -41,16 +84,13 @@
  * registers for all of them: one coefficient load per C columns. */
 #define RS_IMAD_MBMAX 8
 
-template <int MB, int C, bool ACC>
+template <int MB, int C, bool ACC, class IO>
 static __global__ void __launch_bounds__ (THREADS)
-rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
+rs_imad_kernel (const __grid_constant__ IO io,
                 const uint32_t *__restrict__ tab, int ncols, int nrows,
                 int npad, size_t vlen, size_t nstripes)
 {
   for (size_t s = blockIdx.y; s < nstripes; s += gridDim.y) {
-    const uint4 *ip = in + s * ncols * vlen;
-    uint4 *op = out + s * nrows * vlen;
-
     for (size_t base = (size_t) blockIdx.x * THREADS * C + threadIdx.x;
          base < vlen; base += (size_t) gridDim.x * THREADS * C) {
       bool ok[C];
@@ -69,7 +109,8 @@ rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
 #pragma unroll
             for (int v = 0; v < 4; v++)
               acc[c][j][v] = 0;
-          x[c] = ok[c] ? __ldg (ip + base + c * THREADS) : make_uint4 (0, 0, 0, 0);
+          x[c] = ok[c] ? __ldg (io.src (s, 0) + base + c * THREADS)
+            : make_uint4 (0, 0, 0, 0);
         }
         for (int i = 0; i < ncols; i++) {
           const uint32_t *t = tab + ((size_t) i * npad + j0) * 8;
@@ -80,7 +121,7 @@ rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
 #pragma unroll
           for (int c = 0; c < C; c++)
             xn[c] = ok[c] && i + 1 < ncols
-              ? __ldg (ip + (size_t) (i + 1) * vlen + base + c * THREADS)
+              ? __ldg (io.src (s, i + 1) + base + c * THREADS)
               : make_uint4 (0, 0, 0, 0);
 #pragma unroll
           for (int j = 0; j < MB; j++) {
@@ -92,6 +133,9 @@ rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
 #pragma unroll
           for (int c = 0; c < C; c++) {
             const uint32_t w[4] = { x[c].x, x[c].y, x[c].z, x[c].w };
+
+            if (j0 == 0 && ok[c])
+              io.keep_in (s, i, base + c * THREADS, x[c]);
 #pragma unroll
             for (int v = 0; v < 4; v++) {
 #pragma unroll
@@ -113,7 +157,7 @@ rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
 #pragma unroll
           for (int j = 0; j < MB; j++) {
             if (j0 + j < nrows) {
-              uint4 *p = op + (size_t) (j0 + j) * vlen + base + c * THREADS;
+              uint4 *p = io.dst (s, j0 + j) + base + c * THREADS;
               uint4 o = make_uint4 (acc[c][j][0], acc[c][j][1],
                                     acc[c][j][2], acc[c][j][3]);
               if (ACC) {
@@ -121,6 +165,7 @@ rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
                 o.x ^= old.x; o.y ^= old.y; o.z ^= old.z; o.w ^= old.w;
               }
               *p = o;
+              io.keep_out (s, j0 + j, base + c * THREADS, o);
             }
           }
         }
@@ -144,9 +189,9 @@ rs_cols (int mb)
 #define CRS_MBMAX 2
 #define PKT4 (GR_CRS_PACKET / 16)       /* uint4 per packet: 32 */
 
-template <int MB, bool ACC>
+template <int MB, bool ACC, class IO>
 static __global__ void __launch_bounds__ (THREADS)
-crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
+crs_kernel (const __grid_constant__ IO io,
             const uint32_t *__restrict__ tab, int ncols, int nrows,
             int npad, size_t vlen, size_t nstripes)
 {
@@ -156,8 +201,6 @@ crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
     for (size_t t = (size_t) blockIdx.x * THREADS + threadIdx.x; t < items;
          t += (size_t) gridDim.x * THREADS) {
       const size_t base = (t / PKT4) * (8 * PKT4) + t % PKT4;
-      const uint4 *ip = in + s * ncols * vlen + base;
-      uint4 *op = out + s * nrows * vlen + base;
 
       for (int j0 = blockIdx.z * MB; j0 < nrows; j0 += gridDim.z * MB) {
         uint32_t acc[MB][8][4];
@@ -170,7 +213,7 @@ crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
             for (int v = 0; v < 4; v++)
               acc[j][r][v] = 0;
         for (int i = 0; i < ncols; i++) {
-          const uint4 *xp = ip + (size_t) i * vlen;
+          const uint4 *xp = io.src (s, i) + base;
           const uint32_t *tp = tab + ((size_t) i * npad + j0) * 64;
           uint32_t p[8][4];
 
@@ -178,6 +221,8 @@ crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
           for (int c = 0; c < 8; c++) {
             const uint4 x = __ldg (xp + c * PKT4);
             p[c][0] = x.x; p[c][1] = x.y; p[c][2] = x.z; p[c][3] = x.w;
+            if (j0 == 0)
+              io.keep_in (s, i, base + c * PKT4, x);
           }
 #pragma unroll
           for (int j = 0; j < MB; j++) {
@@ -199,7 +244,7 @@ crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
           if (j0 + j < nrows) {
 #pragma unroll
             for (int r = 0; r < 8; r++) {
-              uint4 *q = op + (size_t) (j0 + j) * vlen + r * PKT4;
+              uint4 *q = io.dst (s, j0 + j) + base + r * PKT4;
               uint4 o = make_uint4 (acc[j][r][0], acc[j][r][1],
                                     acc[j][r][2], acc[j][r][3]);
               if (ACC) {
@@ -207,6 +252,7 @@ crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
                 o.x ^= old.x; o.y ^= old.y; o.z ^= old.z; o.w ^= old.w;
               }
               *q = o;
+              io.keep_out (s, j0 + j, base + r * PKT4, o);
             }
           }
         }
@@ -320,7 +366,7 @@ gr_gpu_kernels_loadable (void)
 {
   struct cudaFuncAttributes a;
 
-  return cudaFuncGetAttributes (&a, rs_imad_kernel<1, 4, false>);
+  return cudaFuncGetAttributes (&a, rs_imad_kernel<1, 4, false, io_dense>);
 }
 
 /* ---- copies ------------------------------------------------------------ */
@@ -439,10 +485,11 @@ grid_z (unsigned blocks, unsigned want, int npasses)
   default: return cudaErrorInvalidValue;                                \
   }
 
-cudaError_t
-gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
-               const void *din, void *dout, size_t nstripes, size_t lp,
-               cudaStream_t st)
+/* The generic kernel of t over nstripes stripes reached through io. */
+template <class IO>
+static cudaError_t
+launch_io (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
+           const IO &io, size_t nstripes, size_t lp, cudaStream_t st)
 {
   const uint32_t *tab = t->d + (size_t) col0 * t->npad * t->per_row;
   const int nrows = t->nrows, npad = t->npad;
@@ -451,20 +498,6 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
   bool small;
   dim3 grid;
 
-  if (nstripes == 0 || lp == 0)
-    return cudaSuccess;
-  if (!acc && col0 == 0 && ncols == t->ncols &&
-      __atomic_load_n (&t->jit_state, __ATOMIC_ACQUIRE) == 1) {
-    cudaError_t e = gr_gpu_launch_jit (t, din, dout, nstripes, lp, st);
-
-    if (e == cudaSuccess)
-      return e;
-    /* A launch error is not sticky: keep the message, drop the JIT kernel
-     * of this table for good and use the generic one. */
-    gr_gpu_fail (e, "JIT kernel launch (falling back)");
-    __atomic_store_n (&((struct gr_gpu_tab *) t)->jit_state, -1,
-                      __ATOMIC_RELEASE);
-  }
   if (t->code == GR_CODE_RS) {
     if (lp % 16)
       return cudaErrorInvalidValue;
@@ -480,13 +513,11 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
 #define L_RS_LAUNCH(N, C)                                               \
     L_RS_GRID (C);                                                      \
     if (acc)                                                            \
-      rs_imad_kernel<N, C, true><<<grid, THREADS, 0, st>>>              \
-        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
-         vlen, nstripes);                                               \
+      rs_imad_kernel<N, C, true, IO><<<grid, THREADS, 0, st>>>          \
+        (io, tab, ncols, nrows, npad, vlen, nstripes);                  \
     else                                                                \
-      rs_imad_kernel<N, C, false><<<grid, THREADS, 0, st>>>             \
-        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
-         vlen, nstripes)
+      rs_imad_kernel<N, C, false, IO><<<grid, THREADS, 0, st>>>         \
+        (io, tab, ncols, nrows, npad, vlen, nstripes)
 #define L_RS_IMAD(N)                                                    \
     if (small) {                                                        \
       L_RS_LAUNCH (N, 1);                                               \
@@ -506,14 +537,62 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
       grid.z = grid_z (grid.x * grid.y, want, npad / t->mb);
 #define L_CRS(N)                                                        \
     if (acc)                                                            \
-      crs_kernel<N, true><<<grid, THREADS, 0, st>>>                     \
-        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
-         vlen, nstripes);                                               \
+      crs_kernel<N, true, IO><<<grid, THREADS, 0, st>>>                 \
+        (io, tab, ncols, nrows, npad, vlen, nstripes);                  \
     else                                                                \
-      crs_kernel<N, false><<<grid, THREADS, 0, st>>>                    \
-        ((const uint4 *) din, (uint4 *) dout, tab, ncols, nrows, npad,  \
-         vlen, nstripes)
+      crs_kernel<N, false, IO><<<grid, THREADS, 0, st>>>                \
+        (io, tab, ncols, nrows, npad, vlen, nstripes)
     SWITCH_MB2 (t->mb, L_CRS);
   }
   return cudaGetLastError ();
+}
+
+cudaError_t
+gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
+               const void *din, void *dout, size_t nstripes, size_t lp,
+               cudaStream_t st)
+{
+  io_dense io;
+
+  if (nstripes == 0 || lp == 0)
+    return cudaSuccess;
+  if (!acc && col0 == 0 && ncols == t->ncols &&
+      __atomic_load_n (&t->jit_state, __ATOMIC_ACQUIRE) == 1) {
+    cudaError_t e = gr_gpu_launch_jit (t, din, dout, nstripes, lp, st);
+
+    if (e == cudaSuccess)
+      return e;
+    /* A launch error is not sticky: keep the message, drop the JIT kernel
+     * of this table for good and use the generic one. */
+    gr_gpu_fail (e, "JIT kernel launch (falling back)");
+    __atomic_store_n (&((struct gr_gpu_tab *) t)->jit_state, -1,
+                      __ATOMIC_RELEASE);
+  }
+  io.in = (const uint4 *) din;
+  io.out = (uint4 *) dout;
+  io.ncols = ncols;
+  io.nrows = t->nrows;
+  io.vlen = lp / 16;
+  return launch_io (t, col0, ncols, acc, io, nstripes, lp, st);
+}
+
+cudaError_t
+gr_gpu_launch_gather (const struct gr_gpu_tab *t, int col0, int ncols,
+                      int acc, const struct gr_gpu_gather *g, void *keep,
+                      size_t nstripes, size_t lp, cudaStream_t st)
+{
+  io_gather io;
+
+  if (nstripes == 0 || lp == 0)
+    return cudaSuccess;
+  if (nstripes * (size_t) (ncols + t->nrows) > GR_GPU_GATHER_MAX)
+    return cudaErrorInvalidValue;
+  io.g = *g;
+  io.ncols = ncols;
+  io.nrows = t->nrows;
+  io.vlen = lp / 16;
+  io.nstripes = nstripes;
+  io.kin = (uint4 *) keep;
+  io.kout = keep ? (uint4 *) keep + nstripes * ncols * io.vlen : NULL;
+  return launch_io (t, col0, ncols, acc, io, nstripes, lp, st);
 }

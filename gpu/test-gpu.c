@@ -36,6 +36,9 @@
  *   plain    the JIT kernels in the plain form (SHF, C XORs)
  *   stage    the JIT kernels staged per item with SHF shifts
  *   all      default, jit, plain and stage in one run
+ *   many     the default's submissions of several operations only (the
+ *            engine's copies, and its batches coded where their blocks
+ *            are), reduced
  * make check-gpu-long runs default, jit, plain and stage as separate
  * parts.  TEST_SEED sets the random seed (printed).
  *
@@ -80,6 +83,9 @@ extern unsigned long gr_gpu_direct_shared (void);
  * short runs (the default), all; returns the previous value. */
 extern int gr_gpu_set_mapped (int use);
 enum { MAPPED_NEVER, MAPPED_SHORT_RUNS, MAPPED_ALWAYS };
+/* Whether gr_code_many codes direct jobs where their blocks are, nothing
+ * copied (1, the default) or never (0); returns the previous value. */
+extern int gr_gpu_set_gather (int use);
 /* Internal hooks (gpu/engine.cu, gpu/jit.cu).  Batches of at least
  * min_bytes compile the JIT kernel. */
 extern size_t gr_gpu_set_jit_min (size_t min_bytes);
@@ -693,9 +699,16 @@ run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
  * that operations of one set or part are merged), page-locked (1, 2) or not (0) by turns, one in five of len2
  * bytes instead of len (4096: below the direct path); compared with the
  * reference coder's blocks. */
+/* pinned_only: every operation's blocks page-locked by the engine
+ * (gr_gpu_host_alloc, aligned), and the engine told to code the direct
+ * jobs where the blocks are (gather 1) or not (0): where it does, as the
+ * account says, must be `expect` (1: every direct job, as where each
+ * table has one pass and the blocks fit 64 MiB; 0: none, as where not)
+ * when gather is 1, and none when 0.  Otherwise a mix of ordinary,
+ * page-locked and unaligned memory. */
 static void
 many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
-           size_t len2)
+           size_t len2, int pinned_only, int gather, int expect)
 {
   const int k = gr_coder_k (cg), m = gr_coder_m (cg), n = k + m;
   const char *code = code_name (gr_coder_code (cg));
@@ -705,8 +718,14 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
 
   if (nops > 64)
     nops = 64;
-  printf ("  gr_code_many %d+%d %s: %d operations of %zu bytes (and %zu)\n",
-          k, m, code, nops, len, len2);
+  struct gr_gpu_many_stats sa, sb;
+  const int old_gather = gr_gpu_set_gather (gather);
+
+  printf ("  gr_code_many %d+%d %s: %d operations of %zu bytes (and %zu)%s\n",
+          k, m, code, nops, len, len2, !pinned_only ? ""
+          : !gather ? ", page-locked, copied"
+          : expect ? ", page-locked, coded where they are"
+          : ", page-locked, copied by the engine's rule");
   fflush (stdout);
   memset (good, 0, sizeof good);
   memset (work, 0, sizeof work);
@@ -723,11 +742,14 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
     /* 3: an encode; 4: an encode of part of the data, of 2 parts (a
      * parity update's: the other data blocks scribbled on, which it must
      * not read) */
-    const int kind = (int) (rnd () % 5), part = (int) (rnd () % 2);
+    /* (the first an encode: every submission has one) */
+    const int kind = x == 0 ? 3 : (int) (rnd () % 5);
+    const int part = (int) (rnd () % 2);
     const int first = pfirst[part], count = pcount[part];
 
     if (batch_new (&good[x], ns, n, k, l, 0, 0, &rng) < 0 ||
-        batch_new (&work[x], ns, n, k, l, x % 3 == 0, x % 3, &rng) < 0) {
+        batch_new (&work[x], ns, n, k, l, !pinned_only && x % 3 == 0,
+                   pinned_only ? 1 + x % 2 : x % 3, &rng) < 0) {
       FAIL ("out of memory");
       nops = x + 1;
       goto out;
@@ -757,10 +779,22 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
           fill_r (&rng, work[x].blk[st * n + i], l);
       }
   }
+  gr_gpu_many_account (&sa);
   r = gr_code_many (cg, ops, (size_t) nops);
+  gr_gpu_many_account (&sb);
   if (r < 0) {
     FAIL ("gr_code_many %d+%d %s: error %d", k, m, code, r);
     goto out;
+  }
+  if (pinned_only) {
+    const unsigned long long g = sb.gathered_jobs - sa.gathered_jobs,
+      d = sb.direct_jobs - sa.direct_jobs;
+    const bool want = gather && expect && gr_gpu_mapped_ok ();
+
+    if (d == 0 || g != (want ? d : 0))
+      FAIL ("gr_code_many %d+%d %s: %llu of %llu direct jobs coded where "
+            "their blocks are, not %s (told %s)", k, m, code, g, d,
+            want ? "all" : "none", gather ? "to" : "not to");
   }
   for (x = 0; x < nops; x++)
     if (batch_cmp (&good[x], &work[x], ops[x].count ? k : 0, n,
@@ -773,6 +807,7 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
     batch_free (&good[x]);
     batch_free (&work[x]);
   }
+  gr_gpu_set_gather (old_gather);
 }
 
 /* Which copies a direct job of gr_code_many gets: an encode of 2 stripes
@@ -785,6 +820,7 @@ mapped_rule_case (struct gr_coder *cr, struct gr_coder *cg)
 {
   const int k = gr_coder_k (cg), n = k + gr_coder_m (cg);
   const size_t len = 65536;
+  const int old_gather = gr_gpu_set_gather (0);       /* copies */
 
   for (int pinned = 2; pinned >= 1; pinned--) {
     struct batch good = { 0 }, work = { 0 };
@@ -823,6 +859,7 @@ mapped_rule_case (struct gr_coder *cr, struct gr_coder *cg)
     batch_free (&good);
     batch_free (&work);
   }
+  gr_gpu_set_gather (old_gather);
 }
 
 /* Several operations in one submission: more chunks than a slot has
@@ -832,9 +869,10 @@ static void
 run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
   static const int geo[][3] = { { 8, 8, GR_CODE_RS }, { 10, 4, GR_CODE_CRS },
-                                { 16, 16, GR_CODE_RS } };
+                                { 16, 16, GR_CODE_RS },
+                                { 10, 4, GR_CODE_RS } };
 
-  for (int gi = 0; gi < 3; gi++) {
+  for (int gi = 0; gi < 4; gi++) {
     const enum gr_code code = (enum gr_code) geo[gi][2];
     struct gr_coder *cr = NULL, *cg = NULL;
 
@@ -842,23 +880,34 @@ run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
         gr_coder_new (&cg, geo[gi][0], geo[gi][1], code, gpu) < 0)
       FAIL ("coder %d+%d %s", geo[gi][0], geo[gi][1], code_name (code));
     else if (gi < 2) {
-      many_case (cr, cg, quick ? 24 : 48, 65536, 4096);
+      many_case (cr, cg, quick ? 24 : 48, 65536, 4096, 0, 1, 0);
+      /* every block page-locked: the parity of two passes (8 rows of
+       * RS, 4 of CRS) copied all the same */
+      many_case (cr, cg, quick ? 12 : 16, 65536, 4096, 1, 1, 0);
       if (gi == 0) {
         /* the copies by the copy engines only, then by the copy
          * kernel only (as the engine chooses them: mapped_rule_case);
          * rows of a length the copy kernel moves byte by byte */
         const int old = gr_gpu_set_mapped (MAPPED_NEVER);
 
-        many_case (cr, cg, quick ? 24 : 48, 65536, 4096);
+        many_case (cr, cg, quick ? 24 : 48, 65536, 4096, 0, 0, 0);
         gr_gpu_set_mapped (MAPPED_ALWAYS);
-        many_case (cr, cg, quick ? 24 : 48, 65536, 4096);
+        many_case (cr, cg, quick ? 24 : 48, 65536, 4096, 0, 0, 0);
         gr_gpu_set_mapped (old);
-        many_case (cr, cg, 12, 65536 + 5, 4096);
+        many_case (cr, cg, 12, 65536 + 5, 4096, 0, 1, 0);
         mapped_rule_case (cr, cg);
       }
     }
-    else
-      many_case (cr, cg, 4, (size_t) 1 << 20, 65536);
+    else if (gi == 2)
+      many_case (cr, cg, 4, (size_t) 1 << 20, 65536, 0, 1, 0);
+    else {
+      /* one pass (4 rows): coded where the blocks are, or copied if
+       * told; then more than 64 MiB of blocks (6 operations of 1 to 3
+       * stripes of 14 MiB), copied */
+      many_case (cr, cg, quick ? 12 : 16, 65536, 4096, 1, 1, 1);
+      many_case (cr, cg, quick ? 12 : 16, 65536, 4096, 1, 0, 1);
+      many_case (cr, cg, 6, (size_t) 1 << 20, (size_t) 1 << 20, 1, 1, 0);
+    }
     gr_coder_free (cg);
     gr_coder_free (cr);
   }
@@ -1217,7 +1266,7 @@ run_reg_list (const struct gr_backend *ref, const struct gr_backend *gpu)
     uint8_t *blk[32], *region = NULL;
     struct gr_code_op op = { NULL, 0, blk, 2, len, NULL, 0, 0 };
     bool ok = false;
-    int mapped;
+    int mapped, gather;
 
     if (gr_coder_new (&cr, k, m, GR_CODE_RS, ref) < 0 ||
         gr_coder_new (&cg, k, m, GR_CODE_RS, gpu) < 0 ||
@@ -1254,8 +1303,10 @@ run_reg_list (const struct gr_backend *ref, const struct gr_backend *gpu)
       }
     gr_gpu_many_account (&s0);
     mapped = gr_gpu_set_mapped (MAPPED_ALWAYS); /* runs of 512 KiB */
+    gather = gr_gpu_set_gather (0);     /* copies, to count */
     r = gr_code_many (cg, &op, 1);
     gr_gpu_set_mapped (mapped);
+    gr_gpu_set_gather (gather);
     gr_gpu_many_account (&s1);
     if (r < 0)
       FAIL ("reg list: gr_code_many across two ranges: %d", r);
@@ -1419,7 +1470,7 @@ run_partial (const struct gr_backend *ref, const struct gr_backend *gpu)
  * gr_code_many, the same values. */
 static void
 cksum_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
-            int pinned)
+            int pinned, int gather, int expect)
 {
   const int k = gr_coder_k (cg), m = gr_coder_m (cg), n = k + m;
   const char *code = code_name (gr_coder_code (cg));
@@ -1430,14 +1481,18 @@ cksum_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
   int er[16][GR_MAX_MEMBERS];
   bool used[16][GR_MAX_MEMBERS];
   struct gr_gpu_many_stats a, b;
-  int x, r;
+  int x, r, old_gather;
 
   if (nops > 16)
     nops = 16;
   printf ("  block checksums %d+%d %s: %d encodes and reconstructs of %zu "
           "bytes, %s\n", k, m, code, nops, len,
-          pinned ? "page-locked" : "ordinary memory");
+          !pinned ? "ordinary memory" : !gather ? "page-locked, copied"
+          : expect == 1 ? "page-locked, coded where they are"
+          : expect == 0 ? "page-locked, copied by the engine's rule"
+          : "page-locked");
   fflush (stdout);
+  old_gather = gr_gpu_set_gather (gather);
   memset (good, 0, sizeof good);
   memset (work, 0, sizeof work);
   memset (ck, 0, sizeof ck);
@@ -1500,6 +1555,19 @@ cksum_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
     FAIL ("gr_code_many %d+%d %s with checksums: error %d", k, m, code, r);
     goto out;
   }
+  /* Page-locked by the engine, where the device maps it: coded where the
+   * blocks are, every job, where expected (1) and told to; none where
+   * not expected (0) or told not to; either where expect is -1. */
+  if (pinned && (expect >= 0 || !gather)) {
+    const unsigned long long g = b.gathered_jobs - a.gathered_jobs,
+      d = b.direct_jobs - a.direct_jobs;
+    const bool want = gather && expect == 1 && gr_gpu_mapped_ok ();
+
+    if (g != (want ? d : 0))
+      FAIL ("%d+%d %s: %llu of %llu direct jobs coded where their blocks "
+            "are, not %s (told %s)", k, m, code, g, d, want ? "all" : "none",
+            gather ? "to" : "not to");
+  }
   if (pinned && b.summed_jobs == a.summed_jobs)
     FAIL ("%d+%d %s: page-locked encodes' checksums not computed on the "
           "GPU", k, m, code);
@@ -1540,17 +1608,22 @@ cksum_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
     batch_free (&work[x]);
     free (ck[x]);
   }
+  gr_gpu_set_gather (old_gather);
 }
 
 static void
 run_cksums (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
-  static const int geo[][4] = { { 8, 8, GR_CODE_RS, 65536 },
-                                { 10, 4, GR_CODE_CRS, 65536 },
-                                { 16, 16, GR_CODE_RS, 1 << 20 },
-                                { 6, 3, GR_CODE_RS, 1 << 18 } };
+  /* the last: whether the engine codes them where the blocks are (1),
+   * not (0: tables of two passes or more), or either (-1: 6+3's may be
+   * more than 64 MiB) */
+  static const int geo[][5] = { { 8, 8, GR_CODE_RS, 65536, 0 },
+                                { 10, 4, GR_CODE_CRS, 65536, 0 },
+                                { 16, 16, GR_CODE_RS, 1 << 20, 0 },
+                                { 6, 3, GR_CODE_RS, 1 << 18, -1 },
+                                { 10, 4, GR_CODE_RS, 65536, 1 } };
 
-  for (int gi = 0; gi < 4; gi++) {
+  for (int gi = 0; gi < 5; gi++) {
     const enum gr_code code = (enum gr_code) geo[gi][2];
     struct gr_coder *cr = NULL, *cg = NULL;
 
@@ -1558,8 +1631,11 @@ run_cksums (const struct gr_backend *ref, const struct gr_backend *gpu)
         gr_coder_new (&cg, geo[gi][0], geo[gi][1], code, gpu) < 0)
       FAIL ("coder %d+%d %s", geo[gi][0], geo[gi][1], code_name (code));
     else {
-      cksum_case (cr, cg, gi == 2 ? 3 : 12, (size_t) geo[gi][3], 1);
-      cksum_case (cr, cg, 4, (size_t) geo[gi][3], 0);
+      cksum_case (cr, cg, gi == 2 ? 3 : 12, (size_t) geo[gi][3], 1, 1,
+                  geo[gi][4]);
+      cksum_case (cr, cg, gi == 2 ? 3 : 12, (size_t) geo[gi][3], 1, 0,
+                  geo[gi][4]);
+      cksum_case (cr, cg, 4, (size_t) geo[gi][3], 0, 1, geo[gi][4]);
     }
     gr_coder_free (cg);
     gr_coder_free (cr);
@@ -1792,12 +1868,23 @@ main (void)
     part = "tier";
   if (strcmp (part, "tier") && strcmp (part, "default") &&
       strcmp (part, "jit") && strcmp (part, "plain") &&
-      strcmp (part, "stage") && strcmp (part, "all")) {
-    printf ("FAIL: TEST_GPU_PART=%s: tier, default, jit, plain, stage or "
-            "all\n", part);
+      strcmp (part, "stage") && strcmp (part, "all") &&
+      strcmp (part, "many")) {
+    printf ("FAIL: TEST_GPU_PART=%s: tier, default, jit, plain, stage, many "
+            "or all\n", part);
     return 1;
   }
   printf ("TEST_GPU_PART=%s\n", part);
+  if (strcmp (part, "many") == 0) {
+    quick = 1;
+    run_reg_list (ref, gpu);
+    printf ("several operations in one submission\n");
+    run_many (ref, gpu);
+    printf ("block checksums of encodes and reconstructs\n");
+    run_cksums (ref, gpu);
+    gr_gpu_release ();
+    return test_done ("test-gpu");
+  }
   tier = strcmp (part, "tier") == 0;
   if (strcmp (part, "all") == 0)
     part = NULL;
