@@ -47,12 +47,21 @@ struct io_dense {
   int ncols, nrows;
   size_t vlen;
 
-  __device__ const uint4 *src (size_t s, int i) const
-  { return in + (s * ncols + i) * vlen; }
-  __device__ uint4 *dst (size_t s, int j) const
-  { return out + (s * nrows + j) * vlen; }
-  __device__ void keep_in (size_t, int, size_t, uint4) const {}
-  __device__ void keep_out (size_t, int, size_t, uint4) const {}
+  /* Stripe s's blocks. */
+  struct view {
+    const uint4 *ip;
+    uint4 *op;
+    size_t vlen;
+
+    __device__ const uint4 *src (int i) const
+    { return ip + (size_t) i * vlen; }
+    __device__ uint4 *dst (int j) const
+    { return op + (size_t) j * vlen; }
+    __device__ void keep_in (int, size_t, uint4) const {}
+    __device__ void keep_out (int, size_t, uint4) const {}
+  };
+  __device__ view at (size_t s) const
+  { return { in + s * ncols * vlen, out + s * nrows * vlen, vlen }; }
 };
 
 struct io_gather {
@@ -61,14 +70,26 @@ struct io_gather {
   size_t vlen, nstripes;
   uint4 *kin, *kout;            /* NULL: nothing kept */
 
-  __device__ const uint4 *src (size_t s, int i) const
-  { return (const uint4 *) g.p[s * ncols + i]; }
-  __device__ uint4 *dst (size_t s, int j) const
-  { return (uint4 *) g.p[nstripes * ncols + s * nrows + j]; }
-  __device__ void keep_in (size_t s, int i, size_t x, uint4 v) const
-  { if (kin) kin[(s * ncols + i) * vlen + x] = v; }
-  __device__ void keep_out (size_t s, int j, size_t x, uint4 v) const
-  { if (kout) kout[(s * nrows + j) * vlen + x] = v; }
+  struct view {
+    const io_gather *io;
+    size_t s;
+
+    __device__ const uint4 *src (int i) const
+    { return (const uint4 *) io->g.p[s * io->ncols + i]; }
+    __device__ uint4 *dst (int j) const
+    { return (uint4 *) io->g.p[io->nstripes * io->ncols + s * io->nrows + j]; }
+    __device__ void keep_in (int i, size_t x, uint4 v) const
+    {
+      if (io->kin)
+        io->kin[(s * io->ncols + i) * io->vlen + x] = v;
+    }
+    __device__ void keep_out (int j, size_t x, uint4 v) const
+    {
+      if (io->kout)
+        io->kout[(s * io->nrows + j) * io->vlen + x] = v;
+    }
+  };
+  __device__ view at (size_t s) const { return { this, s }; }
 };
 
 /* A kernel's parameters within the classic 4 KiB. */
@@ -85,12 +106,13 @@ static_assert (sizeof (io_gather) + 64 <= 4096, "io_gather too large");
 #define RS_IMAD_MBMAX 8
 
 template <int MB, int C, bool ACC, class IO>
-static __global__ void __launch_bounds__ (THREADS)
-rs_imad_kernel (const __grid_constant__ IO io,
-                const uint32_t *__restrict__ tab, int ncols, int nrows,
-                int npad, size_t vlen, size_t nstripes)
+static __device__ __forceinline__ void
+rs_imad_body (const IO &io, const uint32_t *__restrict__ tab, int ncols,
+              int nrows, int npad, size_t vlen, size_t nstripes)
 {
   for (size_t s = blockIdx.y; s < nstripes; s += gridDim.y) {
+    const typename IO::view sv = io.at (s);
+
     for (size_t base = (size_t) blockIdx.x * THREADS * C + threadIdx.x;
          base < vlen; base += (size_t) gridDim.x * THREADS * C) {
       bool ok[C];
@@ -109,7 +131,7 @@ rs_imad_kernel (const __grid_constant__ IO io,
 #pragma unroll
             for (int v = 0; v < 4; v++)
               acc[c][j][v] = 0;
-          x[c] = ok[c] ? __ldg (io.src (s, 0) + base + c * THREADS)
+          x[c] = ok[c] ? __ldg (sv.src (0) + base + c * THREADS)
             : make_uint4 (0, 0, 0, 0);
         }
         for (int i = 0; i < ncols; i++) {
@@ -121,7 +143,7 @@ rs_imad_kernel (const __grid_constant__ IO io,
 #pragma unroll
           for (int c = 0; c < C; c++)
             xn[c] = ok[c] && i + 1 < ncols
-              ? __ldg (io.src (s, i + 1) + base + c * THREADS)
+              ? __ldg (sv.src (i + 1) + base + c * THREADS)
               : make_uint4 (0, 0, 0, 0);
 #pragma unroll
           for (int j = 0; j < MB; j++) {
@@ -135,7 +157,7 @@ rs_imad_kernel (const __grid_constant__ IO io,
             const uint32_t w[4] = { x[c].x, x[c].y, x[c].z, x[c].w };
 
             if (j0 == 0 && ok[c])
-              io.keep_in (s, i, base + c * THREADS, x[c]);
+              sv.keep_in (i, base + c * THREADS, x[c]);
 #pragma unroll
             for (int v = 0; v < 4; v++) {
 #pragma unroll
@@ -157,7 +179,7 @@ rs_imad_kernel (const __grid_constant__ IO io,
 #pragma unroll
           for (int j = 0; j < MB; j++) {
             if (j0 + j < nrows) {
-              uint4 *p = io.dst (s, j0 + j) + base + c * THREADS;
+              uint4 *p = sv.dst (j0 + j) + base + c * THREADS;
               uint4 o = make_uint4 (acc[c][j][0], acc[c][j][1],
                                     acc[c][j][2], acc[c][j][3]);
               if (ACC) {
@@ -165,13 +187,36 @@ rs_imad_kernel (const __grid_constant__ IO io,
                 o.x ^= old.x; o.y ^= old.y; o.z ^= old.z; o.w ^= old.w;
               }
               *p = o;
-              io.keep_out (s, j0 + j, base + c * THREADS, o);
+              sv.keep_out (j0 + j, base + c * THREADS, o);
             }
           }
         }
       }
     }
   }
+}
+
+/* The kernel over a batch in device memory, and over blocks where they
+ * are (its pointers' restrict qualifiers kept apart: the dense form
+ * compiled as before, in as many registers). */
+template <int MB, int C, bool ACC>
+static __global__ void __launch_bounds__ (THREADS)
+rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
+                const uint32_t *__restrict__ tab, int ncols, int nrows,
+                int npad, size_t vlen, size_t nstripes)
+{
+  const io_dense io = { in, out, ncols, nrows, vlen };
+
+  rs_imad_body<MB, C, ACC> (io, tab, ncols, nrows, npad, vlen, nstripes);
+}
+
+template <int MB, int C, bool ACC>
+static __global__ void __launch_bounds__ (THREADS)
+rs_imad_gather_kernel (const __grid_constant__ io_gather io,
+                       const uint32_t *__restrict__ tab, int ncols,
+                       int nrows, int npad, size_t vlen, size_t nstripes)
+{
+  rs_imad_body<MB, C, ACC> (io, tab, ncols, nrows, npad, vlen, nstripes);
 }
 
 /* Columns per thread for a pass of mb rows. */
@@ -190,10 +235,9 @@ rs_cols (int mb)
 #define PKT4 (GR_CRS_PACKET / 16)       /* uint4 per packet: 32 */
 
 template <int MB, bool ACC, class IO>
-static __global__ void __launch_bounds__ (THREADS)
-crs_kernel (const __grid_constant__ IO io,
-            const uint32_t *__restrict__ tab, int ncols, int nrows,
-            int npad, size_t vlen, size_t nstripes)
+static __device__ __forceinline__ void
+crs_body (const IO &io, const uint32_t *__restrict__ tab, int ncols,
+          int nrows, int npad, size_t vlen, size_t nstripes)
 {
   const size_t items = vlen / 8;        /* 32 per 4 KiB group */
 
@@ -201,6 +245,7 @@ crs_kernel (const __grid_constant__ IO io,
     for (size_t t = (size_t) blockIdx.x * THREADS + threadIdx.x; t < items;
          t += (size_t) gridDim.x * THREADS) {
       const size_t base = (t / PKT4) * (8 * PKT4) + t % PKT4;
+      const typename IO::view sv = io.at (s);
 
       for (int j0 = blockIdx.z * MB; j0 < nrows; j0 += gridDim.z * MB) {
         uint32_t acc[MB][8][4];
@@ -213,7 +258,7 @@ crs_kernel (const __grid_constant__ IO io,
             for (int v = 0; v < 4; v++)
               acc[j][r][v] = 0;
         for (int i = 0; i < ncols; i++) {
-          const uint4 *xp = io.src (s, i) + base;
+          const uint4 *xp = sv.src (i) + base;
           const uint32_t *tp = tab + ((size_t) i * npad + j0) * 64;
           uint32_t p[8][4];
 
@@ -222,7 +267,7 @@ crs_kernel (const __grid_constant__ IO io,
             const uint4 x = __ldg (xp + c * PKT4);
             p[c][0] = x.x; p[c][1] = x.y; p[c][2] = x.z; p[c][3] = x.w;
             if (j0 == 0)
-              io.keep_in (s, i, base + c * PKT4, x);
+              sv.keep_in (i, base + c * PKT4, x);
           }
 #pragma unroll
           for (int j = 0; j < MB; j++) {
@@ -244,7 +289,7 @@ crs_kernel (const __grid_constant__ IO io,
           if (j0 + j < nrows) {
 #pragma unroll
             for (int r = 0; r < 8; r++) {
-              uint4 *q = io.dst (s, j0 + j) + base + r * PKT4;
+              uint4 *q = sv.dst (j0 + j) + base + r * PKT4;
               uint4 o = make_uint4 (acc[j][r][0], acc[j][r][1],
                                     acc[j][r][2], acc[j][r][3]);
               if (ACC) {
@@ -252,12 +297,73 @@ crs_kernel (const __grid_constant__ IO io,
                 o.x ^= old.x; o.y ^= old.y; o.z ^= old.z; o.w ^= old.w;
               }
               *q = o;
-              io.keep_out (s, j0 + j, base + r * PKT4, o);
+              sv.keep_out (j0 + j, base + r * PKT4, o);
             }
           }
         }
       }
     }
+}
+
+template <int MB, bool ACC>
+static __global__ void __launch_bounds__ (THREADS)
+crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
+            const uint32_t *__restrict__ tab, int ncols, int nrows,
+            int npad, size_t vlen, size_t nstripes)
+{
+  const io_dense io = { in, out, ncols, nrows, vlen };
+
+  crs_body<MB, ACC> (io, tab, ncols, nrows, npad, vlen, nstripes);
+}
+
+template <int MB, bool ACC>
+static __global__ void __launch_bounds__ (THREADS)
+crs_gather_kernel (const __grid_constant__ io_gather io,
+                   const uint32_t *__restrict__ tab, int ncols, int nrows,
+                   int npad, size_t vlen, size_t nstripes)
+{
+  crs_body<MB, ACC> (io, tab, ncols, nrows, npad, vlen, nstripes);
+}
+
+/* A launch of either form, by the blocks' policy. */
+template <int MB, int C, bool ACC>
+static void
+rs_go (const io_dense &io, dim3 grid, cudaStream_t st,
+       const uint32_t *tab, int ncols, int nrows, int npad, size_t vlen,
+       size_t nstripes)
+{
+  rs_imad_kernel<MB, C, ACC><<<grid, THREADS, 0, st>>>
+    (io.in, io.out, tab, ncols, nrows, npad, vlen, nstripes);
+}
+
+template <int MB, int C, bool ACC>
+static void
+rs_go (const io_gather &io, dim3 grid, cudaStream_t st,
+       const uint32_t *tab, int ncols, int nrows, int npad, size_t vlen,
+       size_t nstripes)
+{
+  rs_imad_gather_kernel<MB, C, ACC><<<grid, THREADS, 0, st>>>
+    (io, tab, ncols, nrows, npad, vlen, nstripes);
+}
+
+template <int MB, bool ACC>
+static void
+crs_go (const io_dense &io, dim3 grid, cudaStream_t st,
+        const uint32_t *tab, int ncols, int nrows, int npad, size_t vlen,
+        size_t nstripes)
+{
+  crs_kernel<MB, ACC><<<grid, THREADS, 0, st>>>
+    (io.in, io.out, tab, ncols, nrows, npad, vlen, nstripes);
+}
+
+template <int MB, bool ACC>
+static void
+crs_go (const io_gather &io, dim3 grid, cudaStream_t st,
+        const uint32_t *tab, int ncols, int nrows, int npad, size_t vlen,
+        size_t nstripes)
+{
+  crs_gather_kernel<MB, ACC><<<grid, THREADS, 0, st>>>
+    (io, tab, ncols, nrows, npad, vlen, nstripes);
 }
 
 /* ---- tables ------------------------------------------------------------ */
@@ -366,7 +472,7 @@ gr_gpu_kernels_loadable (void)
 {
   struct cudaFuncAttributes a;
 
-  return cudaFuncGetAttributes (&a, rs_imad_kernel<1, 4, false, io_dense>);
+  return cudaFuncGetAttributes (&a, rs_imad_kernel<1, 4, false>);
 }
 
 /* ---- copies ------------------------------------------------------------ */
@@ -513,11 +619,11 @@ launch_io (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
 #define L_RS_LAUNCH(N, C)                                               \
     L_RS_GRID (C);                                                      \
     if (acc)                                                            \
-      rs_imad_kernel<N, C, true, IO><<<grid, THREADS, 0, st>>>          \
-        (io, tab, ncols, nrows, npad, vlen, nstripes);                  \
+      rs_go<N, C, true> (io, grid, st, tab, ncols, nrows, npad, vlen,   \
+                         nstripes);                                     \
     else                                                                \
-      rs_imad_kernel<N, C, false, IO><<<grid, THREADS, 0, st>>>         \
-        (io, tab, ncols, nrows, npad, vlen, nstripes)
+      rs_go<N, C, false> (io, grid, st, tab, ncols, nrows, npad, vlen,  \
+                          nstripes)
 #define L_RS_IMAD(N)                                                    \
     if (small) {                                                        \
       L_RS_LAUNCH (N, 1);                                               \
@@ -537,11 +643,11 @@ launch_io (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
       grid.z = grid_z (grid.x * grid.y, want, npad / t->mb);
 #define L_CRS(N)                                                        \
     if (acc)                                                            \
-      crs_kernel<N, true, IO><<<grid, THREADS, 0, st>>>                 \
-        (io, tab, ncols, nrows, npad, vlen, nstripes);                  \
+      crs_go<N, true> (io, grid, st, tab, ncols, nrows, npad, vlen,     \
+                       nstripes);                                       \
     else                                                                \
-      crs_kernel<N, false, IO><<<grid, THREADS, 0, st>>>                \
-        (io, tab, ncols, nrows, npad, vlen, nstripes)
+      crs_go<N, false> (io, grid, st, tab, ncols, nrows, npad, vlen,    \
+                        nstripes)
     SWITCH_MB2 (t->mb, L_CRS);
   }
   return cudaGetLastError ();
