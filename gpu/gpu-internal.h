@@ -64,13 +64,16 @@ cudaError_t gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols,
  * + i] is input i of stripe s, p[nstripes * ncols + s * nrows + r] output
  * r, every block lp bytes and 16-byte aligned; nstripes * (ncols + nrows)
  * <= GR_GPU_GATHER_MAX.  The generic kernel (PCIe, not the kernel, bounds
- * it).  keep: NULL, or device memory that receives the blocks as read and
- * written in the dense layout above (inputs at keep, outputs after
- * them), for the checksum kernel. */
+ * it), gr_gpu_gather_mb (t) output rows a pass.  keep: NULL, or device
+ * memory that receives the blocks as read and written in the dense
+ * layout above (inputs at keep, outputs after them), for the checksum
+ * kernel; passes after the first then read their inputs there, not
+ * across the link. */
 #define GR_GPU_GATHER_MAX 448
 struct gr_gpu_gather {
   const void *p[GR_GPU_GATHER_MAX];
 };
+int gr_gpu_gather_mb (const struct gr_gpu_tab *t);
 cudaError_t gr_gpu_launch_gather (const struct gr_gpu_tab *t, int col0,
                                   int ncols, int acc,
                                   const struct gr_gpu_gather *g, void *keep,
@@ -149,9 +152,15 @@ enum gr_gpu_mapped_use {
   GR_GPU_MAPPED_ALWAYS = 2,
 };
 extern "C" int gr_gpu_set_mapped (int use);
-/* Whether gr_code_many codes direct jobs where their blocks are, copying
- * nothing (engine.cu's run_gathered): 1 (the default) or 0; returns the
- * previous value (test hook, mirrored by test-gpu.c and bench-gpu.cu). */
+/* Which submissions of gr_code_many are coded where their blocks are,
+ * copying nothing (engine.cu's run_gathered; test hook gr_gpu_set_gather,
+ * which returns the previous value; test-gpu.c and bench-gpu.cu mirror
+ * the values). */
+enum gr_gpu_gather_use {
+  GR_GPU_GATHER_NEVER = 0,
+  GR_GPU_GATHER_RULE = 1,       /* the default: gather_ok's rules */
+  GR_GPU_GATHER_ANY_TABLE = 2,  /* the rules but the table's shape */
+};
 extern "C" int gr_gpu_set_gather (int use);
 
 /* cudaSuccess if the kernels' machine code loads on the current device. */

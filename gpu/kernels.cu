@@ -40,7 +40,8 @@
  * memory read and written through the device's mapping), its address in
  * the launch's table, and (keep) the blocks as read and written also
  * stored in the dense layout at kin / kout in device memory, for the
- * checksum kernel to read there. */
+ * checksum kernel to read there; io_gather_t<true> (KEPT) also reads a
+ * thread's inputs there in its passes after the first. */
 struct io_dense {
   const uint4 *in;
   uint4 *out;
@@ -55,6 +56,8 @@ struct io_dense {
 
     __device__ const uint4 *src (int i) const
     { return ip + (size_t) i * vlen; }
+    __device__ uint4 ld (int i, size_t x, int) const
+    { return __ldg (src (i) + x); }
     __device__ uint4 *dst (int j) const
     { return op + (size_t) j * vlen; }
     __device__ void keep_in (int, size_t, uint4) const {}
@@ -64,18 +67,29 @@ struct io_dense {
   { return { in + s * ncols * vlen, out + s * nrows * vlen, vlen }; }
 };
 
-struct io_gather {
+template <bool KEPT>
+struct io_gather_t {
   struct gr_gpu_gather g;
   int ncols, nrows;
   size_t vlen, nstripes;
   uint4 *kin, *kout;            /* NULL: nothing kept */
 
   struct view {
-    const io_gather *io;
+    const io_gather_t *io;
     size_t s;
 
     __device__ const uint4 *src (int i) const
     { return (const uint4 *) io->g.p[s * io->ncols + i]; }
+    /* Word x of input i in the pass from output row j0: KEPT, after the
+     * first pass of a thread that makes them all (the launch's grid has
+     * one z), from the copy it kept in device memory (its own stores: a
+     * plain load), not across the link again. */
+    __device__ uint4 ld (int i, size_t x, int j0) const
+    {
+      if (KEPT && j0 > 0)
+        return io->kin[(s * io->ncols + i) * io->vlen + x];
+      return __ldg (src (i) + x);
+    }
     __device__ uint4 *dst (int j) const
     { return (uint4 *) io->g.p[io->nstripes * io->ncols + s * io->nrows + j]; }
     __device__ void keep_in (int i, size_t x, uint4 v) const
@@ -91,6 +105,8 @@ struct io_gather {
   };
   __device__ view at (size_t s) const { return { this, s }; }
 };
+
+typedef io_gather_t<false> io_gather;
 
 /* A kernel's parameters within the classic 4 KiB. */
 static_assert (sizeof (io_gather) + 64 <= 4096, "io_gather too large");
@@ -131,7 +147,7 @@ rs_imad_body (const IO &io, const uint32_t *__restrict__ tab, int ncols,
 #pragma unroll
             for (int v = 0; v < 4; v++)
               acc[c][j][v] = 0;
-          x[c] = ok[c] ? __ldg (sv.src (0) + base + c * THREADS)
+          x[c] = ok[c] ? sv.ld (0, base + c * THREADS, j0)
             : make_uint4 (0, 0, 0, 0);
         }
         for (int i = 0; i < ncols; i++) {
@@ -143,7 +159,7 @@ rs_imad_body (const IO &io, const uint32_t *__restrict__ tab, int ncols,
 #pragma unroll
           for (int c = 0; c < C; c++)
             xn[c] = ok[c] && i + 1 < ncols
-              ? __ldg (sv.src (i + 1) + base + c * THREADS)
+              ? sv.ld (i + 1, base + c * THREADS, j0)
               : make_uint4 (0, 0, 0, 0);
 #pragma unroll
           for (int j = 0; j < MB; j++) {
@@ -210,9 +226,9 @@ rs_imad_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
   rs_imad_body<MB, C, ACC> (io, tab, ncols, nrows, npad, vlen, nstripes);
 }
 
-template <int MB, int C, bool ACC>
+template <int MB, int C, bool ACC, bool KEPT>
 static __global__ void __launch_bounds__ (THREADS)
-rs_imad_gather_kernel (const __grid_constant__ io_gather io,
+rs_imad_gather_kernel (const __grid_constant__ io_gather_t<KEPT> io,
                        const uint32_t *__restrict__ tab, int ncols,
                        int nrows, int npad, size_t vlen, size_t nstripes)
 {
@@ -258,13 +274,12 @@ crs_body (const IO &io, const uint32_t *__restrict__ tab, int ncols,
             for (int v = 0; v < 4; v++)
               acc[j][r][v] = 0;
         for (int i = 0; i < ncols; i++) {
-          const uint4 *xp = sv.src (i) + base;
           const uint32_t *tp = tab + ((size_t) i * npad + j0) * 64;
           uint32_t p[8][4];
 
 #pragma unroll
           for (int c = 0; c < 8; c++) {
-            const uint4 x = __ldg (xp + c * PKT4);
+            const uint4 x = sv.ld (i, base + c * PKT4, j0);
             p[c][0] = x.x; p[c][1] = x.y; p[c][2] = x.z; p[c][3] = x.w;
             if (j0 == 0)
               sv.keep_in (i, base + c * PKT4, x);
@@ -316,9 +331,9 @@ crs_kernel (const uint4 *__restrict__ in, uint4 *__restrict__ out,
   crs_body<MB, ACC> (io, tab, ncols, nrows, npad, vlen, nstripes);
 }
 
-template <int MB, bool ACC>
+template <int MB, bool ACC, bool KEPT>
 static __global__ void __launch_bounds__ (THREADS)
-crs_gather_kernel (const __grid_constant__ io_gather io,
+crs_gather_kernel (const __grid_constant__ io_gather_t<KEPT> io,
                    const uint32_t *__restrict__ tab, int ncols, int nrows,
                    int npad, size_t vlen, size_t nstripes)
 {
@@ -336,13 +351,13 @@ rs_go (const io_dense &io, dim3 grid, cudaStream_t st,
     (io.in, io.out, tab, ncols, nrows, npad, vlen, nstripes);
 }
 
-template <int MB, int C, bool ACC>
+template <int MB, int C, bool ACC, bool KEPT>
 static void
-rs_go (const io_gather &io, dim3 grid, cudaStream_t st,
+rs_go (const io_gather_t<KEPT> &io, dim3 grid, cudaStream_t st,
        const uint32_t *tab, int ncols, int nrows, int npad, size_t vlen,
        size_t nstripes)
 {
-  rs_imad_gather_kernel<MB, C, ACC><<<grid, THREADS, 0, st>>>
+  rs_imad_gather_kernel<MB, C, ACC, KEPT><<<grid, THREADS, 0, st>>>
     (io, tab, ncols, nrows, npad, vlen, nstripes);
 }
 
@@ -356,13 +371,13 @@ crs_go (const io_dense &io, dim3 grid, cudaStream_t st,
     (io.in, io.out, tab, ncols, nrows, npad, vlen, nstripes);
 }
 
-template <int MB, bool ACC>
+template <int MB, bool ACC, bool KEPT>
 static void
-crs_go (const io_gather &io, dim3 grid, cudaStream_t st,
+crs_go (const io_gather_t<KEPT> &io, dim3 grid, cudaStream_t st,
         const uint32_t *tab, int ncols, int nrows, int npad, size_t vlen,
         size_t nstripes)
 {
-  crs_gather_kernel<MB, ACC><<<grid, THREADS, 0, st>>>
+  crs_gather_kernel<MB, ACC, KEPT><<<grid, THREADS, 0, st>>>
     (io, tab, ncols, nrows, npad, vlen, nstripes);
 }
 
@@ -594,8 +609,9 @@ grid_z (unsigned blocks, unsigned want, int npasses)
 /* The generic kernel of t over nstripes stripes reached through io. */
 template <class IO>
 static cudaError_t
-launch_io (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
-           const IO &io, size_t nstripes, size_t lp, cudaStream_t st)
+launch_io (const struct gr_gpu_tab *t, int mb, bool one_z, int col0,
+           int ncols, int acc, const IO &io, size_t nstripes, size_t lp,
+           cudaStream_t st)
 {
   const uint32_t *tab = t->d + (size_t) col0 * t->npad * t->per_row;
   const int nrows = t->nrows, npad = t->npad;
@@ -609,13 +625,13 @@ launch_io (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
       return cudaErrorInvalidValue;
     vlen = lp / 16;
     /* Small: one column a thread, passes over blocks. */
-    small = (size_t) grid_x ((vlen + THREADS * rs_cols (t->mb) - 1)
-                             / (THREADS * rs_cols (t->mb)))
-      * grid_x (nstripes) * (size_t) (npad / t->mb) < want;
+    small = (size_t) grid_x ((vlen + THREADS * rs_cols (mb) - 1)
+                             / (THREADS * rs_cols (mb)))
+      * grid_x (nstripes) * (size_t) (one_z ? 1 : npad / mb) < want;
 #define L_RS_GRID(C)                                                    \
     grid = dim3 (grid_x ((vlen + THREADS * (C) - 1) / (THREADS * (C))), \
                  grid_x (nstripes));                                    \
-    grid.z = small ? grid_z (grid.x * grid.y, want, npad / t->mb) : 1
+    grid.z = small && !one_z ? grid_z (grid.x * grid.y, want, npad / mb) : 1
 #define L_RS_LAUNCH(N, C)                                               \
     L_RS_GRID (C);                                                      \
     if (acc)                                                            \
@@ -631,7 +647,7 @@ launch_io (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
     else {                                                              \
       L_RS_LAUNCH (N, rs_cols (N));                                     \
     }
-    SWITCH_MB8 (t->mb, L_RS_IMAD);
+    SWITCH_MB8 (mb, L_RS_IMAD);
   }
   else {
     if (lp % GR_CRS_GROUP)
@@ -639,8 +655,8 @@ launch_io (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
     vlen = lp / 16;
     grid = dim3 (grid_x ((vlen / 8 + THREADS - 1) / THREADS),
                  grid_x (nstripes));
-    if (grid.x * grid.y * (size_t) (npad / t->mb) < want)
-      grid.z = grid_z (grid.x * grid.y, want, npad / t->mb);
+    if (!one_z && grid.x * grid.y * (size_t) (npad / mb) < want)
+      grid.z = grid_z (grid.x * grid.y, want, npad / mb);
 #define L_CRS(N)                                                        \
     if (acc)                                                            \
       crs_go<N, true> (io, grid, st, tab, ncols, nrows, npad, vlen,     \
@@ -648,7 +664,7 @@ launch_io (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
     else                                                                \
       crs_go<N, false> (io, grid, st, tab, ncols, nrows, npad, vlen,    \
                         nstripes)
-    SWITCH_MB2 (t->mb, L_CRS);
+    SWITCH_MB2 (mb, L_CRS);
   }
   return cudaGetLastError ();
 }
@@ -679,20 +695,37 @@ gr_gpu_launch (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
   io.ncols = ncols;
   io.nrows = t->nrows;
   io.vlen = lp / 16;
-  return launch_io (t, col0, ncols, acc, io, nstripes, lp, st);
+  return launch_io (t, t->mb, false, col0, ncols, acc, io, nstripes, lp,
+                    st);
 }
 
-cudaError_t
-gr_gpu_launch_gather (const struct gr_gpu_tab *t, int col0, int ncols,
-                      int acc, const struct gr_gpu_gather *g, void *keep,
-                      size_t nstripes, size_t lp, cudaStream_t st)
+/* Output rows a pass of the gathered kernel: each pass reads its inputs
+ * again, across the link unless kept, so RS takes as many rows a pass
+ * as its kernel holds (a divisor of npad: the table has npad rows a
+ * column); CRS the table's. */
+int
+gr_gpu_gather_mb (const struct gr_gpu_tab *t)
 {
-  io_gather io;
+  int mb = t->npad < RS_IMAD_MBMAX ? t->npad : RS_IMAD_MBMAX;
 
-  if (nstripes == 0 || lp == 0)
-    return cudaSuccess;
-  if (nstripes * (size_t) (ncols + t->nrows) > GR_GPU_GATHER_MAX)
-    return cudaErrorInvalidValue;
+  if (t->code != GR_CODE_RS)
+    return t->mb;
+  while (t->npad % mb)
+    mb--;
+  return mb;
+}
+
+/* A launch over blocks where they are: KEPT, the inputs also kept (and
+ * more than one pass): one block makes all passes of its columns and
+ * reads them across the link once. */
+template <bool KEPT>
+static cudaError_t
+launch_gather (const struct gr_gpu_tab *t, int col0, int ncols, int acc,
+               const struct gr_gpu_gather *g, void *keep, size_t nstripes,
+               size_t lp, cudaStream_t st)
+{
+  io_gather_t<KEPT> io;
+
   io.g = *g;
   io.ncols = ncols;
   io.nrows = t->nrows;
@@ -700,5 +733,22 @@ gr_gpu_launch_gather (const struct gr_gpu_tab *t, int col0, int ncols,
   io.nstripes = nstripes;
   io.kin = (uint4 *) keep;
   io.kout = keep ? (uint4 *) keep + nstripes * ncols * io.vlen : NULL;
-  return launch_io (t, col0, ncols, acc, io, nstripes, lp, st);
+  return launch_io (t, gr_gpu_gather_mb (t), KEPT, col0, ncols, acc, io,
+                    nstripes, lp, st);
+}
+
+cudaError_t
+gr_gpu_launch_gather (const struct gr_gpu_tab *t, int col0, int ncols,
+                      int acc, const struct gr_gpu_gather *g, void *keep,
+                      size_t nstripes, size_t lp, cudaStream_t st)
+{
+  if (nstripes == 0 || lp == 0)
+    return cudaSuccess;
+  if (nstripes * (size_t) (ncols + t->nrows) > GR_GPU_GATHER_MAX)
+    return cudaErrorInvalidValue;
+  if (keep != NULL && t->npad > gr_gpu_gather_mb (t))
+    return launch_gather<true> (t, col0, ncols, acc, g, keep, nstripes,
+                                lp, st);
+  return launch_gather<false> (t, col0, ncols, acc, g, keep, nstripes, lp,
+                               st);
 }
