@@ -724,10 +724,10 @@ mapped_rows (void)
 /* Direct jobs coded where their blocks are (run_gathered): where every
  * block of every direct job of a submission lies in page-locked memory
  * the engine knows of, the device maps it, the blocks suit the generic
- * kernel as they are (gather_ok), and they are GATHER_BYTES_MAX bytes or
- * fewer in all.  Test hook gr_gpu_set_gather:
- * 1 (the default) or 0 (never: run_many's copies). */
-static int gather_use = 1;
+ * kernel as they are and its table has at most half as many output rows
+ * as inputs (gather_ok), and they are GATHER_BYTES_MAX bytes or fewer in
+ * all.  Test hook gr_gpu_set_gather: enum gr_gpu_gather_use. */
+static int gather_use = GR_GPU_GATHER_RULE;
 GR_GPU_TEST_HOOK (int, gr_gpu_set_gather, gather_use)
 #define GATHER_BYTES_MAX SLOT_BYTES  /* of a submission's direct jobs'
                                      * blocks */
@@ -1114,21 +1114,35 @@ all_pinned (const uint8_t *const *p, size_t n, size_t len, int *known)
   return 1;
 }
 
+/* Does job j, coded where its blocks are, keep them in the slot's device
+ * memory as they pass: for its checksums, or for its passes after the
+ * first to read their inputs there (each input crosses the link once)? */
+static bool
+gather_keeps (const struct job *j)
+{
+  return j->ck || j->tab->npad > gr_gpu_gather_mb (j->tab);
+}
+
 /* May job j (direct; known: every block in memory the engine knows is
  * page-locked) be coded where its blocks are (run_gathered)?  Its table
- * of one pass (each input read once across the link), its block
- * length a multiple of the kernel's unit (nothing padded), every block
- * 16-byte aligned, and a stripe's blocks within the slot's device memory
- * where they are kept for the checksums. */
+ * of at most half as many output rows as inputs (as 10+4's encodes and
+ * 16+16's reconstructs of up to 8, faster so in an array; 8+8's encodes
+ * and reconstructs of 8 slower, 16+16's encodes no faster:
+ * docs/performance.md, "8+8 and 16+16 coded where their blocks are"),
+ * its block length a multiple of the kernel's unit (nothing padded),
+ * every block 16-byte aligned, and a stripe's blocks within the slot's
+ * device memory where they are kept (gather_keeps). */
 static bool
 gather_ok (const struct job *j, bool known)
 {
   const size_t unit = j->tab->code == GR_CODE_RS ? 32 : GR_CRS_GROUP;
   const size_t nin = j->nstripes * j->ncols, nout = j->nstripes * j->nrows;
+  const int use = __atomic_load_n (&gather_use, __ATOMIC_RELAXED);
   uintptr_t bits = 0;
 
-  if (!known || !__atomic_load_n (&gather_use, __ATOMIC_RELAXED) ||
-      !device_maps_host () || j->len % unit || j->tab->npad > j->tab->mb ||
+  if (!known || use == GR_GPU_GATHER_NEVER || !device_maps_host () ||
+      (use == GR_GPU_GATHER_RULE && 2 * j->tab->nrows > j->tab->ncols) ||
+      j->len % unit ||
       (size_t) (j->ncols + j->nrows) > GR_GPU_GATHER_MAX ||
       (size_t) (j->ncols + j->nrows) * j->len > SLOT_BYTES)
     return false;
@@ -1510,6 +1524,7 @@ gr_gpu_many_account (struct gr_gpu_many_stats *st)
                                        __ATOMIC_RELAXED);
   st->slot_ns = __atomic_load_n (&many_st.slot_ns, __ATOMIC_RELAXED);
   st->enqueue_ns = __atomic_load_n (&many_st.enqueue_ns, __ATOMIC_RELAXED);
+  st->launch_ns = __atomic_load_n (&many_st.launch_ns, __ATOMIC_RELAXED);
   st->wait_ns = __atomic_load_n (&many_st.wait_ns, __ATOMIC_RELAXED);
   st->staged_ns = __atomic_load_n (&many_st.staged_ns, __ATOMIC_RELAXED);
   st->cksums_ns = __atomic_load_n (&many_st.cksums_ns, __ATOMIC_RELAXED);
@@ -1615,8 +1630,9 @@ run_many (const struct job *js, size_t nj)
  * device maps (gather_ok): no copies at all.  The generic kernel reads
  * each stripe's inputs and writes its outputs where they are, through
  * the mapping, their addresses in the launch's table; a job whose block
- * checksums the GPU computes has its blocks also kept in the slot's
- * device memory as they pass, where the checksum kernel reads them.  All
+ * checksums the GPU computes, or whose table takes more than one pass,
+ * has its blocks also kept in the slot's device memory as they pass,
+ * where the checksum kernel and the later passes read them.  All
  * on one stream: a launch (and two for the checksums) for each group of
  * stripes that fits the table (and the device memory), one wait at the
  * end.  The host's part is a few launches, where run_many's is copies,
@@ -1627,7 +1643,7 @@ run_gathered (const struct job *js, size_t nj)
   struct gr_gpu_gather g;
   struct slot *sl;
   size_t ck_at = 0, launches = 0;
-  double t0 = gr_now (), t1;
+  double t0 = gr_now (), t1, in_launch = 0;
   int r;
 
   r = acquire_slots (&sl, 1, NULL);
@@ -1639,13 +1655,15 @@ run_gathered (const struct job *js, size_t nj)
     const struct job *j = &js[x];
     const size_t n = (size_t) (j->ncols + j->nrows);
     const size_t nblk = j->len / GR_SUM_BLOCK, per_s = n * nblk;
+    const bool keep = gather_keeps (j);
     size_t cs = GR_GPU_GATHER_MAX / n;
     cudaError_t e = cudaSuccess;
 
-    if (j->ck && cs > SLOT_BYTES / (n * j->len))
+    if (keep && cs > SLOT_BYTES / (n * j->len))
       cs = SLOT_BYTES / (n * j->len);
     for (size_t s0 = 0; s0 < j->nstripes && e == cudaSuccess; s0 += cs) {
       const size_t ns = j->nstripes - s0 < cs ? j->nstripes - s0 : cs;
+      double tl;
 
       for (size_t s = 0; s < ns; s++) {
         for (int i = 0; i < j->ncols; i++)
@@ -1654,8 +1672,10 @@ run_gathered (const struct job *js, size_t nj)
           g.p[ns * j->ncols + s * j->nrows + i] =
             j->out[(s0 + s) * j->nrows + i];
       }
+      tl = gr_now ();
       e = gr_gpu_launch_gather (j->tab, j->col0, j->ncols, j->acc, &g,
-                                j->ck ? sl->d : NULL, ns, j->len, sl->st_d);
+                                keep ? sl->d : NULL, ns, j->len, sl->st_d);
+      in_launch += gr_now () - tl;
       launches++;
       if (e != cudaSuccess) {
         r = gr_gpu_fail (e, "kernel launch (blocks where they are)");
@@ -1681,6 +1701,7 @@ run_gathered (const struct job *js, size_t nj)
       ck_at += j->nstripes * per_s;
   }
   many_add (&many_st.chunks, launches);
+  many_add (&many_st.launch_ns, (unsigned long long) (in_launch * 1e9));
   many_add (&many_st.gathered_jobs, nj);
   return many_end (js, nj, sl, r, ck_at, t0, t1);
 }

@@ -39,11 +39,13 @@
  * kernel per direction, reading and writing host memory through the
  * device's mapping of it, instead of a CUDA copy per block.  A
  * submission whose direct jobs are all such, their blocks 16-byte
- * aligned, their tables of one pass (RS 4 output rows at most, CRS 2)
+ * aligned, their tables of at most half as many output rows as inputs
  * and their blocks 64 MiB or fewer in all, is coded where the blocks
  * are: the generic kernel reads and writes them through the mapping,
- * nothing copied, a launch for up to 448 blocks (the checksums read
- * from a copy the kernel keeps in device memory).  The block
+ * nothing copied, a launch for up to 448 blocks, RS up to 8 output rows
+ * a pass (later passes read the inputs from a copy the kernel keeps in
+ * device memory, as are the blocks whose checksums are asked: each
+ * crosses the link once).  The block
  * checksums an operation asks for (gr_code_op's cksums) are computed on
  * the GPU for the encodes of that one submission, where the blocks are,
  * up to those of 1 GiB of blocks; gr_code_many computes the others on
@@ -123,6 +125,9 @@ struct gr_gpu_many_stats {
                                          * and the copies queued for
                                          * them */
   unsigned long long slot_ns, enqueue_ns, wait_ns, staged_ns;
+  unsigned long long launch_ns; /* of enqueue_ns, in the coding kernels'
+                                 * launches of the jobs coded where their
+                                 * blocks are */
   unsigned long long cksums_ns; /* the direct jobs' block checksums
                                  * brought back (waits for the GPU) */
   unsigned long long prep_ns;   /* building the jobs (operations merged by

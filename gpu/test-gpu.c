@@ -83,9 +83,12 @@ extern unsigned long gr_gpu_direct_shared (void);
  * short runs (the default), all; returns the previous value. */
 extern int gr_gpu_set_mapped (int use);
 enum { MAPPED_NEVER, MAPPED_SHORT_RUNS, MAPPED_ALWAYS };
-/* Whether gr_code_many codes direct jobs where their blocks are, nothing
- * copied (1, the default) or never (0); returns the previous value. */
+/* Which submissions gr_code_many codes where their blocks are, nothing
+ * copied (as gpu-internal.h's enum gr_gpu_gather_use): never, by the
+ * engine's rules (the default), by them but the table's shape (its
+ * output rows more than half its inputs); returns the previous value. */
 extern int gr_gpu_set_gather (int use);
+enum { GATHER_NEVER, GATHER_RULE, GATHER_ANY_TABLE };
 /* Internal hooks (gpu/engine.cu, gpu/jit.cu).  Batches of at least
  * min_bytes compile the JIT kernel. */
 extern size_t gr_gpu_set_jit_min (size_t min_bytes);
@@ -700,12 +703,11 @@ run_suite (const struct gr_backend *ref, const struct gr_backend *gpu)
  * bytes instead of len (4096: below the direct path); compared with the
  * reference coder's blocks. */
 /* pinned_only: every operation's blocks page-locked by the engine
- * (gr_gpu_host_alloc, aligned), and the engine told to code the direct
- * jobs where the blocks are (gather 1) or not (0): where it does, as the
- * account says, must be `expect` (1: every direct job, as where each
- * table has one pass and the blocks fit 64 MiB; 0: none, as where not)
- * when gather is 1, and none when 0.  Otherwise a mix of ordinary,
- * page-locked and unaligned memory. */
+ * (gr_gpu_host_alloc, aligned), and the engine told which submissions
+ * to code where their blocks are (gather: GATHER_*): where it does, as
+ * the account says, must be `expect` (1: every direct job, 0: none) but
+ * none under GATHER_NEVER.  Otherwise a mix of ordinary, page-locked and
+ * unaligned memory. */
 static void
 many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
            size_t len2, int pinned_only, int gather, int expect)
@@ -724,7 +726,9 @@ many_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
   printf ("  gr_code_many %d+%d %s: %d operations of %zu bytes (and %zu)%s\n",
           k, m, code, nops, len, len2, !pinned_only ? ""
           : !gather ? ", page-locked, copied"
-          : expect ? ", page-locked, coded where they are"
+          : expect ? gather == GATHER_ANY_TABLE
+          ? ", page-locked, coded where they are (any table)"
+          : ", page-locked, coded where they are"
           : ", page-locked, copied by the engine's rule");
   fflush (stdout);
   memset (good, 0, sizeof good);
@@ -862,6 +866,67 @@ mapped_rule_case (struct gr_coder *cr, struct gr_coder *cg)
   gr_gpu_set_gather (old_gather);
 }
 
+/* The engine's rule for coding where the blocks are (gather_ok): a table
+ * of at most half as many output rows as inputs.  16+16, 3 stripes of
+ * 64 KiB blocks page-locked: reconstructs of 8 erased blocks (8 rows of
+ * 16 inputs: where they are), of 9 (copied), and an encode (16 rows:
+ * copied); each block checked. */
+static void
+gather_rule_case (struct gr_coder *cr, struct gr_coder *cg)
+{
+  const int k = gr_coder_k (cg), m = gr_coder_m (cg), n = k + m;
+  const size_t len = 65536, ns = 3;
+  static const int nes[] = { 8, 9, 0 };        /* 0: an encode */
+
+  for (int t = 0; t < 3; t++) {
+    struct batch good = { 0 }, work = { 0 };
+    struct gr_code_op op = { .nstripes = ns, .len = len };
+    struct gr_gpu_many_stats a, b;
+    int er[GR_MAX_MEMBERS];
+    const bool want = nes[t] > 0 && 2 * nes[t] <= k && gr_gpu_mapped_ok ();
+    char what[64];
+
+    snprintf (what, sizeof what, nes[t] ? "reconstruct of %d (the rule)"
+              : "encode (the rule)", nes[t]);
+    if (batch_new (&good, ns, n, k, len, 0, 0, &rng) < 0 ||
+        batch_new (&work, ns, n, k, len, 0, 1, &rng) < 0 ||
+        gr_encode (cr, good.blk, ns, len) < 0) {
+      FAIL ("gather rule: set-up");
+      batch_free (&good);
+      batch_free (&work);
+      return;
+    }
+    batch_copy (&work, &good);
+    random_erasures (n, nes[t], er, &rng);
+    for (size_t st = 0; st < ns; st++)
+      for (int i = 0; i < n; i++) {
+        bool out = nes[t] == 0 && i >= k;
+
+        for (int e = 0; e < nes[t]; e++)
+          out |= er[e] == i;
+        if (out)
+          fill_r (&rng, work.blk[st * n + i], len);
+      }
+    op.blocks = work.blk;
+    op.erased = nes[t] ? er : NULL;
+    op.nerased = nes[t];
+    gr_gpu_many_account (&a);
+    if (gr_code_many (cg, &op, 1) < 0)
+      FAIL ("gather rule: gr_code_many (%s)", what);
+    else {
+      gr_gpu_many_account (&b);
+      batch_cmp (&good, &work, 0, n, what, k, m, "RS");
+      CHECK (b.direct_jobs - a.direct_jobs == 1,
+             "gather rule: the %s not direct", what);
+      CHECK (b.gathered_jobs - a.gathered_jobs == (want ? 1u : 0u),
+             "gather rule: the %s %s where its blocks are", what,
+             want ? "not coded" : "coded");
+    }
+    batch_free (&good);
+    batch_free (&work);
+  }
+}
+
 /* Several operations in one submission: more chunks than a slot has
  * buffers (8+8), blocks wider than a buffer (16+16 with 1 MiB blocks),
  * CRS. */
@@ -880,33 +945,48 @@ run_many (const struct gr_backend *ref, const struct gr_backend *gpu)
         gr_coder_new (&cg, geo[gi][0], geo[gi][1], code, gpu) < 0)
       FAIL ("coder %d+%d %s", geo[gi][0], geo[gi][1], code_name (code));
     else if (gi < 2) {
-      many_case (cr, cg, quick ? 24 : 48, 65536, 4096, 0, 1, 0);
-      /* every block page-locked: the parity of two passes (8 rows of
-       * RS, 4 of CRS) copied all the same */
-      many_case (cr, cg, quick ? 12 : 16, 65536, 4096, 1, 1, 0);
+      many_case (cr, cg, quick ? 24 : 48, 65536, 4096, 0, GATHER_RULE, 0);
+      /* every block page-locked: 8+8's encodes (8 rows of 8 inputs)
+       * copied by the rule, coded where the blocks are without it (8
+       * rows in one pass); 10+4 CRS where they are (its second pass
+       * reads the inputs kept), or copied if told */
+      many_case (cr, cg, quick ? 12 : 16, 65536, 4096, 1,
+                 gi == 0 ? GATHER_RULE : GATHER_NEVER, gi);
+      many_case (cr, cg, quick ? 12 : 16, 65536, 4096, 1,
+                 gi == 0 ? GATHER_ANY_TABLE : GATHER_RULE, 1);
       if (gi == 0) {
         /* the copies by the copy engines only, then by the copy
          * kernel only (as the engine chooses them: mapped_rule_case);
          * rows of a length the copy kernel moves byte by byte */
         const int old = gr_gpu_set_mapped (MAPPED_NEVER);
 
-        many_case (cr, cg, quick ? 24 : 48, 65536, 4096, 0, 0, 0);
+        many_case (cr, cg, quick ? 24 : 48, 65536, 4096, 0, GATHER_NEVER,
+                   0);
         gr_gpu_set_mapped (MAPPED_ALWAYS);
-        many_case (cr, cg, quick ? 24 : 48, 65536, 4096, 0, 0, 0);
+        many_case (cr, cg, quick ? 24 : 48, 65536, 4096, 0, GATHER_NEVER,
+                   0);
         gr_gpu_set_mapped (old);
-        many_case (cr, cg, 12, 65536 + 5, 4096, 0, 1, 0);
+        many_case (cr, cg, 12, 65536 + 5, 4096, 0, GATHER_RULE, 0);
         mapped_rule_case (cr, cg);
       }
     }
-    else if (gi == 2)
-      many_case (cr, cg, 4, (size_t) 1 << 20, 65536, 0, 1, 0);
+    else if (gi == 2) {
+      many_case (cr, cg, 4, (size_t) 1 << 20, 65536, 0, GATHER_RULE, 0);
+      /* page-locked, 48 MiB at most, coded where the blocks are without
+       * the rule: the tables of more than 8 rows (encodes, updates,
+       * reconstructs of 9 or more) in passes that read the inputs
+       * kept */
+      many_case (cr, cg, 8, 65536, 4096, 1, GATHER_ANY_TABLE, 1);
+      gather_rule_case (cr, cg);
+    }
     else {
       /* one pass (4 rows): coded where the blocks are, or copied if
        * told; then more than 64 MiB of blocks (6 operations of 1 to 3
        * stripes of 14 MiB), copied */
-      many_case (cr, cg, quick ? 12 : 16, 65536, 4096, 1, 1, 1);
-      many_case (cr, cg, quick ? 12 : 16, 65536, 4096, 1, 0, 1);
-      many_case (cr, cg, 6, (size_t) 1 << 20, (size_t) 1 << 20, 1, 1, 0);
+      many_case (cr, cg, quick ? 12 : 16, 65536, 4096, 1, GATHER_RULE, 1);
+      many_case (cr, cg, quick ? 12 : 16, 65536, 4096, 1, GATHER_NEVER, 1);
+      many_case (cr, cg, 6, (size_t) 1 << 20, (size_t) 1 << 20, 1,
+                 GATHER_RULE, 0);
     }
     gr_coder_free (cg);
     gr_coder_free (cr);
@@ -1614,16 +1694,21 @@ cksum_case (struct gr_coder *cr, struct gr_coder *cg, int nops, size_t len,
 static void
 run_cksums (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
-  /* the last: whether the engine codes them where the blocks are (1),
-   * not (0: tables of two passes or more), or either (-1: 6+3's may be
-   * more than 64 MiB) */
-  static const int geo[][5] = { { 8, 8, GR_CODE_RS, 65536, 0 },
-                                { 10, 4, GR_CODE_CRS, 65536, 0 },
-                                { 16, 16, GR_CODE_RS, 1 << 20, 0 },
-                                { 6, 3, GR_CODE_RS, 1 << 18, -1 },
-                                { 10, 4, GR_CODE_RS, 65536, 1 } };
+  /* operations, how the engine is told to choose (GATHER_*), and
+   * whether it codes them where the blocks are (1: CRS in passes that
+   * read the inputs kept, 16+16 without the rule likewise; 48 MiB at
+   * most), not (0: 8+8's encodes by the rule, 16+16's 1 MiB blocks more
+   * than 64 MiB a submission), or either (-1: 6+3's may be more than 64
+   * MiB) */
+  static const int geo[][7] = {
+    { 8, 8, GR_CODE_RS, 65536, 12, GATHER_RULE, 0 },
+    { 10, 4, GR_CODE_CRS, 65536, 12, GATHER_RULE, 1 },
+    { 16, 16, GR_CODE_RS, 1 << 20, 3, GATHER_RULE, 0 },
+    { 16, 16, GR_CODE_RS, 65536, 8, GATHER_ANY_TABLE, 1 },
+    { 6, 3, GR_CODE_RS, 1 << 18, 12, GATHER_RULE, -1 },
+    { 10, 4, GR_CODE_RS, 65536, 12, GATHER_RULE, 1 } };
 
-  for (int gi = 0; gi < 5; gi++) {
+  for (int gi = 0; gi < 6; gi++) {
     const enum gr_code code = (enum gr_code) geo[gi][2];
     struct gr_coder *cr = NULL, *cg = NULL;
 
@@ -1631,11 +1716,12 @@ run_cksums (const struct gr_backend *ref, const struct gr_backend *gpu)
         gr_coder_new (&cg, geo[gi][0], geo[gi][1], code, gpu) < 0)
       FAIL ("coder %d+%d %s", geo[gi][0], geo[gi][1], code_name (code));
     else {
-      cksum_case (cr, cg, gi == 2 ? 3 : 12, (size_t) geo[gi][3], 1, 1,
-                  geo[gi][4]);
-      cksum_case (cr, cg, gi == 2 ? 3 : 12, (size_t) geo[gi][3], 1, 0,
-                  geo[gi][4]);
-      cksum_case (cr, cg, 4, (size_t) geo[gi][3], 0, 1, geo[gi][4]);
+      cksum_case (cr, cg, geo[gi][4], (size_t) geo[gi][3], 1, geo[gi][5],
+                  geo[gi][6]);
+      cksum_case (cr, cg, geo[gi][4], (size_t) geo[gi][3], 1, GATHER_NEVER,
+                  geo[gi][6]);
+      cksum_case (cr, cg, 4, (size_t) geo[gi][3], 0, GATHER_RULE,
+                  geo[gi][6]);
     }
     gr_coder_free (cg);
     gr_coder_free (cr);

@@ -186,14 +186,16 @@ gr_gpudev_many_account (char *buf, size_t len)
             "direct (%llu of them coded where their blocks are, %llu by the "
             "copy kernel; %llu chunks or launches, %llu copies), %llu "
             "staged; mean per "
-            "submission %.0f us waiting for a slot, %.0f us enqueueing, "
-            "%.0f us waiting for the GPU (%.0f us of it for the checksums), "
+            "submission %.0f us waiting for a slot, %.0f us enqueueing "
+            "(%.0f us of it in the launches of jobs coded where their "
+            "blocks are), %.0f us waiting for the GPU (%.0f us of it for the checksums), "
             "%.0f us in staged jobs, %.0f us building the jobs; %.0f us in "
             "all", st.calls,
             st.direct_jobs, st.gathered_jobs, st.mapped_jobs, st.chunks,
             st.copies,
             st.staged_jobs,
             st.slot_ns / 1e3 / st.calls, st.enqueue_ns / 1e3 / st.calls,
+            st.launch_ns / 1e3 / st.calls,
             (st.wait_ns + st.cksums_ns) / 1e3 / st.calls,
             st.cksums_ns / 1e3 / st.calls, st.staged_ns / 1e3 / st.calls,
             st.prep_ns / 1e3 / st.calls, st.total_ns / 1e3 / st.calls);
