@@ -397,6 +397,14 @@ joined ()
   sed -n 's/.*joined writes: \([0-9]*\) parts .*, \([0-9]*\) written with it as whole stripes, \([0-9]*\) handed back.*/\1 \2 \3/p' "$1" | tail -n 1
 }
 
+# gathered LOG: the GPU engine's direct jobs coded where their blocks
+# are, nothing copied (gpu.h gr_gpu_many_stats), in the plugin's account
+# at shutdown (-v), or nothing if the log has none.
+gathered ()
+{
+  sed -n 's/.*GPU engine: .* jobs direct (\([0-9]*\) of them coded where their blocks are.*/\1/p' "$1" | tail -n 1
+}
+
 # begun LOG: the plans begun with their request's others (exec.h: whole
 # and joined stripes, their encodes queued together on the GPU) in the
 # plugin's count at shutdown, or nothing if the log has none.

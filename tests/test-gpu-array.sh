@@ -6,8 +6,9 @@
 # parity on disk is checked offline against the reference coder.  Both
 # codes, 10+4, chunk 64K (stripe width 640K).  Writes go through nbdcopy
 # (several connections): 4 MiB requests (whole stripes plus partial
-# ones, which neighbours join into whole stripes: nbdkit-plugin/join.h)
-# and requests nbdcopy makes of its 4 KiB (the plugin's preferred
+# ones, which neighbours join into whole stripes: nbdkit-plugin/join.h;
+# their batches coded where the request buffers hold them, as the exit
+# log counts) and requests nbdcopy makes of its 4 KiB (the plugin's preferred
 # size, 1 MiB).  Small unaligned writes (tests/test-concurrent, 6
 # connections) are gathered across requests on the GPU (counted in the
 # exit log): with checksums as reconstruct-writes' encodes of part of a
@@ -119,6 +120,11 @@ for code in rs crs; do
   echo "plans begun together: $(begun "$nbdkit_log")"
   [ "$(begun "$nbdkit_log")" -gt 0 ] 2>/dev/null ||
     fail "$code: no plan begun with its request's others"
+  # Their batches coded where the blocks lie (request buffers
+  # page-locked, 10+4's tables of 4 rows: gpu/engine.cu run_gathered).
+  echo "jobs coded where their blocks are: $(gathered "$nbdkit_log")"
+  [ "$(gathered "$nbdkit_log")" -gt 0 ] 2>/dev/null ||
+    fail "$code: no write batch coded where its blocks are"
   check_parity $k $m 65536 $code "${members[@]}"
 
   set_args
