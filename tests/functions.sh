@@ -397,10 +397,10 @@ joined ()
   sed -n 's/.*joined writes: \([0-9]*\) parts .*, \([0-9]*\) written with it as whole stripes, \([0-9]*\) handed back.*/\1 \2 \3/p' "$1" | tail -n 1
 }
 
-# gathered LOG: the GPU engine's direct jobs coded where their blocks
-# are, nothing copied (gpu.h gr_gpu_many_stats), in the plugin's account
-# at shutdown (-v), or nothing if the log has none.
-gathered ()
+# gathered_jobs LOG: the GPU engine's direct jobs coded where their
+# blocks are, nothing copied (gpu.h gr_gpu_many_stats), in the plugin's
+# account at shutdown (-v), or nothing if the log has none.
+gathered_jobs ()
 {
   sed -n 's/.*GPU engine: .* jobs direct (\([0-9]*\) of them coded where their blocks are.*/\1/p' "$1" | tail -n 1
 }

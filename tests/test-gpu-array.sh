@@ -122,8 +122,8 @@ for code in rs crs; do
     fail "$code: no plan begun with its request's others"
   # Their batches coded where the blocks lie (request buffers
   # page-locked, 10+4's tables of 4 rows: gpu/engine.cu run_gathered).
-  echo "jobs coded where their blocks are: $(gathered "$nbdkit_log")"
-  [ "$(gathered "$nbdkit_log")" -gt 0 ] 2>/dev/null ||
+  echo "jobs coded where their blocks are: $(gathered_jobs "$nbdkit_log")"
+  [ "$(gathered_jobs "$nbdkit_log")" -gt 0 ] 2>/dev/null ||
     fail "$code: no write batch coded where its blocks are"
   check_parity $k $m 65536 $code "${members[@]}"
 
