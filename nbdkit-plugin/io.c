@@ -56,15 +56,21 @@ struct begun {
   int n;
 };
 
-/* A taken part's end: written with its stripe, or (planned otherwise, or
- * bad) back to its owner or failed. */
-static void
-part_done (struct gr_exec *x, struct gr_join_req *jr,
-           struct gr_join_part *part, const struct gr_plan *p, bool bad)
+/* Plan p of a request of kind req done: bad if it wrote while more than
+ * m members are lost (it cannot be read back).  The part it took (or
+ * NULL) ends: written with its stripe, or (planned otherwise, or bad)
+ * back to its owner or failed.  Is it bad? */
+static bool
+plan_done (struct gr_exec *x, enum gr_req req, struct gr_join_req *jr,
+           struct gr_join_part *part, const struct gr_plan *p)
 {
+  const bool bad = req != GR_REQ_READ &&
+    gr_members_too_degraded (gr_exec_members (x));
+
   if (part)
     gr_join_written (gr_exec_join (x), jr, part, bad ? EIO : 0,
                      !bad && p->kind != GR_PLAN_WRITE_JOINED);
+  return bad;
 }
 
 /* Plan and run [pos, end) of a request that starts at offset; buf is its
@@ -141,10 +147,7 @@ run_range (struct gr_exec *x, enum gr_req req, uint8_t *buf, bool pinned,
     switch (gr_exec_run (x, p, buf ? buf + (pos - offset) : NULL,
                          part ? part->buf : NULL, GR_MIO_FAIL_MEMBER, res)) {
     case GR_EXEC_DONE:
-      /* A write that lost more than m members cannot be read back. */
-      bad = req != GR_REQ_READ &&
-        gr_members_too_degraded (gr_exec_members (x));
-      part_done (x, jr, part, p, bad);
+      bad = plan_done (x, req, jr, part, p);
       part = NULL;
       if (bad)
         return fail_eio (x, req_name (req), pos);
@@ -181,13 +184,10 @@ finish_begun (struct gr_exec *x, uint8_t *buf, bool pinned, uint64_t offset,
   for (int i = 0; i < bn->n; i++) {
     const struct gr_plan *p = bn->bg[i].p;
     const uint64_t pos = bn->pos[i];
-    bool bad;
 
     switch (gr_exec_finish (x, &bn->bg[i], GR_MIO_FAIL_MEMBER, res)) {
     case GR_EXEC_DONE:
-      bad = gr_members_too_degraded (gr_exec_members (x));
-      part_done (x, jr, bn->part[i], p, bad);
-      if (bad && r == 0)
+      if (plan_done (x, GR_REQ_WRITE, jr, bn->part[i], p) && r == 0)
         r = fail_eio (x, "write", pos);
       break;
     case GR_EXEC_REPLAN:
