@@ -13,6 +13,8 @@
 # nothing of the plugin's.  docs/design.md, the map of the house, has a
 # section for every plugin module and library and none for one that does
 # not exist.  Call and data references come from the built objects (nm).
+# The shell helpers the tests and benchmarks source (tests/functions.sh,
+# scripts/bench-functions.sh) define no function twice.
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -154,6 +156,13 @@ for m in sorted(known - mapped):
     bad.append('docs/design.md has no section for module %s' % m)
 for m in sorted(mapped - known):
     bad.append('docs/design.md maps module %s, which does not exist' % m)
+# The shell helpers the tests and benchmarks source: a second definition
+# of a name silently replaces the first for every script.
+for lib in ('tests/functions.sh', 'scripts/bench-functions.sh'):
+    names = re.findall(r'^([A-Za-z_][A-Za-z0-9_]*) *\(\)', open(
+        os.path.join(top, lib)).read(), re.M)
+    for n in sorted({n for n in names if names.count(n) > 1}):
+        bad.append('%s defines %s () more than once' % (lib, n))
 for b in bad:
     print('FAIL:', b)
 print('%d checks failed' % len(bad))
