@@ -802,17 +802,60 @@ tiny_kernel (uint32_t *p)
   p[threadIdx.x] += 1;
 }
 
-/* Median, 99th percentile and mean (us) of n launches, each timed on the
- * host from the call to its return. */
+/* The same with a gathered launch's parameters (3.5 KiB of addresses). */
+static __global__ void
+tiny_big_kernel (const __grid_constant__ struct gr_gpu_gather g, uint32_t *p)
+{
+  p[threadIdx.x] += (uint32_t) ((uintptr_t) g.p[threadIdx.x] & 1);
+}
+
+/* Another thread waiting for the GPU as the engine does (the default
+ * schedule: a spin), on kernels of about a millisecond, until wait_stop. */
+static volatile int wait_stop;
+
+static __global__ void
+busy_kernel (long long cycles)
+{
+  const long long t0 = clock64 ();
+
+  while (clock64 () - t0 < cycles)
+    ;
+}
+
+static void *
+wait_thread (void *arg)
+{
+  cudaStream_t st;
+
+  (void) arg;
+  CK (cudaSetDevice (0));
+  CK (cudaStreamCreateWithFlags (&st, cudaStreamNonBlocking));
+  while (!wait_stop) {
+    busy_kernel<<<1, 32, 0, st>>> (2000000);   /* ~1 ms at 2 GHz */
+    CK (cudaGetLastError ());
+    CK (cudaStreamSynchronize (st));
+  }
+  CK (cudaStreamDestroy (st));
+  return NULL;
+}
+
+/* Median, 99th percentile and mean (us) of n launches (big: with a
+ * gathered launch's parameters), each timed on the host from the call
+ * to its return. */
 static void
-time_launches (const char *what, uint32_t *d, cudaStream_t st, int n)
+time_launches (const char *what, uint32_t *d, cudaStream_t st, int n,
+               bool big)
 {
   double *t = (double *) malloc (n * sizeof *t), sum = 0;
+  static struct gr_gpu_gather g;
 
   for (int i = 0; i < n; i++) {
     const double t0 = gr_now ();
 
-    tiny_kernel<<<1, 32, 0, st>>> (d);
+    if (big)
+      tiny_big_kernel<<<1, 32, 0, st>>> (g, d);
+    else
+      tiny_kernel<<<1, 32, 0, st>>> (d);
     CK (cudaGetLastError ());
     t[i] = (gr_now () - t0) * 1e6;
     sum += t[i];
@@ -821,9 +864,9 @@ time_launches (const char *what, uint32_t *d, cudaStream_t st, int n)
   }
   CK (cudaStreamSynchronize (st));
   qsort (t, n, sizeof *t, cmp_double);
-  printf ("  launches %s: median %.1f us, 99th percentile %.1f us, mean "
-          "%.1f us, longest %.0f us\n", what, t[n / 2], t[n * 99 / 100],
-          sum / n, t[n - 1]);
+  printf ("  %s launches %s: median %.1f us, 99th percentile %.1f us, "
+          "mean %.1f us, longest %.0f us\n", big ? "3.5 KiB" : "small",
+          what, t[n / 2], t[n * 99 / 100], sum / n, t[n - 1]);
   free (t);
 }
 
@@ -831,21 +874,34 @@ static void
 bench_register (void)
 {
   const int n = quick ? 20000 : 50000;
-  pthread_t th;
+  pthread_t th, tw;
   cudaStream_t st;
   uint32_t *d;
 
   printf ("\n(r) page-locking memory against other threads' launches "
           "(fresh 1 MiB buffers from malloc, written, registered and "
-          "unregistered in a loop by one thread)\n");
+          "unregistered in a loop by one thread), and another thread "
+          "waiting for the GPU (spinning, on kernels of about 1 ms)\n");
   CK (cudaStreamCreateWithFlags (&st, cudaStreamNonBlocking));
   CK (cudaMalloc (&d, 128));
-  time_launches ("alone", d, st, n);
-  reg_stop = 0;
-  pthread_create (&th, NULL, reg_thread, NULL);
-  time_launches ("while another thread registers", d, st, n);
-  reg_stop = 1;
-  pthread_join (th, NULL);
+  for (int big = 0; big < 2; big++) {
+    time_launches ("alone", d, st, n, big);
+    reg_stop = 0;
+    pthread_create (&th, NULL, reg_thread, NULL);
+    time_launches ("while another thread registers", d, st, n, big);
+    reg_stop = 1;
+    pthread_join (th, NULL);
+    wait_stop = 0;
+    pthread_create (&tw, NULL, wait_thread, NULL);
+    time_launches ("while another thread waits", d, st, n, big);
+    reg_stop = 0;
+    pthread_create (&th, NULL, reg_thread, NULL);
+    time_launches ("while one waits and another registers", d, st, n, big);
+    reg_stop = 1;
+    pthread_join (th, NULL);
+    wait_stop = 1;
+    pthread_join (tw, NULL);
+  }
   if (reg_n > 0)
     printf ("  cudaHostRegister of 1 MiB: %.0f us, cudaHostUnregister: %.0f "
             "us (mean of %d)\n", reg_us / reg_n, unreg_us / reg_n, reg_n);
