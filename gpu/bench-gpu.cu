@@ -874,6 +874,17 @@ static void
 bench_register (void)
 {
   const int n = quick ? 20000 : 50000;
+  /* Launches alone, then beside a thread that registers, one that waits
+   * for the GPU, and both. */
+  static const struct {
+    const char *what;
+    bool wait, reg;
+  } cond[] = {
+    { "alone", false, false },
+    { "while another thread registers", false, true },
+    { "while another thread waits", true, false },
+    { "while one waits and another registers", true, true },
+  };
   pthread_t th, tw;
   cudaStream_t st;
   uint32_t *d;
@@ -884,24 +895,20 @@ bench_register (void)
           "waiting for the GPU (spinning, on kernels of about 1 ms)\n");
   CK (cudaStreamCreateWithFlags (&st, cudaStreamNonBlocking));
   CK (cudaMalloc (&d, 128));
-  for (int big = 0; big < 2; big++) {
-    time_launches ("alone", d, st, n, big);
-    reg_stop = 0;
-    pthread_create (&th, NULL, reg_thread, NULL);
-    time_launches ("while another thread registers", d, st, n, big);
-    reg_stop = 1;
-    pthread_join (th, NULL);
-    wait_stop = 0;
-    pthread_create (&tw, NULL, wait_thread, NULL);
-    time_launches ("while another thread waits", d, st, n, big);
-    reg_stop = 0;
-    pthread_create (&th, NULL, reg_thread, NULL);
-    time_launches ("while one waits and another registers", d, st, n, big);
-    reg_stop = 1;
-    pthread_join (th, NULL);
-    wait_stop = 1;
-    pthread_join (tw, NULL);
-  }
+  for (int big = 0; big < 2; big++)
+    for (size_t c = 0; c < sizeof cond / sizeof cond[0]; c++) {
+      wait_stop = reg_stop = 0;
+      if (cond[c].wait)
+        pthread_create (&tw, NULL, wait_thread, NULL);
+      if (cond[c].reg)
+        pthread_create (&th, NULL, reg_thread, NULL);
+      time_launches (cond[c].what, d, st, n, big);
+      wait_stop = reg_stop = 1;
+      if (cond[c].reg)
+        pthread_join (th, NULL);
+      if (cond[c].wait)
+        pthread_join (tw, NULL);
+    }
   if (reg_n > 0)
     printf ("  cudaHostRegister of 1 MiB: %.0f us, cudaHostUnregister: %.0f "
             "us (mean of %d)\n", reg_us / reg_n, unreg_us / reg_n, reg_n);
