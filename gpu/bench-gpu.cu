@@ -50,6 +50,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cuda.h>
 #include <isa-l/crc.h>
 #include <isa-l/erasure_code.h>
 
@@ -767,16 +768,57 @@ bench_kernels (void)
 /* What registering memory costs the other threads: one thread page-locks
  * and unlocks fresh 1 MiB buffers from malloc, written first (as a
  * request buffer that nbdkit starts with each connection's threads),
- * while this thread times its kernel launches. */
+ * while this thread times its kernel launches; in the primary context,
+ * or (own_ctx) in a context of its own made for it, the range portable
+ * (page-locked for every context). */
 static volatile int reg_stop;
 static double reg_us, unreg_us;
 static int reg_n;
 
+typedef CUresult (*ctx_create_fn) (CUcontext *, unsigned, CUdevice);
+typedef CUresult (*ctx_destroy_fn) (CUcontext);
+
+/* The driver's function name (of the version given), or exit. */
+static void *
+driver_fn (const char *name, unsigned version)
+{
+  enum cudaDriverEntryPointQueryResult q;
+  void *fn = NULL;
+
+  CK (cudaGetDriverEntryPointByVersion (name, &fn, version,
+                                        cudaEnableDefault, &q));
+  if (q != cudaDriverEntryPointSuccess || fn == NULL) {
+    fprintf (stderr, "driver entry point %s: not found\n", name);
+    exit (1);
+  }
+  return fn;
+}
+
+/* A context of the calling thread's own on device 0, made current. */
+static CUcontext
+own_context (void)
+{
+  CUcontext ctx;
+  CUresult r = ((ctx_create_fn) driver_fn ("cuCtxCreate", 3020)) (&ctx, 0,
+                                                                   0);
+
+  if (r != CUDA_SUCCESS) {
+    fprintf (stderr, "cuCtxCreate: %d\n", (int) r);
+    exit (1);
+  }
+  return ctx;
+}
+
 static void *
 reg_thread (void *arg)
 {
-  (void) arg;
-  CK (cudaSetDevice (0));
+  const bool own_ctx = *(const bool *) arg;
+  CUcontext ctx = NULL;
+
+  if (own_ctx)
+    ctx = own_context ();
+  else
+    CK (cudaSetDevice (0));
   while (!reg_stop) {
     uint8_t *p = (uint8_t *) malloc (MiB);
     double t0, t1, t2;
@@ -793,6 +835,8 @@ reg_thread (void *arg)
     unreg_us += (t2 - t1) * 1e6;
     reg_n++;
   }
+  if (ctx)
+    ((ctx_destroy_fn) driver_fn ("cuCtxDestroy", 4000)) (ctx);
   return NULL;
 }
 
@@ -870,20 +914,227 @@ time_launches (const char *what, uint32_t *d, cudaStream_t st, int n,
   free (t);
 }
 
+/* Sum of n words at p (mapped host memory, or device memory). */
+static __global__ void
+sum_kernel (const uint32_t *p, size_t n, unsigned long long *out)
+{
+  unsigned long long v = 0;
+
+  for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+    v += p[i];
+  atomicAdd (out, v);
+}
+
+/* A range page-locked in a context of another thread's own (portable,
+ * mapped), read by a kernel of the primary context through its host
+ * address while that context lives: is the sum right?  Then
+ * unregistered in it. */
+static volatile int other_step;
+
+static void *
+reg_other (void *arg)
+{
+  CUcontext ctx = own_context ();
+
+  CK (cudaHostRegister (arg, MiB, cudaHostRegisterPortable |
+                        cudaHostRegisterMapped));
+  __atomic_store_n (&other_step, 1, __ATOMIC_RELEASE);
+  while (__atomic_load_n (&other_step, __ATOMIC_ACQUIRE) != 2)
+    usleep (100);
+  CK (cudaHostUnregister (arg));
+  ((ctx_destroy_fn) driver_fn ("cuCtxDestroy", 4000)) (ctx);
+  return NULL;
+}
+
+static void
+other_context_usable (void)
+{
+  uint32_t *p = (uint32_t *) malloc (MiB);
+  unsigned long long *d, got = 0, want = 0;
+  void *dp = NULL;
+  pthread_t th;
+  cudaError_t e;
+
+  for (size_t i = 0; i < MiB / 4; i++)
+    want += p[i] = (uint32_t) (i * 2654435761u);
+  CK (cudaMalloc (&d, sizeof *d));
+  CK (cudaMemset (d, 0, sizeof *d));
+  other_step = 0;
+  pthread_create (&th, NULL, reg_other, p);
+  while (__atomic_load_n (&other_step, __ATOMIC_ACQUIRE) != 1)
+    usleep (100);
+  {
+    struct cudaPointerAttributes at;
+
+    if (cudaPointerGetAttributes (&at, p) == cudaSuccess)
+      printf ("  1 MiB page-locked in another context: the primary "
+              "context takes it for %s memory\n",
+              at.type == cudaMemoryTypeHost ? "page-locked host"
+              : "NOT page-locked");
+    (void) cudaGetLastError ();
+  }
+  e = cudaHostGetDevicePointer (&dp, p, 0);
+  if (e == cudaSuccess) {
+    sum_kernel<<<1, 256>>> (p, MiB / 4, d);
+    e = cudaGetLastError ();
+    if (e == cudaSuccess)
+      e = cudaDeviceSynchronize ();
+    if (e == cudaSuccess)
+      e = cudaMemcpy (&got, d, sizeof got, cudaMemcpyDeviceToHost);
+  }
+  __atomic_store_n (&other_step, 2, __ATOMIC_RELEASE);
+  pthread_join (th, NULL);
+  printf ("  1 MiB page-locked in another thread's own context: the "
+          "primary context's device pointer %s the host's, its kernel's "
+          "sum %s (%s)\n", dp == (void *) p ? "is" : "is NOT",
+          e == cudaSuccess && got == want ? "right" : "WRONG",
+          cudaGetErrorString (e));
+  nchecked++;
+  if (e != cudaSuccess || got != want)
+    nwrong++;
+  (void) cudaGetLastError ();
+  CK (cudaFree (d));
+  free (p);
+}
+
+/* cudaHostRegister and cudaHostUnregister of fresh buffers by size, the
+ * GPU idle and busy (another thread's ~1 ms kernels). */
+static void
+register_by_size (void)
+{
+  static const size_t sz[] = { 64 << 10, 256 << 10, MiB, 4 * MiB };
+
+  for (int busy = 0; busy < 2; busy++) {
+    pthread_t tw;
+
+    wait_stop = 0;
+    if (busy)
+      pthread_create (&tw, NULL, wait_thread, NULL);
+    printf ("  register / unregister, us (median of 50), the GPU %s:",
+            busy ? "busy" : "idle");
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
+      double tr[50], tu[50];
+
+      for (int n = 0; n < 50; n++) {
+        uint8_t *p = (uint8_t *) malloc (sz[i]);
+        double t0, t1;
+
+        memset (p, 1, sz[i]);
+        t0 = gr_now ();
+        CK (cudaHostRegister (p, sz[i], cudaHostRegisterPortable |
+                              cudaHostRegisterMapped));
+        t1 = gr_now ();
+        CK (cudaHostUnregister (p));
+        tu[n] = (gr_now () - t1) * 1e6;
+        tr[n] = (t1 - t0) * 1e6;
+        free (p);
+      }
+      qsort (tr, 50, sizeof tr[0], cmp_double);
+      qsort (tu, 50, sizeof tu[0], cmp_double);
+      printf ("  %zu KiB %.0f / %.0f", sz[i] >> 10, tr[25], tu[25]);
+    }
+    printf ("\n");
+    wait_stop = 1;
+    if (busy)
+      pthread_join (tw, NULL);
+  }
+}
+
+/* Registrations from several threads at once: in the primary context,
+ * or each pushing one context (made for them) or one of its own. */
+enum par_ctx { PAR_PRIMARY, PAR_SHARED, PAR_OWN };
+static CUcontext par_shared;
+static enum par_ctx par_where;
+static double par_us[64];
+
+static void *
+par_thread (void *arg)
+{
+  const int id = (int) (intptr_t) arg;
+  typedef CUresult (*push_fn) (CUcontext);
+  typedef CUresult (*pop_fn) (CUcontext *);
+  CUcontext ctx = NULL, c;
+  double sum = 0;
+
+  if (par_where == PAR_OWN)
+    ctx = own_context ();
+  else if (par_where == PAR_SHARED)
+    ((push_fn) driver_fn ("cuCtxPushCurrent", 4000)) (par_shared);
+  else
+    CK (cudaSetDevice (0));
+  for (int n = 0; n < 20; n++) {
+    uint8_t *p = (uint8_t *) malloc (MiB);
+    double t0;
+
+    memset (p, 1, MiB);
+    t0 = gr_now ();
+    CK (cudaHostRegister (p, MiB, cudaHostRegisterPortable |
+                          cudaHostRegisterMapped));
+    sum += (gr_now () - t0) * 1e6;
+    CK (cudaHostUnregister (p));
+    free (p);
+  }
+  par_us[id] = sum / 20;
+  if (par_where == PAR_SHARED)
+    ((pop_fn) driver_fn ("cuCtxPopCurrent", 4000)) (&c);
+  if (ctx)
+    ((ctx_destroy_fn) driver_fn ("cuCtxDestroy", 4000)) (ctx);
+  return NULL;
+}
+
+static void
+register_parallel (void)
+{
+  static const char *where[] = { "the primary context",
+                                 "one other context", "a context each" };
+  pthread_t th[64];
+
+  par_shared = own_context ();
+  {
+    CUcontext c;
+
+    ((CUresult (*) (CUcontext *)) driver_fn ("cuCtxPopCurrent", 4000)) (&c);
+  }
+  for (int w = 0; w < 3; w++) {
+    printf ("  1 MiB registered by threads at once, in %s, mean us a "
+            "registration (a round: malloc, write, register, "
+            "unregister):", where[w]);
+    for (int nt = 1; nt <= 16; nt *= 4) {
+      const double t0 = gr_now ();
+      double sum = 0;
+
+      par_where = (enum par_ctx) w;
+      for (int i = 0; i < nt; i++)
+        pthread_create (&th[i], NULL, par_thread, (void *) (intptr_t) i);
+      for (int i = 0; i < nt; i++) {
+        pthread_join (th[i], NULL);
+        sum += par_us[i];
+      }
+      printf ("  %d threads %.0f (%.0f rounds a second)", nt,
+              sum / nt, nt * 20 / (gr_now () - t0));
+    }
+    printf ("\n");
+  }
+  ((ctx_destroy_fn) driver_fn ("cuCtxDestroy", 4000)) (par_shared);
+}
+
 static void
 bench_register (void)
 {
   const int n = quick ? 20000 : 50000;
-  /* Launches alone, then beside a thread that registers, one that waits
-   * for the GPU, and both. */
+  /* Launches alone, then beside a thread that registers (in the primary
+   * context or its own), one that waits for the GPU, and both. */
   static const struct {
     const char *what;
-    bool wait, reg;
+    bool wait, reg, own_ctx;
   } cond[] = {
-    { "alone", false, false },
-    { "while another thread registers", false, true },
-    { "while another thread waits", true, false },
-    { "while one waits and another registers", true, true },
+    { "alone", false, false, false },
+    { "while another thread registers", false, true, false },
+    { "while another thread waits", true, false, false },
+    { "while one waits and another registers", true, true, false },
+    { "while another registers in its own context", false, true, true },
+    { "while one waits and another registers in its own context", true,
+      true, true },
   };
   pthread_t th, tw;
   cudaStream_t st;
@@ -891,27 +1142,33 @@ bench_register (void)
 
   printf ("\n(r) page-locking memory against other threads' launches "
           "(fresh 1 MiB buffers from malloc, written, registered and "
-          "unregistered in a loop by one thread), and another thread "
-          "waiting for the GPU (spinning, on kernels of about 1 ms)\n");
+          "unregistered in a loop by one thread, in the primary context or "
+          "in one of its own), and another thread waiting for the GPU "
+          "(spinning, on kernels of about 1 ms)\n");
+  other_context_usable ();
+  register_by_size ();
+  register_parallel ();
   CK (cudaStreamCreateWithFlags (&st, cudaStreamNonBlocking));
   CK (cudaMalloc (&d, 128));
   for (int big = 0; big < 2; big++)
     for (size_t c = 0; c < sizeof cond / sizeof cond[0]; c++) {
       wait_stop = reg_stop = 0;
+      reg_us = unreg_us = 0;
+      reg_n = 0;
       if (cond[c].wait)
         pthread_create (&tw, NULL, wait_thread, NULL);
       if (cond[c].reg)
-        pthread_create (&th, NULL, reg_thread, NULL);
+        pthread_create (&th, NULL, reg_thread, (void *) &cond[c].own_ctx);
       time_launches (cond[c].what, d, st, n, big);
       wait_stop = reg_stop = 1;
       if (cond[c].reg)
         pthread_join (th, NULL);
       if (cond[c].wait)
         pthread_join (tw, NULL);
+      if (reg_n > 0)
+        printf ("    (1 MiB registered in %.0f us, unregistered in %.0f us, "
+                "mean of %d)\n", reg_us / reg_n, unreg_us / reg_n, reg_n);
     }
-  if (reg_n > 0)
-    printf ("  cudaHostRegister of 1 MiB: %.0f us, cudaHostUnregister: %.0f "
-            "us (mean of %d)\n", reg_us / reg_n, unreg_us / reg_n, reg_n);
   CK (cudaFree (d));
   CK (cudaStreamDestroy (st));
 }
