@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/now.h"
 #include "log.h"
 #include "reqpin.h"
 
@@ -32,6 +33,7 @@ struct gr_reqpin {
   struct tls *head;
   size_t bytes, ranges;
   uint64_t registered, moved, stale, failed, over_cap;
+  double wait_s, wait_max_s, end_s;
   bool off, warned, said_exist, said_cap, said_moves;
 };
 
@@ -68,12 +70,15 @@ tls_end (void *v)
 {
   struct tls *t = v;
   struct gr_reqpin *rp;
+  double t0;
 
   if (t == NULL)
     return;
   rp = t->rp;
   pthread_mutex_lock (&rp->lock);
+  t0 = gr_now ();
   drop (rp, t);
+  rp->end_s += gr_now () - t0;
   if (t->prev)
     t->prev->next = t->next;
   else
@@ -247,8 +252,15 @@ gr_reqpin_begin (struct gr_reqpin *rp, void *p, size_t len)
   ok = __atomic_load_n (&t->base, __ATOMIC_ACQUIRE) == p &&
     len <= __atomic_load_n (&t->len, __ATOMIC_ACQUIRE);
   if (!ok) {
+    const double t0 = gr_now ();
+    double w;
+
     pthread_mutex_lock (&rp->lock);
     ok = replace (rp, t, p, len);
+    w = gr_now () - t0;
+    rp->wait_s += w;
+    if (w > rp->wait_max_s)
+      rp->wait_max_s = w;
     pthread_mutex_unlock (&rp->lock);
   }
   if (ok) {
@@ -276,7 +288,8 @@ gr_reqpin_stats (struct gr_reqpin *rp, struct gr_reqpin_stats *s)
   *s = (struct gr_reqpin_stats) {
     .bytes = rp->bytes, .ranges = rp->ranges, .registered = rp->registered,
     .moved = rp->moved, .stale = rp->stale, .failed = rp->failed,
-    .over_cap = rp->over_cap, .off = rp->off,
+    .over_cap = rp->over_cap, .off = rp->off, .wait_s = rp->wait_s,
+    .wait_max_s = rp->wait_max_s, .end_s = rp->end_s,
   };
   pthread_mutex_unlock (&rp->lock);
 }

@@ -86,6 +86,10 @@ struct gr_reqpin_stats {
   uint64_t failed;              /* registrations refused */
   uint64_t over_cap;            /* buffers staged for the bound */
   bool off;                     /* stopped after a failure */
+  double wait_s, wait_max_s;    /* requests' time page-locking their
+                                 * thread's buffer (the lock's wait
+                                 * included): in all, the longest */
+  double end_s;                 /* ending threads' time unregistering */
 };
 void gr_reqpin_stats (struct gr_reqpin *rp, struct gr_reqpin_stats *s);
 
