@@ -34,8 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda.h>
-
 #include "../common/now.h"
 #include "../gf/gf-backend.h"
 #include "gpu.h"
@@ -425,138 +423,23 @@ host_span_ok (const uint8_t *p, size_t len)
   return host_span_state (p, len) == SPAN_PINNED;
 }
 
-/* ---- the page-locking context ------------------------------------------ */
-
-/* Page-locking host memory and letting it go (cudaHostRegister and
- * cudaHostUnregister, cudaHostAlloc and cudaFreeHost) hold the driver's
- * lock of the context they run in, cudaHostUnregister until the device's
- * work in flight is done: every other thread's launches and copies in
- * that context wait meanwhile (bench-gpu (r)).  nbdkit starts and ends
- * each connection's threads, whose request buffers are page-locked and
- * let go with them.  So they run in a context of the engine's own on
- * the same device, with nothing else in it; page-locked there as
- * portable, the memory is page-locked for the primary context too, where
- * the engine copies and codes, and mapped at the host's addresses.
- * Where such a context cannot be made (a device in exclusive-process
- * mode allows one context a process), in the primary context.  Made on first use
- * and kept (its memory is page-locked only while it lives). */
-typedef CUresult (*ctx_create_fn) (CUcontext *, unsigned, CUdevice);
-typedef CUresult (*ctx_push_fn) (CUcontext);
-typedef CUresult (*ctx_pop_fn) (CUcontext *);
-typedef CUresult (*device_get_fn) (CUdevice *, int);
-
-static pthread_mutex_t lockctx_lock = PTHREAD_MUTEX_INITIALIZER;
-static enum gr_gpu_lock_context lockctx_where = GR_GPU_LOCK_UNTRIED;
-static CUcontext lockctx;
-static ctx_push_fn lockctx_push;
-static ctx_pop_fn lockctx_pop;
-
-/* The driver's function name of the given version, or NULL. */
-static void *
-driver_fn (const char *name, unsigned version)
-{
-  enum cudaDriverEntryPointQueryResult q;
-  void *fn = NULL;
-
-  if (cudaGetDriverEntryPointByVersion (name, &fn, version,
-                                        cudaEnableDefault, &q)
-      != cudaSuccess || q != cudaDriverEntryPointSuccess) {
-    (void) cudaGetLastError ();
-    return NULL;
-  }
-  return fn;
-}
-
-/* Make the context (once; the primary context current). */
-static void
-lockctx_make (void)
-{
-  ctx_create_fn create = (ctx_create_fn) driver_fn ("cuCtxCreate", 3020);
-  device_get_fn dev_get = (device_get_fn) driver_fn ("cuDeviceGet", 2000);
-  CUdevice dev;
-  CUcontext ctx, prev;
-
-  lockctx_push = (ctx_push_fn) driver_fn ("cuCtxPushCurrent", 4000);
-  lockctx_pop = (ctx_pop_fn) driver_fn ("cuCtxPopCurrent", 4000);
-  int mode = cudaComputeModeDefault;
-
-  if (cudaDeviceGetAttribute (&mode, cudaDevAttrComputeMode, gpu_dev)
-      != cudaSuccess)
-    (void) cudaGetLastError ();
-  lockctx_where = mode == cudaComputeModeExclusiveProcess
-    ? GR_GPU_LOCK_PRIMARY_ONE_CONTEXT : GR_GPU_LOCK_PRIMARY_FAILED;
-  if (lockctx_where == GR_GPU_LOCK_PRIMARY_ONE_CONTEXT ||
-      create == NULL || dev_get == NULL || lockctx_push == NULL ||
-      lockctx_pop == NULL || dev_get (&dev, gpu_dev) != CUDA_SUCCESS ||
-      create (&ctx, 0, dev) != CUDA_SUCCESS)
-    return;
-  /* cuCtxCreate made it current: back to the primary context. */
-  if (lockctx_pop (&prev) != CUDA_SUCCESS)
-    return;
-  lockctx = ctx;
-  lockctx_where = GR_GPU_LOCK_OWN;
-}
-
-/* Enter the context where memory is page-locked (true: the engine's
- * own, pushed; leave with lockctx_leave), the device selected; or a
- * negative errno. */
-static int
-lockctx_enter (bool *pushed)
-{
-  int r = set_device ();
-
-  *pushed = false;
-  if (r < 0)
-    return r;
-  pthread_mutex_lock (&lockctx_lock);
-  if (lockctx_where == GR_GPU_LOCK_UNTRIED)
-    lockctx_make ();
-  pthread_mutex_unlock (&lockctx_lock);
-  if (lockctx_where == GR_GPU_LOCK_OWN)
-    *pushed = lockctx_push (lockctx) == CUDA_SUCCESS;
-  return 0;
-}
-
-static void
-lockctx_leave (bool pushed)
-{
-  CUcontext c;
-
-  if (pushed)
-    (void) lockctx_pop (&c);
-}
-
-enum gr_gpu_lock_context
-gr_gpu_lock_context (void)
-{
-  enum gr_gpu_lock_context w;
-
-  pthread_mutex_lock (&lockctx_lock);
-  w = lockctx_where;
-  pthread_mutex_unlock (&lockctx_lock);
-  return w;
-}
-
 int
 gr_gpu_host_register (void *p, size_t size)
 {
   cudaError_t e;
-  bool pushed;
   int r;
 
-  r = lockctx_enter (&pushed);
+  r = set_device ();
   if (r < 0)
     return r;
   /* Listed first, so that the engine never meets a registration of its
    * caller's that it does not know of. */
   switch (host_reg_add (p, size, REG_IDLE)) {
   case REG_LIST_FULL:
-    lockctx_leave (pushed);
     gr_gpu_set_error ("cudaHostRegister: more than %d page-locked ranges",
                       NHOSTREG);
     return -ENOSPC;
   case REG_OVERLAPS:
-    lockctx_leave (pushed);
     gr_gpu_set_error ("cudaHostRegister: %p (%zu bytes) overlaps page-locked"
                       " memory", p, size);
     return -EEXIST;
@@ -565,7 +448,6 @@ gr_gpu_host_register (void *p, size_t size)
   }
   e = cudaHostRegister (p, size,
                         cudaHostRegisterPortable | cudaHostRegisterMapped);
-  lockctx_leave (pushed);
   if (e != cudaSuccess) {
     host_reg_del (p);
     if (e == cudaErrorHostMemoryAlreadyRegistered) {
@@ -583,17 +465,15 @@ int
 gr_gpu_host_unregister (void *p)
 {
   cudaError_t e;
-  bool pushed;
   int r;
 
-  r = lockctx_enter (&pushed);
+  r = set_device ();
   if (r < 0)
     return r;
   /* Unlisted only once CUDA has let go of it: a range that fails stays
    * listed (not in use), so that what lies there is always staged. */
   gr_gpu_host_in_use (p, 0);
   e = cudaHostUnregister (p);
-  lockctx_leave (pushed);
   if (e != cudaSuccess)
     return gr_gpu_fail (e, "cudaHostUnregister");
   if (!host_reg_del (p)) {
@@ -622,12 +502,10 @@ gr_gpu_host_alloc (size_t size)
 {
   void *p = NULL;
   cudaError_t e;
-  bool pushed;
 
-  if (lockctx_enter (&pushed) < 0)
+  if (set_device () < 0)
     return NULL;
   e = cudaHostAlloc (&p, size, cudaHostAllocPortable | cudaHostAllocMapped);
-  lockctx_leave (pushed);
   if (e != cudaSuccess) {
     gr_gpu_fail (e, "cudaHostAlloc");
     return NULL;
@@ -639,14 +517,9 @@ gr_gpu_host_alloc (size_t size)
 void
 gr_gpu_host_free (void *p)
 {
-  bool pushed;
-
   if (p != NULL) {
     host_reg_del (p);
-    if (lockctx_enter (&pushed) == 0) {
-      (void) cudaFreeHost (p);
-      lockctx_leave (pushed);
-    }
+    cudaFreeHost (p);
   }
 }
 

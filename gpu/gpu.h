@@ -97,19 +97,6 @@ int gr_gpu_host_register (void *p, size_t size);
 int gr_gpu_host_unregister (void *p);
 /* Mark the range registered at p in use (on) or not. */
 void gr_gpu_host_in_use (void *p, int on);
-/* Where memory is page-locked and let go (gr_gpu_host_register,
- * gr_gpu_host_alloc and their undoing): in a CUDA context of the
- * engine's own, so that other threads' launches and copies do not wait
- * for it; or in the primary context, where the device allows one
- * context a process (exclusive-process mode) or a context of its own
- * could not be made; untried before the first of them. */
-enum gr_gpu_lock_context {
-  GR_GPU_LOCK_UNTRIED,
-  GR_GPU_LOCK_OWN,
-  GR_GPU_LOCK_PRIMARY_ONE_CONTEXT,
-  GR_GPU_LOCK_PRIMARY_FAILED,
-};
-enum gr_gpu_lock_context gr_gpu_lock_context (void);
 
 /* Free the engine's staging buffers, streams and shared tables, which are
  * otherwise kept for the life of the process.  Call only while no

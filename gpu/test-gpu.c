@@ -1255,25 +1255,6 @@ run_stale_error (const struct gr_backend *ref, const struct gr_backend *gpu)
 #define REG_SZ ((size_t) 64 << 10)
 #define REG_STEP (REG_SZ + 4096)
 
-/* Memory is page-locked in a CUDA context of the engine's own (so that
- * other threads' launches do not wait for it), unless the device allows
- * one context a process. */
-static void
-lock_context_case (void)
-{
-  const enum gr_gpu_lock_context w = gr_gpu_lock_context ();
-
-  printf ("  memory page-locked in %s\n",
-          w == GR_GPU_LOCK_OWN ? "a context of the engine's own"
-          : w == GR_GPU_LOCK_PRIMARY_ONE_CONTEXT ? "the primary context "
-          "(the device allows one context a process)"
-          : w == GR_GPU_LOCK_PRIMARY_FAILED ? "the primary context (a "
-          "context of the engine's own could not be made)" : "no context");
-  CHECK (w == GR_GPU_LOCK_OWN || w == GR_GPU_LOCK_PRIMARY_ONE_CONTEXT,
-         "reg list: memory page-locked in the primary context (%d), not "
-         "in one of the engine's own", (int) w);
-}
-
 static void
 run_reg_list (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
@@ -1300,7 +1281,6 @@ run_reg_list (const struct gr_backend *ref, const struct gr_backend *gpu)
     CHECK (r == 0, "reg list: register range %d: %d (%s)", order[i], r,
            gr_gpu_last_error ());
   }
-  lock_context_case ();
   for (int i = 0; i < REG_N; i += 3)
     gr_gpu_host_in_use (mem + i * REG_STEP, 1);
   al = (uint8_t *) gr_gpu_host_alloc (REG_SZ);
@@ -1352,12 +1332,6 @@ run_reg_list (const struct gr_backend *ref, const struct gr_backend *gpu)
            "reg list: range %d gone", (i * 7) % REG_N);
   }
   CHECK (gr_gpu_host_unregister (mem) < 0, "reg list: twice");
-  /* CUDA let go of it where it was page-locked: it takes it again. */
-  r = gr_gpu_host_register (mem, REG_SZ);
-  CHECK (r == 0, "reg list: range 0 again: %d (%s)", r, gr_gpu_last_error ());
-  if (r == 0)
-    CHECK (gr_gpu_host_unregister (mem) == 0, "reg list: range 0 again, "
-           "unregistered");
   CHECK (gr_gpu_span_state (mem, total) == SPAN_UNKNOWN, "reg list: none");
   gr_gpu_host_free (al);
   free (mem);

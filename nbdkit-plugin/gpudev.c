@@ -11,7 +11,6 @@
 #ifdef GR_HAVE_CUDA
 #include "gf/gf-backend.h"
 #include "gpu/gpu.h"
-#include "log.h"
 
 bool
 gr_gpudev_built (void)
@@ -152,23 +151,7 @@ gr_gpudev_host_free (void *p)
 int
 gr_gpudev_host_register (void *p, size_t size)
 {
-  static bool said;
-  int r = gr_gpu_host_register (p, size);
-
-  if (r == 0 && !__atomic_exchange_n (&said, true, __ATOMIC_RELAXED)) {
-    const enum gr_gpu_lock_context w = gr_gpu_lock_context ();
-
-    gr_debug ("host memory is page-locked %s",
-              w == GR_GPU_LOCK_OWN ? "in a CUDA context of the engine's own "
-              "(other threads' launches and copies do not wait for it)"
-              : w == GR_GPU_LOCK_PRIMARY_ONE_CONTEXT ? "in the primary CUDA "
-              "context (the device allows one context a process): launches "
-              "and copies wait while memory is page-locked"
-              : "in the primary CUDA context (a context of the engine's own "
-              "could not be made): launches and copies wait while memory "
-              "is page-locked");
-  }
-  return r;
+  return gr_gpu_host_register (p, size);
 }
 
 int
