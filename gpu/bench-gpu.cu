@@ -29,7 +29,9 @@
  * 1,2,4,8,16; bp, only when named: the bound of a pipeline of chunks
  * at 64 MiB, from copies alone, against the engine; bc: 64 MiB batches
  * from 1 to 3 callers at once; r, only when named:
- * kernel launches while another thread page-locks memory; e: small
+ * kernel launches while another thread page-locks memory (in the
+ * primary context or one of its own) and another waits for the GPU,
+ * page-locking's cost by size and from several threads; e: small
  * decodes from many threads, as degraded reads make them; s: a write
  * batch's block checksums with its encode; g: a write batch coded where
  * its blocks are against copied; rb: a rebuild's batch; ag, only when named: the JIT
