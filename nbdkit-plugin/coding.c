@@ -254,11 +254,13 @@ gr_coding_free (struct gr_coding *c)
               PRIu64 " moved or grown, %" PRIu64 " stale ranges of ended "
               "threads), %" PRIu64 " refused, %" PRIu64 " staged for the "
               "bound; requests waited %.1f ms in all to page-lock their "
-              "thread's buffer (the longest %.1f ms), ending threads %.1f ms "
-              "to let theirs go; %zu ranges (%zu bytes) at exit, "
-              "unregistered now%s",
+              "thread's buffer (the longest %.1f ms; %.1f ms of it in the "
+              "registrations themselves, the longest %.1f ms), ending "
+              "threads %.1f ms to let theirs go; %zu ranges (%zu bytes) at "
+              "exit, unregistered now%s",
               st.registered, st.moved, st.stale, st.failed, st.over_cap,
-              st.wait_s * 1e3, st.wait_max_s * 1e3, st.end_s * 1e3,
+              st.wait_s * 1e3, st.wait_max_s * 1e3, st.reg_s * 1e3,
+              st.reg_max_s * 1e3, st.end_s * 1e3,
               st.ranges, st.bytes, st.off ? "; stopped after a failure" : "");
     gr_reqpin_free (c->reqpin);
   }

@@ -33,7 +33,7 @@ struct gr_reqpin {
   struct tls *head;
   size_t bytes, ranges;
   uint64_t registered, moved, stale, failed, over_cap;
-  double wait_s, wait_max_s, end_s;
+  double wait_s, wait_max_s, reg_s, reg_max_s, end_s;
   bool off, warned, said_exist, said_cap, said_moves;
 };
 
@@ -183,6 +183,7 @@ replace (struct gr_reqpin *rp, struct tls *t, void *p, size_t len)
 {
   const uintptr_t a = (uintptr_t) p;
   struct tls *o;
+  double t0;
   int r;
 
   if (rp->off || (t->bad == p && len <= t->bad_len))
@@ -216,7 +217,12 @@ replace (struct gr_reqpin *rp, struct tls *t, void *p, size_t len)
     rp->said_cap = true;
     return false;
   }
+  t0 = gr_now ();
   r = rp->ops.reg (p, len);
+  t0 = gr_now () - t0;
+  rp->reg_s += t0;
+  if (t0 > rp->reg_max_s)
+    rp->reg_max_s = t0;
   if (r < 0) {
     rp->failed++;
     say_failed (rp, r, len);
@@ -289,7 +295,8 @@ gr_reqpin_stats (struct gr_reqpin *rp, struct gr_reqpin_stats *s)
     .bytes = rp->bytes, .ranges = rp->ranges, .registered = rp->registered,
     .moved = rp->moved, .stale = rp->stale, .failed = rp->failed,
     .over_cap = rp->over_cap, .off = rp->off, .wait_s = rp->wait_s,
-    .wait_max_s = rp->wait_max_s, .end_s = rp->end_s,
+    .wait_max_s = rp->wait_max_s, .reg_s = rp->reg_s,
+    .reg_max_s = rp->reg_max_s, .end_s = rp->end_s,
   };
   pthread_mutex_unlock (&rp->lock);
 }

@@ -89,6 +89,8 @@ struct gr_reqpin_stats {
   double wait_s, wait_max_s;    /* requests' time page-locking their
                                  * thread's buffer (the lock's wait
                                  * included): in all, the longest */
+  double reg_s, reg_max_s;      /* of it, in the registrations (ops.reg)
+                                 * themselves: in all, the longest */
   double end_s;                 /* ending threads' time unregistering */
 };
 void gr_reqpin_stats (struct gr_reqpin *rp, struct gr_reqpin_stats *s);

@@ -254,6 +254,17 @@ grow (void)
     CHECK (count_reg () == 1, "one range for the one thread (%d)",
            count_reg ());
   }
+  {
+    struct gr_reqpin_stats st;
+
+    /* The account: the registrations' time within the requests' wait. */
+    gr_reqpin_stats (rp, &st);
+    CHECK (st.registered > 0 && st.reg_s > 0 && st.wait_s >= st.reg_s &&
+           st.wait_max_s >= st.reg_max_s && st.reg_max_s > 0,
+           "the wait's account: %" PRIu64 " registrations, %g s waiting "
+           "(longest %g), %g s registering (longest %g)", st.registered,
+           st.wait_s, st.wait_max_s, st.reg_s, st.reg_max_s);
+  }
   gr_reqpin_free (rp);
   CHECK (count_reg () == 0 && bad == 0, "free: every range unregistered, "
          "none wrongly (%ld)", bad);
