@@ -11,7 +11,8 @@
 #     registered, again when they grew; none was left registered at exit,
 #     none unregistered or marked in use wrongly; page-locked scratch of
 #     threads that ended was taken over by later threads (not allocated
-#     again); parity checked offline.
+#     again); parity checked offline.  Then the whole array read by a
+#     new connection: its buffer not page-locked (nothing to code).
 #  2. Every registration fails (-D gpuraid.fake_pin=1): one warning,
 #     the data right all the same (staged), parity checked.
 #  3. Two members gone: the degraded reads equal the reference, of whole
@@ -142,6 +143,13 @@ taken=$(sed 's/.*allocated, \([0-9]*\) taken.*/\1/' <<<"$line")
 [ "$(fake_count "$nbdkit_log" "with blocks in request buffers")" -gt 0 ] ||
   fail "no operation coded from a page-locked request buffer"
 check_parity $k $m $chunk $code "${members[@]}"
+
+echo "=== 1b. reads of a whole array: nothing to code, nothing page-locked"
+serve "${fake[@]}"
+io read
+stop_nbdkit "$pid"
+grep -q 'request buffers page-locked: 0 registrations' "$nbdkit_log" ||
+  fail "a read of the whole array page-locked its buffer: $(grep -o 'request buffers page-locked: .*' "$nbdkit_log")"
 
 echo "=== 2. every registration fails"
 serve "${fake[@]}" -D gpuraid.fake_pin=1
