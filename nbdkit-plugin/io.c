@@ -294,8 +294,13 @@ gr_io_pread (struct gr_exec *x, void *buf, uint32_t count, uint64_t offset)
 
   gr_verbose ("pread count=%" PRIu32 " offset=%" PRIu64, count, offset);
   /* nbdkit's buffer page-locked in place: a degraded read's GPU
-   * reconstruct writes straight into it. */
-  pinned = gr_coding_request_begin (coding, buf, count);
+   * reconstruct writes straight into it.  A read with no member failed
+   * codes nothing: not page-locked, so that its thread's first read does
+   * not wait in line with every new thread's registration
+   * (docs/performance.md, session 61).  A member failing meanwhile: its
+   * reconstructs staged. */
+  pinned = gr_members_nfailed (gr_exec_members (x)) > 0 &&
+    gr_coding_request_begin (coding, buf, count);
   r = run (x, GR_REQ_READ, buf, pinned, offset, count, NULL, &res);
   if (pinned)
     gr_coding_request_end (coding);
