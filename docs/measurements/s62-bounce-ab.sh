@@ -8,7 +8,9 @@
 # moved that many bytes).  tmpfs, 1 MiB sequential writes then reads
 # (nbdbench, 16 in flight per connection) of SEQ at 8 and 16
 # connections: 10+4, and 16+16 and 8+8 with the first 8 members lost
-# (SETS, comma-separated), ROUNDS times over.
+# (SETS, comma-separated), ROUNDS times over (ROUNDS reaches
+# bench-connections too: each of its calls runs its servers that many
+# times in turn).
 out=${OUT:-/tmp}
 p=.device/exp/plugins
 logs=/tmp/s62-logs
