@@ -13,7 +13,14 @@
  *
  * Prints one line:
  *   RESULT mode=... bs=... qd=... conns=... bytes=... secs=... MBps=... IOPS=...
- * where MB is 10^6 bytes.  Exit status 0 on success, 1 on any I/O error.
+ *          ready_s=... first_s=... last_s=... quarters_MBps=a,b,c,d
+ * where MB is 10^6 bytes; secs runs from the start (before the
+ * connections are made) until every connection is shut down, ready_s is
+ * when the last connection was connected with its buffers filled,
+ * first_s and last_s when the first and the last request completed (all
+ * from the start), and quarters_MBps the MB/s in each quarter of the time
+ * from the first completion to the last (to 10 ms; runs of up to 10
+ * minutes).  Exit status 0 on success, 1 on any I/O error.
  */
 
 #include <errno.h>
@@ -53,6 +60,32 @@ static atomic_uint_fast64_t done_ops;
 static atomic_uint_fast64_t done_bytes;
 static atomic_int failed;
 static double t_end;                     /* random modes: stop issuing */
+static double t_start;
+/* Phases, in ns from t_start: the last connection ready, the first and
+ * the last completion. */
+static atomic_uint_fast64_t ready_ns, last_ns;
+static atomic_uint_fast64_t first_ns = UINT64_MAX;
+/* Bytes completed in each 10 ms from t_start. */
+#define TICK_NS 10000000ull
+#define NTICKS 60000
+static atomic_uint_fast64_t tick_bytes[NTICKS];
+
+static uint64_t
+ns_now (void)
+{
+  return (uint64_t) ((gr_now () - t_start) * 1e9);
+}
+
+/* *v = max (*v, x) (lower: min). */
+static void
+atomic_extreme (atomic_uint_fast64_t *v, uint64_t x, bool lower)
+{
+  uint_fast64_t cur = atomic_load (v);
+
+  while ((lower ? x < cur : x > cur) &&
+         !atomic_compare_exchange_weak (v, &cur, x))
+    ;
+}
 
 struct slot
 {
@@ -107,8 +140,14 @@ complete_cb (void *user_data, int *error)
     atomic_store (&failed, 1);
   }
   else {
+    const uint64_t t = ns_now ();
+
     atomic_fetch_add (&done_ops, 1);
     atomic_fetch_add (&done_bytes, block);
+    atomic_extreme (&first_ns, t, true);
+    atomic_extreme (&last_ns, t, false);
+    if (t / TICK_NS < NTICKS)
+      atomic_fetch_add (&tick_bytes[t / TICK_NS], block);
   }
   slot->busy = false;
   return 1;                     /* retire the command */
@@ -176,6 +215,7 @@ worker (void *arg)
     else
       memset (slots[i].buf, 0, block);
   }
+  atomic_extreme (&ready_ns, ns_now (), false);
 
   for (;;) {
     /* Top up the queue. */
@@ -327,7 +367,7 @@ main (int argc, char *argv[])
     perror ("calloc");
     return 1;
   }
-  t0 = gr_now ();
+  t0 = t_start = gr_now ();
   t_end = t0 + duration;
   for (i = 0; i < conns; i++) {
     int err = pthread_create (&threads[i], NULL, worker, (void *) (uintptr_t) i);
@@ -366,6 +406,26 @@ main (int argc, char *argv[])
           " secs=%.3f MBps=%.1f IOPS=%.0f",
           mode_name, block, depth, conns, bytes, secs,
           bytes / secs / 1e6, ops / secs);
+  printf (" ready_s=%.3f first_s=%.3f last_s=%.3f",
+          atomic_load (&ready_ns) / 1e9,
+          ops ? atomic_load (&first_ns) / 1e9 : 0.0,
+          atomic_load (&last_ns) / 1e9);
+  if (ops) {
+    /* The ticks from the first completion's to the last's, in quarters. */
+    const uint64_t a = atomic_load (&first_ns) / TICK_NS;
+    const uint64_t e = atomic_load (&last_ns) / TICK_NS + 1;
+
+    printf (" quarters_MBps=");
+    for (int q = 0; q < 4; q++) {
+      const uint64_t from = a + (e - a) * q / 4, to = a + (e - a) * (q + 1) / 4;
+      uint64_t sum = 0;
+
+      for (uint64_t k = from; k < to && k < NTICKS; k++)
+        sum += atomic_load (&tick_bytes[k]);
+      printf ("%s%.0f", q ? "," : "",
+              to > from ? sum / ((to - from) * TICK_NS / 1e9) / 1e6 : 0.0);
+    }
+  }
   if (do_flush)
     printf (" flush_secs=%.3f", tf);
   printf ("\n");

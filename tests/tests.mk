@@ -17,6 +17,7 @@ TESTS_SCRIPTS = \
 	tests/test-gpuraid-check.sh \
 	tests/test-structure.sh \
 	tests/test-bench-ratios.sh \
+	tests/test-nbdbench.sh \
 	tests/test-concurrent-selftest.sh \
 	tests/test-dump-plugin.sh \
 	tests/test-install.sh \

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The benchmarks' client and its account of a run's phases:
+#  1. scripts/nbdbench against nbdkit's memory plugin, sequential writes
+#     then reads of 64 MiB on 2 connections: its RESULT line counts every
+#     byte, its phases are in order (the last connection ready and the
+#     first reply before the last reply, that before the end), and the
+#     MB/s of the four quarters from the first reply to the last add up
+#     to the bytes moved (within their rounding);
+#  2. bench-connections with STATS=1 (a 4+2 array on the CPU, one run a
+#     connection count): a "client's run" line for the writes and the
+#     reads, its times in order and its MB/s positive.
+
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_cmd nbdkit awk
+NBDBENCH=$top/scripts/nbdbench
+[ -x "$NBDBENCH" ] || { echo "$0: SKIP: $NBDBENCH not built (make)"; exit 77; }
+
+# 1. nbdbench's RESULT line
+sock=$tmpdir/sock
+start_nbdkit -P "$tmpdir/pid" -U "$sock" memory 256M || fail "nbdkit memory"
+for mode in write read; do
+  out=$("$NBDBENCH" -m $mode -b 1M -q 4 -c 2 -S 64M "$(sock_uri "$sock")") ||
+    fail "nbdbench -m $mode failed: $out"
+  echo "$out"
+  awk -v want=$(( 64 << 20 )) '
+    function field(n,   i) { for (i = 1; i <= NF; i++)
+                               if (index($i, n "=") == 1)
+                                 return substr($i, length(n) + 2)
+                             print "no " n; bad = 1 }
+    /^RESULT/ {
+      got = 1
+      b = field("bytes"); s = field("secs"); r = field("ready_s")
+      f = field("first_s"); l = field("last_s"); q = field("quarters_MBps")
+      if (b != want) { print "bytes " b " not " want; bad = 1 }
+      if (!(r >= 0 && r <= s)) { print "ready_s " r " outside 0 .. " s; bad = 1 }
+      if (!(f > 0 && f <= l && l <= s)) { print "first " f ", last " l ", secs " s " out of order"; bad = 1 }
+      if (split(q, v, ",") != 4) { print "quarters: " q; bad = 1 }
+      # the ticks of 10 ms from the first reply'"'"'s to the last'"'"'s, in quarters
+      a = int(f * 100 + 1e-6); e = int(l * 100 + 1e-6) + 1; sum = 0
+      for (i = 0; i < 4; i++) {
+        n = int((e - a) * (i + 1) / 4) - int((e - a) * i / 4)
+        sum += v[i + 1] * 1e6 * n / 100
+        err += 0.5e6 * n / 100
+      }
+      if (sum < b - err - 1 || sum > b + err + 1) {
+        printf "quarters add up to %.0f bytes, not %d (within %.0f)\n", sum, b, err; bad = 1 }
+    }
+    END { if (!got) print "no RESULT line"; exit !got || bad }' <<<"$out" ||
+    fail "nbdbench -m $mode: its RESULT line"
+done
+stop_nbdkit "$tmpdir/pid"
+
+# 2. bench-connections' account of the client's runs
+out=$(BENCH_DIR=$tmpdir SERVERS="4:2:cpu" CONNS=2 SEQ=64M REPEAT=1 STATS=1 \
+      WARM=0 GPURAID_PLUGIN=$PLUGIN "$top/scripts/bench-connections" 2>&1) ||
+  fail "bench-connections failed: $out"
+for mode in write read; do
+  line=$(grep "^stats: 4+2 accel=cpu: $mode at 2 connections, the client's run" <<<"$out") ||
+    fail "no client's run line for $mode: $out"
+  echo "$line"
+  read -r r f l s mbs < <(sed -n 's/.*ready at \([0-9]*\) ms, the first reply at \([0-9]*\), the last at \([0-9]*\), all shut down at \([0-9]*\); \([0-9]*\) MB\/s.*/\1 \2 \3 \4 \5/p' <<<"$line")
+  [ -n "${mbs:-}" ] && (( f <= l && l <= s && r <= s && mbs > 0 )) ||
+    fail "$mode: the client's run line out of order: $line"
+done
+echo "$0: PASS"
