@@ -626,7 +626,8 @@ gr_gpu_release (void)
 }
 
 /* Take between 1 and want free slots, waiting for the first.  Slots are
- * set up (allocated) on first use.  Returns the number taken or a
+ * set up (allocated) on first use, or before serving
+ * (gr_gpu_coder_prepare).  Returns the number taken or a
  * negative errno; *others (if not NULL): whether other callers held
  * slots when these were taken. */
 static int
@@ -661,6 +662,41 @@ acquire_slots (struct slot **got, int want, bool *others)
     }
   }
   return n;
+}
+
+/* Test hook: how many slots are set up. */
+extern "C" int
+gr_gpu_slots_ready (void)
+{
+  int n = 0;
+
+  pthread_mutex_lock (&eng_lock);
+  for (int i = 0; i < NSLOTS; i++)
+    n += slots[i].ready;
+  pthread_mutex_unlock (&eng_lock);
+  return n;
+}
+
+/* See gpu.h.  Before serving no slot is in use, so all are taken and set
+ * up at once (any in use would be set up already, or on first use). */
+int
+gr_gpu_coder_prepare (struct gr_coder *c, int *compiled)
+{
+  struct slot *got[NSLOTS];
+  int n, r;
+
+  *compiled = 0;
+  if (gr_coder_backend (c) != gr_gpu_backend ())
+    return -EINVAL;
+  r = set_device ();
+  if (r < 0)
+    return r;
+  n = acquire_slots (got, NSLOTS, NULL);
+  if (n < 0)
+    return n;
+  release_slots (got, n);
+  *compiled = gr_gpu_tab_jit ((struct gr_gpu_tab *) gr_coder_priv (c)) == 0;
+  return 0;
 }
 
 /* ---- jobs -------------------------------------------------------------- */

@@ -62,6 +62,7 @@ extern "C" {
 #endif
 
 struct gr_backend;
+struct gr_coder;
 
 /* Is CUDA device `device` usable?  0 and its name in name[namelen], or
  * -ENODEV (no device / no driver) with the reason in name. */
@@ -97,6 +98,14 @@ int gr_gpu_host_register (void *p, size_t size);
 int gr_gpu_host_unregister (void *p);
 /* Mark the range registered at p in use (on) or not. */
 void gr_gpu_host_in_use (void *p, int on);
+
+/* Before serving: set up the engine's slots (streams, staging and device
+ * buffers) and compile coder c's encode kernel (c: a "cuda" coder), so
+ * that a server's first batches pay for neither.  0 and *compiled (1:
+ * the run-time compiled kernel is ready; 0: the generic one runs, the
+ * reason in gr_gpu_last_error()), or -EINVAL (not a "cuda" coder) or
+ * another negative errno (message kept). */
+int gr_gpu_coder_prepare (struct gr_coder *c, int *compiled);
 
 /* Free the engine's staging buffers, streams and shared tables, which are
  * otherwise kept for the life of the process.  Call only while no

@@ -27,7 +27,8 @@
  * NVRTC is loaded with dlopen, so nothing needs it to start; without it
  * (or on any failure) the generic kernels are used.  Compiling takes
  * tens to hundreds of milliseconds, so the engine compiles a table's
- * kernel only when a large batch first uses it (gr_gpu_jit_min).  The
+ * kernel only when a large batch first uses it (gr_gpu_jit_min), or, for
+ * a server's encode table, before it serves (gr_gpu_coder_prepare).  The
  * compiler runs in a child process (fork, no exec; rtc_compile): run in
  * the server's process, a SIGTERM that came while it compiled ended the
  * server with status 4 before the plugin's unload, leaving the array
@@ -751,8 +752,12 @@ jit_build (struct gr_gpu_tab *t)
     gr_gpu_set_error ("%s", rtc.why);
     return -ENOTSUP;
   }
-  if (t->nrows > JIT_MAXROWS || t->ncols > JIT_MAXCOLS || t->bits == NULL)
+  if (t->nrows > JIT_MAXROWS || t->ncols > JIT_MAXCOLS || t->bits == NULL) {
+    gr_gpu_set_error ("no run-time compiled kernel for a %d x %d matrix "
+                      "(at most %d x %d)", t->nrows, t->ncols, JIT_MAXROWS,
+                      JIT_MAXCOLS);
     return -ENOTSUP;
+  }
   if (cudaGetDevice (&dev) != cudaSuccess ||
       cudaDeviceGetAttribute (&major, cudaDevAttrComputeCapabilityMajor, dev)
       != cudaSuccess ||

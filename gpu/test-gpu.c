@@ -93,6 +93,8 @@ enum { GATHER_NEVER, GATHER_RULE, GATHER_ANY_TABLE };
  * min_bytes compile the JIT kernel. */
 extern size_t gr_gpu_set_jit_min (size_t min_bytes);
 extern int gr_gpu_jit_built (void);
+/* How many of the engine's slots are set up (gpu/engine.cu). */
+extern int gr_gpu_slots_ready (void);
 extern int gr_gpu_set_jit_async (int on);
 extern int gr_gpu_set_jit_passrows (int n);
 extern void gr_gpu_set_jit_form (const int f[3], int old[3]);
@@ -1125,6 +1127,54 @@ run_fresh_tables (const struct gr_backend *ref, const struct gr_backend *gpu)
   gr_gpu_set_jit_min (jm);
 }
 
+/* A server's engine set up before it serves (gr_gpu_coder_prepare):
+ * every slot, and the encode kernel compiled once; refused for another
+ * backend's coder; then a batch large enough for the compiled kernel
+ * codes as the reference does. */
+static void
+run_prepare (const struct gr_backend *ref, const struct gr_backend *gpu)
+{
+  const int k = 10, m = 4;
+  struct gr_coder *cr = NULL, *cg = NULL;
+  int r, compiled = -1, again = -1, built, nslots;
+
+  printf ("the engine set up before serving: %d+%d RS\n", k, m);
+  gr_gpu_release ();
+  CHECK (gr_gpu_slots_ready () == 0, "slots set up after gr_gpu_release: "
+         "%d", gr_gpu_slots_ready ());
+  if (gr_coder_new (&cr, k, m, GR_CODE_RS, ref) < 0 ||
+      gr_coder_new (&cg, k, m, GR_CODE_RS, gpu) < 0) {
+    FAIL ("prepare: coders");
+    goto out;
+  }
+  r = gr_gpu_coder_prepare (cr, &compiled);
+  CHECK (r == -EINVAL && compiled == 0, "prepare of a ref coder: %d, "
+         "compiled %d", r, compiled);
+  CHECK (gr_gpu_slots_ready () == 0, "a refused prepare set up %d slots",
+         gr_gpu_slots_ready ());
+  built = gr_gpu_jit_built ();
+  r = gr_gpu_coder_prepare (cg, &compiled);
+  nslots = gr_gpu_slots_ready ();
+  CHECK (r == 0, "prepare: %d", r);
+  CHECK (nslots == 4, "prepare set up %d slots of 4", nslots);
+  CHECK (gr_gpu_jit_built () == built + (compiled == 1),
+         "prepare: compiled %d, kernels built %d", compiled,
+         gr_gpu_jit_built () - built);
+  if (compiled != 1)
+    printf ("note: no encode kernel compiled (%s); the generic one runs\n",
+            gr_gpu_last_error ());
+  r = gr_gpu_coder_prepare (cg, &again);
+  CHECK (r == 0 && again == compiled &&
+         gr_gpu_jit_built () == built + (compiled == 1),
+         "prepare again: %d, compiled %d, kernels built %d", r, again,
+         gr_gpu_jit_built () - built);
+  /* 64 stripes of 64 KiB blocks: 40 MiB of data, above gr_gpu_jit_min. */
+  test_case (cr, cg, 64, 65536, 0, 1, 0, 2);
+ out:
+  gr_coder_free (cg);
+  gr_coder_free (cr);
+}
+
 /* The JIT's compiler runs in a forked child (gpu/jit.cu) while ordinary
  * memory is page-locked for the GPU (nbdkit's request buffers).  Shared
  * copy-on-write with the child, such a page would move away from the
@@ -1984,6 +2034,7 @@ main (void)
     run_stale_error (ref, gpu);
     run_reg_list (ref, gpu);
     run_host_copy ();
+    run_prepare (ref, gpu);
     printf ("kernels: default\n");
     run_suite (ref, gpu);
     printf ("several operations in one submission\n");

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "gpudev.h"
+#include "log.h"
+#include "common/now.h"
 
 #ifdef GR_HAVE_CUDA
 #include "gf/gf-backend.h"
@@ -117,7 +119,8 @@ gr_gpudev_coder (struct gr_coder **out, int device, int k, int m,
                  enum gr_code code, char *why, size_t whylen)
 {
   char name[256] = "";
-  int r;
+  double t0;
+  int r, compiled;
 
   r = gr_gpu_probe_device (device, name, sizeof name);
   if (r < 0) {
@@ -130,10 +133,27 @@ gr_gpudev_coder (struct gr_coder **out, int device, int k, int m,
     return r;
   }
   r = gr_coder_new (out, k, m, code, gr_gpu_backend ());
-  if (r < 0)
+  if (r < 0) {
     snprintf (why, whylen, "coder: %s: %s", strerror (-r),
               gr_gpu_last_error ());
-  return r;
+    return r;
+  }
+  /* Now, before serving, not in the first batches (docs/performance.md,
+   * "A fresh server's first run", session 63). */
+  t0 = gr_now ();
+  r = gr_gpu_coder_prepare (*out, &compiled);
+  if (r < 0) {
+    snprintf (why, whylen, "setting up the engine: %s: %s", strerror (-r),
+              gr_gpu_last_error ());
+    gr_coder_free (*out);
+    *out = NULL;
+    return r;
+  }
+  gr_debug ("GPU engine set up in %.0f ms, encode kernel %s%s",
+            (gr_now () - t0) * 1e3,
+            compiled ? "compiled for the array's matrix" : "generic: ",
+            compiled ? "" : gr_gpu_last_error ());
+  return 0;
 }
 
 void *

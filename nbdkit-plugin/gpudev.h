@@ -19,8 +19,9 @@ void gr_gpudev_register (void);
  * nbdkit forks into the background after get_ready).  0 and the device
  * name in name, or -ENODEV and the reason. */
 int gr_gpudev_probe_in_child (int device, char *name, size_t namelen);
-/* In the server process: a "cuda" coder for (k, m, code) on `device`.
- * 0, or a negative errno and the reason in why. */
+/* In the server process: a "cuda" coder for (k, m, code) on `device`,
+ * the engine set up and the encode kernel compiled (gpu.h
+ * gr_gpu_coder_prepare).  0, or a negative errno and the reason in why. */
 int gr_gpudev_coder (struct gr_coder **out, int device, int k, int m,
                      enum gr_code code, char *why, size_t whylen);
 /* Page-locked host memory (NULL if none). */

@@ -18,6 +18,8 @@
 # their block checksums: integrity=on, the default) and repaired by a
 # scrub with accel=gpu, checked offline and read back with accel=cpu.  Then member 3 is rebuilt onto a blank file with accel=gpu (gpuraidctl
 # replace) and read back degraded with accel=cpu, parity checked offline.
+# The server sets up the GPU engine and compiles the encode kernel before
+# it serves (its log says so).
 # Every session with accel=gpu must have coded on the GPU and never fallen
 # back to the CPU (gpu_worked: counted from the plugin's own log), else a
 # GPU failing mid-run would pass unseen.
@@ -104,6 +106,10 @@ for code in rs crs; do
   if ! grep -m 1 'using GPU .*backend cuda' "$nbdkit_log"; then
     echo "$0: FAIL: the startup log does not name the GPU and the cuda backend"; exit 1
   fi
+  # The engine was set up and the encode kernel compiled before serving
+  # (the kit's NVRTC compiles it), not in the first batches.
+  grep -m 1 -o "GPU engine set up in .*" "$nbdkit_log" | grep "encode kernel compiled for the array's matrix" ||
+    fail "$code: the engine was not set up before serving: $(grep -m 1 -o 'GPU engine set up.*' "$nbdkit_log")"
   size=$(nbdinfo --size "$uri")
   rm -f "$expect"; truncate -s "$size" "$expect"
   put "$tmpdir/a.img" 4194304; overlay "$tmpdir/a.img"
