@@ -106,10 +106,17 @@ for code in rs crs; do
   if ! grep -m 1 'using GPU .*backend cuda' "$nbdkit_log"; then
     echo "$0: FAIL: the startup log does not name the GPU and the cuda backend"; exit 1
   fi
-  # The engine was set up and the encode kernel compiled before serving
-  # (the kit's NVRTC compiles it), not in the first batches.
-  grep -m 1 -o "GPU engine set up in .*" "$nbdkit_log" | grep "encode kernel compiled for the array's matrix" ||
-    fail "$code: the engine was not set up before serving: $(grep -m 1 -o 'GPU engine set up.*' "$nbdkit_log")"
+  # The engine was set up and the encode kernel compiled before serving,
+  # not in the first batches (the generic kernel, said, where NVRTC
+  # cannot compile one: as test-gpu's JIT part, a note, not a failure).
+  setup=$(grep -m 1 -o "GPU engine set up in .*" "$nbdkit_log") ||
+    fail "$code: the engine was not set up before serving (no 'GPU engine set up' line)"
+  echo "$setup"
+  case $setup in
+    *"encode kernel compiled for the array's matrix"*) ;;
+    *"encode kernel generic: "*) echo "note: no encode kernel compiled: ${setup#*generic: }" ;;
+    *) fail "$code: the engine's set-up line says neither kernel: $setup" ;;
+  esac
   size=$(nbdinfo --size "$uri")
   rm -f "$expect"; truncate -s "$size" "$expect"
   put "$tmpdir/a.img" 4194304; overlay "$tmpdir/a.img"
