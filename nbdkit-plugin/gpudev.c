@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include "gpudev.h"
-#include "log.h"
-#include "common/now.h"
 
 #ifdef GR_HAVE_CUDA
+#include "common/now.h"
 #include "gf/gf-backend.h"
 #include "gpu/gpu.h"
+#include "log.h"
 
 bool
 gr_gpudev_built (void)
