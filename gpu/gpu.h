@@ -94,7 +94,9 @@ void gr_gpu_host_free (void *p);
  * says pages of it are registered already), -ENOSPC (more than 1024
  * ranges and allocations), -ENOMEM or -EIO (message kept). */
 int gr_gpu_host_register (void *p, size_t size);
-/* 0, -EINVAL (p was not registered) or -EIO (message kept). */
+/* 0; -EIO (message kept) where CUDA refuses, as for memory that was never
+ * registered (a range that fails stays listed, never copied directly);
+ * -EINVAL if CUDA let go of a range the engine had not listed. */
 int gr_gpu_host_unregister (void *p);
 /* Mark the range registered at p in use (on) or not. */
 void gr_gpu_host_in_use (void *p, int on);
