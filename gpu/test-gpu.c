@@ -1248,8 +1248,10 @@ run_fork (const struct gr_backend *ref, const struct gr_backend *gpu)
  * gr_code_many on the engine's own page-locked memory (the copy
  * kernel's launches) must succeed with the reference's parity.  Before
  * the fix it failed: "cudaMemcpyAsync (upload): pointer does not
- * correspond to a registered memory region". */
-static void
+ * correspond to a registered memory region".  Not inlined: make
+ * check-gpu-sanitize knows this failed call on purpose by its frame
+ * (gpu/sanitize-report). */
+static void __attribute__ ((noinline))
 run_stale_error (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
   const int k = 8, m = 8, n = k + m;
@@ -1297,7 +1299,8 @@ run_stale_error (const struct gr_backend *ref, const struct gr_backend *gpu)
  * order, every third in use, and an allocation of the engine's; spans
  * inside, between and across them; registrations overlapping a listed
  * range refused (-EEXIST), the page between two accepted; every range
- * unregistered in another order (twice: -EINVAL).  Then an 8+8 encode
+ * unregistered in another order (twice: -EIO, a failed call on purpose;
+ * not inlined, as run_stale_error).  Then an 8+8 encode
  * by gr_code_many (the copy kernel) whose data blocks run back to back
  * from one registered range into the next: its parity equal to the
  * reference's, and its inputs in one copy. */
@@ -1305,7 +1308,7 @@ run_stale_error (const struct gr_backend *ref, const struct gr_backend *gpu)
 #define REG_SZ ((size_t) 64 << 10)
 #define REG_STEP (REG_SZ + 4096)
 
-static void
+static void __attribute__ ((noinline))
 run_reg_list (const struct gr_backend *ref, const struct gr_backend *gpu)
 {
   const size_t total = REG_N * REG_STEP;
