@@ -49,7 +49,8 @@ check-gpu-sanitize: gpu/test-gpu
 	{ QUICK=1 $(COMPUTE_SANITIZER) --tool memcheck --leak-check full \
 	    gpu/test-gpu; echo $$? > gpu/sanitize-memcheck.rc; } 2>&1 | \
 	  tee gpu/sanitize-memcheck.log
-	[ "$$(cat gpu/sanitize-memcheck.rc)" = 0 ]
+	@r=$$(cat gpu/sanitize-memcheck.rc); [ "$$r" = 0 ] || \
+	  { echo "check-gpu-sanitize: test-gpu under memcheck exited $$r"; exit 1; }
 	gpu/sanitize-report gpu/sanitize-memcheck.log
 	QUICK=1 $(COMPUTE_SANITIZER) --tool racecheck --error-exitcode 1 \
 	  gpu/test-gpu
