@@ -2,7 +2,8 @@
 /* nbdbench: a small NBD load generator built on libnbd's asynchronous API.
  *
  *   nbdbench [-m read|write|randread|randwrite] [-b BLOCK] [-q DEPTH]
- *            [-c CONNS] [-t SECS] [-S BYTES] [-r BYTES] [-s SEED] [-F] URI
+ *            [-c CONNS] [-t SECS] [-S BYTES] [-r BYTES] [-s SEED] [-F]
+ *            [-P PID] URI
  *
  * Sequential modes transfer -S bytes (default: the whole export) starting at
  * offset 0, handing out consecutive blocks to CONNS connections, each keeping
@@ -20,7 +21,13 @@
  * first_s and last_s when the first and the last request completed (all
  * from the start), and quarters_MBps the MB/s in each quarter of the time
  * from the first completion to the last (to 10 ms; runs of up to 10
- * minutes).  Exit status 0 on success, 1 on any I/O error.
+ * minutes).  With -P, the server's process PID is sampled every 10 ms
+ * (utime + stime of its threads, /proc/PID/stat) and the line adds
+ *   srv_cpu_s=... srv_quarters_cpu_GB=a,b,c,d
+ * its CPU-seconds from the first completion to the last, and in each of
+ * the same quarters its CPU-seconds per GB moved then (0 where nothing
+ * moved).  Exit status 0 on success, 1 on any I/O error (or a PID whose
+ * CPU cannot be read).
  */
 
 #include <errno.h>
@@ -32,6 +39,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <fcntl.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <libnbd.h>
@@ -69,6 +79,13 @@ static atomic_uint_fast64_t first_ns = UINT64_MAX;
 #define TICK_NS 10000000ull
 #define NTICKS 60000
 static atomic_uint_fast64_t tick_bytes[NTICKS];
+/* -P: the server's CPU-seconds at the start of each tick (-1: not
+ * sampled), written by the sampler alone, read after it is joined;
+ * sampled: the ticks it has sampled so far. */
+static pid_t srv_pid;
+static double *tick_cpu;
+static atomic_bool sampling;
+static atomic_uint_fast64_t sampled;
 
 static uint64_t
 ns_now (void)
@@ -120,6 +137,85 @@ parse_size (const char *s, uint64_t *out)
   return 0;
 }
 
+/* The server's CPU-seconds so far (utime + stime of all its threads), or
+ * -1 if /proc cannot tell. */
+static double
+srv_cpu (void)
+{
+  char path[64], buf[1024];
+  unsigned long long ut, st;
+  const char *p;
+  ssize_t n;
+  int fd;
+
+  snprintf (path, sizeof path, "/proc/%ld/stat", (long) srv_pid);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd == -1)
+    return -1;
+  n = read (fd, buf, sizeof buf - 1);
+  close (fd);
+  if (n <= 0)
+    return -1;
+  buf[n] = '\0';
+  /* After the command's closing parenthesis: state, then fields 4 to 13,
+   * then utime (14) and stime (15). */
+  p = strrchr (buf, ')');
+  if (p == NULL ||
+      sscanf (p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+              &ut, &st) != 2)
+    return -1;
+  return (double) (ut + st) / (double) sysconf (_SC_CLK_TCK);
+}
+
+/* -P: the server's CPU at the start of every tick of the run. */
+static void *
+sampler (void *arg)
+{
+  (void) arg;
+  for (uint64_t k = 0; k < NTICKS && atomic_load (&sampling); k++) {
+    const double at = t_start + (double) (k * TICK_NS) / 1e9;
+    struct timespec ts = { .tv_sec = (time_t) at,
+                           .tv_nsec = (long) ((at - (double) (time_t) at)
+                                              * 1e9) };
+
+    while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+           EINTR)
+      ;
+    tick_cpu[k] = srv_cpu ();
+    atomic_store (&sampled, k + 1);
+  }
+  return NULL;
+}
+
+/* Quarter q of the ticks [a, e): its ticks [*from, *to), and the bytes
+ * completed in them. */
+static uint64_t
+quarter (uint64_t a, uint64_t e, int q, uint64_t *from, uint64_t *to)
+{
+  uint64_t sum = 0;
+
+  *from = a + (e - a) * q / 4;
+  *to = a + (e - a) * (q + 1) / 4;
+  for (uint64_t k = *from; k < *to && k < NTICKS; k++)
+    sum += atomic_load (&tick_bytes[k]);
+  return sum;
+}
+
+/* The server's CPU at the start of tick k: that sample, or the nearest
+ * earlier one taken (-1 if none). */
+static double
+cpu_at (uint64_t k)
+{
+  if (k >= NTICKS)
+    k = NTICKS - 1;
+  for (;; k--) {
+    if (tick_cpu[k] >= 0)
+      return tick_cpu[k];
+    if (k == 0)
+      return -1;
+  }
+}
+
 static void
 usage (FILE *fp)
 {
@@ -127,7 +223,8 @@ usage (FILE *fp)
            "usage: nbdbench [-m read|write|randread|randwrite] [-b BLOCK] "
            "[-q DEPTH]\n"
            "                [-c CONNS] [-t SECS] [-S BYTES] [-r BYTES] "
-           "[-s SEED] [-F] URI\n");
+           "[-s SEED] [-F]\n"
+           "                [-P PID] URI\n");
 }
 
 static int
@@ -264,7 +361,7 @@ int
 main (int argc, char *argv[])
 {
   struct nbd_handle *h;
-  pthread_t *threads;
+  pthread_t *threads, sampler_thread;
   double t0, secs, tf = 0;
   uint64_t bytes, ops, limit;
   unsigned i;
@@ -274,7 +371,7 @@ main (int argc, char *argv[])
     usage (stdout);
     return 0;
   }
-  while ((c = getopt (argc, argv, "m:b:q:c:t:S:r:s:Fh")) != -1) {
+  while ((c = getopt (argc, argv, "m:b:q:c:t:S:r:s:FP:h")) != -1) {
     switch (c) {
     case 'm':
       mode_name = optarg;
@@ -320,6 +417,14 @@ main (int argc, char *argv[])
       break;
     case 'F':
       do_flush = true;
+      break;
+    case 'P':
+      srv_pid = (pid_t) atol (optarg);
+      if (srv_pid <= 0 || srv_cpu () < 0) {
+        fprintf (stderr, "nbdbench: -P %s: no process whose CPU time "
+                 "/proc tells\n", optarg);
+        return 1;
+      }
       break;
     case 'h':
       usage (stdout);
@@ -367,8 +472,28 @@ main (int argc, char *argv[])
     perror ("calloc");
     return 1;
   }
+  if (srv_pid > 0) {
+    tick_cpu = malloc (NTICKS * sizeof *tick_cpu);
+    if (tick_cpu == NULL) {
+      perror ("malloc");
+      return 1;
+    }
+    for (i = 0; i < NTICKS; i++)
+      tick_cpu[i] = -1;
+  }
   t0 = t_start = gr_now ();
   t_end = t0 + duration;
+  if (srv_pid > 0) {
+    int err;
+
+    atomic_store (&sampling, true);
+    err = pthread_create (&sampler_thread, NULL, sampler, NULL);
+    if (err) {
+      errno = err;
+      perror ("pthread_create");
+      return 1;
+    }
+  }
   for (i = 0; i < conns; i++) {
     int err = pthread_create (&threads[i], NULL, worker, (void *) (uintptr_t) i);
 
@@ -381,6 +506,16 @@ main (int argc, char *argv[])
   for (i = 0; i < conns; i++)
     pthread_join (threads[i], NULL);
   secs = gr_now () - t0;
+  if (srv_pid > 0) {
+    /* Until the start of the tick after the last completion's is
+     * sampled. */
+    const uint64_t want = atomic_load (&last_ns) / TICK_NS + 1;
+
+    while (atomic_load (&sampled) <= want && want < NTICKS)
+      usleep (2000);
+    atomic_store (&sampling, false);
+    pthread_join (sampler_thread, NULL);
+  }
   free (threads);
 
   if (do_flush && nbd_can_flush (h) != 1) {
@@ -417,13 +552,24 @@ main (int argc, char *argv[])
 
     printf (" quarters_MBps=");
     for (int q = 0; q < 4; q++) {
-      const uint64_t from = a + (e - a) * q / 4, to = a + (e - a) * (q + 1) / 4;
-      uint64_t sum = 0;
+      uint64_t from, to;
+      const uint64_t sum = quarter (a, e, q, &from, &to);
 
-      for (uint64_t k = from; k < to && k < NTICKS; k++)
-        sum += atomic_load (&tick_bytes[k]);
       printf ("%s%.0f", q ? "," : "",
               to > from ? sum / ((to - from) * TICK_NS / 1e9) / 1e6 : 0.0);
+    }
+    /* The server's CPU over the same ticks: from the start of the first
+     * to the start of the one after the last. */
+    if (srv_pid > 0) {
+      printf (" srv_cpu_s=%.2f srv_quarters_cpu_GB=",
+              cpu_at (e) - cpu_at (a));
+      for (int q = 0; q < 4; q++) {
+        uint64_t from, to;
+        const uint64_t sum = quarter (a, e, q, &from, &to);
+
+        printf ("%s%.2f", q ? "," : "",
+                sum ? (cpu_at (to) - cpu_at (from)) / (sum / 1e9) : 0.0);
+      }
     }
   }
   if (do_flush)

@@ -7,11 +7,15 @@
 #     first reply before the last reply, that before the end), and the
 #     MB/s of the four quarters from the first reply to the last add up
 #     to the bytes moved (within their rounding, the ends to a tick);
+#     with -P, the server's CPU from the first reply to the last (sampled
+#     from /proc) at most its CPU over the whole run (read here, a tick
+#     more), and four CPU-s/GB, none negative; -P of no process refused
+#     with a message before any I/O;
 #  2. bench-connections with STATS=1 (a 4+2 array on the CPU, one run a
 #     connection count): a "client's run" line for the writes and the
-#     reads, its times in order and its MB/s positive (not under a
-#     sanitizer build: bench-connections runs nbdkit without their
-#     preload; said).
+#     reads, its times in order, its MB/s positive and its quarters'
+#     server CPU-s/GB four numbers (not under a sanitizer build:
+#     bench-connections runs nbdkit without their preload; said).
 
 source "$(dirname "$0")/functions.sh"
 requires_plugin
@@ -22,11 +26,16 @@ NBDBENCH=$top/scripts/nbdbench
 # 1. nbdbench's RESULT line
 sock=$tmpdir/sock
 start_nbdkit -P "$tmpdir/pid" -U "$sock" memory 256M || fail "nbdkit memory"
+srv=$(cat "$tmpdir/pid")
+srv_cpu () { awk '{ print $14 + $15 }' "/proc/$srv/stat"; }
 for mode in write read; do
-  out=$("$NBDBENCH" -m $mode -b 1M -q 4 -c 2 -S 64M "$(sock_uri "$sock")") ||
+  c0=$(srv_cpu)
+  out=$("$NBDBENCH" -m $mode -b 1M -q 4 -c 2 -S 64M -P "$srv" \
+        "$(sock_uri "$sock")") ||
     fail "nbdbench -m $mode failed: $out"
-  echo "$out"
-  awk -v want=$(( 64 << 20 )) '
+  c1=$(srv_cpu)
+  echo "$out (the server's CPU over the run: $(( c1 - c0 )) ticks)"
+  awk -v want=$(( 64 << 20 )) -v ticks=$(( c1 - c0 )) -v hz="$(getconf CLK_TCK)" '
     function field(n,   i) { for (i = 1; i <= NF; i++)
                                if (index($i, n "=") == 1)
                                  return substr($i, length(n) + 2)
@@ -55,10 +64,20 @@ for mode in write read; do
           if (sum >= b - err - 1 && sum <= b + err + 1) ok = 1
         }
       if (!ok) { print "the quarters do not add up to " b " bytes: " q; bad = 1 }
+      c = field("srv_cpu_s"); cq = field("srv_quarters_cpu_GB")
+      if (!(c >= 0 && c <= (ticks + 1) / hz + 0.005)) {
+        print "srv_cpu_s " c " outside 0 .. the run'"'"'s " ticks " ticks"; bad = 1 }
+      if (split(cq, w, ",") != 4) { print "srv_quarters_cpu_GB: " cq; bad = 1 }
+      for (i = 1; i <= 4; i++)
+        if (!(w[i] >= 0)) { print "srv_quarters_cpu_GB: " cq; bad = 1 }
     }
     END { if (!got) print "no RESULT line"; exit !got || bad }' <<<"$out" ||
     fail "nbdbench -m $mode: its RESULT line"
 done
+out=$("$NBDBENCH" -m read -S 1M -P 999999999 "$(sock_uri "$sock")" 2>&1) &&
+  fail "nbdbench -P of no process ran: $out"
+grep -q "^nbdbench: -P 999999999: no process whose CPU time /proc tells$" <<<"$out" ||
+  fail "nbdbench -P of no process: $out"
 stop_nbdkit "$tmpdir/pid"
 
 # 2. bench-connections' account of the client's runs.  It starts nbdkit
@@ -78,5 +97,7 @@ for mode in write read; do
   read -r r f l s mbs < <(sed -n 's/.*ready at \([0-9]*\) ms, the first reply at \([0-9]*\), the last at \([0-9]*\), all shut down at \([0-9]*\); \([0-9]*\) MB\/s.*/\1 \2 \3 \4 \5/p' <<<"$line")
   [ -n "${mbs:-}" ] && (( f <= l && l <= s && r <= s && mbs > 0 )) ||
     fail "$mode: the client's run line out of order: $line"
+  grep -Eq ' at [0-9]+[.][0-9]{2}, [0-9]+[.][0-9]{2}, [0-9]+[.][0-9]{2}, [0-9]+[.][0-9]{2} server CPU-s/GB$' <<<"$line" ||
+    fail "$mode: no quarters' server CPU-s/GB in the client's run line: $line"
 done
 echo "$0: PASS"
