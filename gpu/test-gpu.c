@@ -1975,6 +1975,9 @@ main (void)
   char name[256];
   int r;
 
+  /* Line by line, so that a run stopped by a time limit (a sanitizer's
+   * can take minutes) shows how far it got. */
+  setvbuf (stdout, NULL, _IOLBF, 0);
   quick = test_quick ();
   if (gr_gpu_probe_device (0, name, sizeof name) < 0) {
     char why[300];
