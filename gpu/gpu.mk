@@ -7,8 +7,9 @@
 # choose, a few minutes), check-gpu-long (its exhaustive parts, one make
 # target each so that each fits a call on the GPU machine:
 # check-gpu-long-default, -jit, -plain, -stage), check-gpu-sanitize
-# (compute-sanitizer memcheck + racecheck on a QUICK=1 run; memcheck's
-# reports judged by gpu/sanitize-report), bench-gpu
+# (compute-sanitizer on QUICK=1 runs, in two parts that each fit a call:
+# check-gpu-sanitize-memcheck, its reports judged by gpu/sanitize-report,
+# and check-gpu-sanitize-racecheck), bench-gpu
 # (gpu/bench-gpu).
 
 ifeq ($(HAVE_CUDA),1)
@@ -42,18 +43,25 @@ bench-gpu: gpu/bench-gpu
 # interface cannot leave the benchmark unbuildable unnoticed.
 CHECK_PROGS += gpu/bench-gpu
 
-# memcheck's reports must all be of the failed CUDA calls test-gpu makes
-# on purpose (run_stale_error, run_reg_list's second unregister), which
-# it counts as errors: gpu/sanitize-report says so or prints the others.
-check-gpu-sanitize: gpu/test-gpu
+# check-gpu-sanitize: two parts, one make target each so that each fits a
+# call on the GPU machine.  memcheck's reports must all be of the failed
+# CUDA calls test-gpu makes on purpose (run_stale_error, run_reg_list's
+# second unregister), which it counts as errors: gpu/sanitize-report says
+# so or prints the others.  racecheck looks for hazards on shared memory,
+# so it instruments only the kernels that have it (the staged JIT kernels,
+# the checksums'): with every kernel instrumented the tier outlasts a
+# call (docs/performance.md).
+check-gpu-sanitize: check-gpu-sanitize-memcheck check-gpu-sanitize-racecheck
+check-gpu-sanitize-memcheck: gpu/test-gpu
 	{ QUICK=1 $(COMPUTE_SANITIZER) --tool memcheck --leak-check full \
 	    gpu/test-gpu; echo $$? > gpu/sanitize-memcheck.rc; } 2>&1 | \
 	  tee gpu/sanitize-memcheck.log
 	@r=$$(cat gpu/sanitize-memcheck.rc); [ "$$r" = 0 ] || \
-	  { echo "check-gpu-sanitize: test-gpu under memcheck exited $$r"; exit 1; }
+	  { echo "$@: test-gpu under memcheck exited $$r"; exit 1; }
 	gpu/sanitize-report gpu/sanitize-memcheck.log
+check-gpu-sanitize-racecheck: gpu/test-gpu
 	QUICK=1 $(COMPUTE_SANITIZER) --tool racecheck --error-exitcode 1 \
-	  gpu/test-gpu
+	  --kernel-name kns=gr_jit --kernel-name kns=cksum_kernel gpu/test-gpu
 else
 LIBGPU =
 GPU_CPPFLAGS =
@@ -63,7 +71,8 @@ GPU_LDLIBS =
 gpu/test-gpu: gpu/test-gpu.o $(LIBGF)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(GF_LDLIBS)
 
-bench-gpu check-gpu-sanitize:
+bench-gpu check-gpu-sanitize check-gpu-sanitize-memcheck \
+  check-gpu-sanitize-racecheck:
 	@echo "$@: built without CUDA (no nvcc, or NOCUDA=1)"; exit 1
 endif
 
@@ -80,5 +89,6 @@ CHECK_PROGS += gpu/test-gpu
 CLEAN_FILES += gpu/test-gpu gpu/bench-gpu gpu/sanitize-memcheck.log \
   gpu/sanitize-memcheck.rc
 
-.PHONY: check-gpu-sanitize check-gpu-long \
+.PHONY: check-gpu-sanitize check-gpu-sanitize-memcheck \
+        check-gpu-sanitize-racecheck check-gpu-long \
         $(addprefix check-gpu-long-,$(GPU_LONG_PARTS))
