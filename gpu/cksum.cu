@@ -65,12 +65,14 @@ make_lane_shifts (void)
   return s;
 }
 
-/* Rows r < nrows at base + r * pitch, blocks t < nblk of each; block t of
- * row r to out[(r / per) * stride_s + (r % per) * stride_r + t]. */
+/* gr_gpu_cksum_stripes: rows r < nin + nout at base + r * pitch, blocks
+ * t < nblk of each; the first nin the inputs, ncols a stripe, the rest
+ * the outputs, nrows a stripe. */
 static __global__ void __launch_bounds__ (THREADS)
-cksum_kernel (const uint8_t *base, size_t pitch, unsigned nrows,
-              unsigned nblk, unsigned per, size_t stride_s, size_t stride_r,
-              uint32_t *out, struct lane_shifts ls)
+cksum_kernel (const uint8_t *base, size_t pitch, unsigned nin,
+              unsigned nout, unsigned ncols, unsigned nrows, unsigned nblk,
+              size_t stride_s, size_t stride_r, uint32_t *out,
+              struct lane_shifts ls)
 {
   __shared__ uint32_t t[4][256];
   const unsigned lane = threadIdx.x % 32;
@@ -89,7 +91,7 @@ cksum_kernel (const uint8_t *base, size_t pitch, unsigned nrows,
     t[j][threadIdx.x] = (c >> 8) ^ t[0][c & 0xff];
     __syncthreads ();
   }
-  if (warp >= (size_t) nrows * nblk)
+  if (warp >= (size_t) (nin + nout) * nblk)
     return;
 
   {
@@ -115,27 +117,35 @@ cksum_kernel (const uint8_t *base, size_t pitch, unsigned nrows,
 #pragma unroll
     for (int o = 16; o > 0; o /= 2)
       c ^= __shfl_xor_sync (0xffffffffu, c, o);
-    if (lane == 0)
-      out[(r / per) * stride_s + (r % per) * stride_r + b] = c;
+    if (lane == 0) {
+      const size_t at = r < nin
+        ? (r / ncols) * stride_s + (r % ncols) * stride_r
+        : ((r - nin) / nrows) * stride_s +
+          (ncols + (r - nin) % nrows) * stride_r;
+
+      out[at + b] = c;
+    }
   }
 }
 
 cudaError_t
-gr_gpu_cksum_rows (const void *base, size_t pitch, unsigned nrows,
-                   unsigned nblk, unsigned per, size_t stride_s,
-                   size_t stride_r, uint32_t *out, cudaStream_t st)
+gr_gpu_cksum_stripes (const void *base, size_t pitch, unsigned ns,
+                      unsigned ncols, unsigned nrows, unsigned nblk,
+                      size_t stride_s, size_t stride_r, uint32_t *out,
+                      cudaStream_t st)
 {
   static const struct lane_shifts ls = make_lane_shifts ();
-  const size_t warps = (size_t) nrows * nblk;
+  const size_t nin = (size_t) ns * ncols, nout = (size_t) ns * nrows;
+  const size_t warps = (nin + nout) * nblk;
   const size_t blocks = (warps * 32 + THREADS - 1) / THREADS;
 
   if (warps == 0)
     return cudaSuccess;
-  if (blocks > 0x7fffffff || per == 0 || (uintptr_t) base % 16 ||
-      pitch % 16)
+  if (blocks > 0x7fffffff || nin + nout > 0xffffffffu ||
+      (uintptr_t) base % 16 || pitch % 16)
     return cudaErrorInvalidValue;
   cksum_kernel<<<(unsigned) blocks, THREADS, 0, st>>>
-    ((const uint8_t *) base, pitch, nrows, nblk, per, stride_s, stride_r,
-     out, ls);
+    ((const uint8_t *) base, pitch, (unsigned) nin, (unsigned) nout, ncols,
+     nrows, nblk, stride_s, stride_r, out, ls);
   return cudaGetLastError ();
 }

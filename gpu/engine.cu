@@ -1229,14 +1229,10 @@ chunk_direct (const struct job *j, struct slot *sl, size_t b, uint8_t *d_in,
     const size_t per_s = (size_t) (j->ncols + j->nrows) * nblk;
     uint32_t *at = d_ck + ch->s0 * per_s + ch->o0 / GR_SUM_BLOCK;
 
-    e = gr_gpu_cksum_rows (d_in, ch->wp, (unsigned) (ch->ns * j->ncols),
-                           (unsigned) (ch->w / GR_SUM_BLOCK),
-                           (unsigned) j->ncols, per_s, nblk, at, sl->st_k);
-    if (e == cudaSuccess)
-      e = gr_gpu_cksum_rows (d_out, ch->wp, (unsigned) (ch->ns * j->nrows),
-                             (unsigned) (ch->w / GR_SUM_BLOCK),
-                             (unsigned) j->nrows, per_s, nblk,
-                             at + (size_t) j->ncols * nblk, sl->st_k);
+    e = gr_gpu_cksum_stripes (d_in, ch->wp, (unsigned) ch->ns,
+                              (unsigned) j->ncols, (unsigned) j->nrows,
+                              (unsigned) (ch->w / GR_SUM_BLOCK), per_s, nblk,
+                              at, sl->st_k);
     if (e != cudaSuccess)
       return gr_gpu_fail (e, "checksum kernel launch");
   }
@@ -1669,7 +1665,7 @@ run_many (const struct job *js, size_t nj)
  * checksums the GPU computes, or whose table takes more than one pass,
  * has its blocks also kept in the slot's device memory as they pass,
  * where the checksum kernel and the later passes read them.  All
- * on one stream: a launch (and two for the checksums) for each group of
+ * on one stream: a launch (and one for the checksums) for each group of
  * stripes that fits the table (and the device memory), one wait at the
  * end.  The host's part is a few launches, where run_many's is copies,
  * launches and events for each chunk of every job. */
@@ -1718,17 +1714,10 @@ run_gathered (const struct job *js, size_t nj)
         break;
       }
       if (j->ck) {
-        uint32_t *at = sl->d_ck + ck_at + s0 * per_s;
-        const uint8_t *kout = sl->d + ns * j->ncols * j->len;
-
-        e = gr_gpu_cksum_rows (sl->d, j->len, (unsigned) (ns * j->ncols),
-                               (unsigned) nblk, (unsigned) j->ncols, per_s,
-                               nblk, at, sl->st_d);
-        if (e == cudaSuccess)
-          e = gr_gpu_cksum_rows (kout, j->len, (unsigned) (ns * j->nrows),
-                                 (unsigned) nblk, (unsigned) j->nrows,
-                                 per_s, nblk, at + (size_t) j->ncols * nblk,
-                                 sl->st_d);
+        e = gr_gpu_cksum_stripes (sl->d, j->len, (unsigned) ns,
+                                  (unsigned) j->ncols, (unsigned) j->nrows,
+                                  (unsigned) nblk, per_s, nblk,
+                                  sl->d_ck + ck_at + s0 * per_s, sl->st_d);
         if (e != cudaSuccess)
           r = gr_gpu_fail (e, "checksum kernel launch");
       }

@@ -80,15 +80,19 @@ cudaError_t gr_gpu_launch_gather (const struct gr_gpu_tab *t, int col0,
                                   size_t nstripes, size_t lp,
                                   cudaStream_t st);
 
-/* The block checksums (gf.h's gr_code_op cksums; cksum.cu) of rows of
- * device memory: row r (r < nrows) at base + r * pitch, its blocks t <
- * nblk of GR_SUM_BLOCK bytes, each to out[(r / per) * stride_s + (r %
- * per) * stride_r + t] (device memory).  base and pitch multiples of 16.
- * One launch on st; returns its cudaError_t. */
-cudaError_t gr_gpu_cksum_rows (const void *base, size_t pitch,
-                               unsigned nrows, unsigned nblk, unsigned per,
-                               size_t stride_s, size_t stride_r,
-                               uint32_t *out, cudaStream_t st);
+/* The block checksums (gf.h's gr_code_op cksums; cksum.cu) of ns stripes'
+ * rows in device memory, row r at base + r * pitch: each stripe's ncols
+ * inputs (row s * ncols + i), then each stripe's nrows outputs (row ns *
+ * ncols + s * nrows + i).  Blocks t < nblk of GR_SUM_BLOCK bytes of a
+ * row: input i's of stripe s to out[s * stride_s + i * stride_r + t],
+ * output i's to out[s * stride_s + (ncols + i) * stride_r + t] (device
+ * memory).  base and pitch multiples of 16.  One launch on st; returns
+ * its cudaError_t. */
+cudaError_t gr_gpu_cksum_stripes (const void *base, size_t pitch,
+                                  unsigned ns, unsigned ncols,
+                                  unsigned nrows, unsigned nblk,
+                                  size_t stride_s, size_t stride_r,
+                                  uint32_t *out, cudaStream_t st);
 
 /* Copies run by the GPU's cores instead of its copy engines: row i of
  * len[i] bytes from src[i] to dst[i], each pointer in device memory or in
