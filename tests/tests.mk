@@ -11,13 +11,15 @@ tests/test-concurrent: tests/test-concurrent.o
 
 TESTS_PROGS = tests/gpuraid-check tests/test-concurrent
 
-# Cheapest first.  All but test-bench-ratios.sh and test-sanitize-report.sh
-# need the plugin (and skip loudly without it).
+# Cheapest first.  All but test-bench-ratios.sh, test-sanitize-report.sh
+# and test-racecheck-filter.sh need the plugin (and skip loudly without
+# it).
 TESTS_SCRIPTS = \
 	tests/test-gpuraid-check.sh \
 	tests/test-structure.sh \
 	tests/test-bench-ratios.sh \
 	tests/test-sanitize-report.sh \
+	tests/test-racecheck-filter.sh \
 	tests/test-nbdbench.sh \
 	tests/test-concurrent-selftest.sh \
 	tests/test-dump-plugin.sh \
