@@ -70,7 +70,7 @@ TESTS_SCRIPTS = \
 CHECK_PROGS += $(TESTS_PROGS)
 CHECK_TESTS += $(TESTS_SCRIPTS)
 # make check-long: the crash tests at length (hundreds of kill -9, more
-# geometries); about 20 minutes.
+# geometries); about half an hour on two cores.
 LONG_TESTS += tests/test-sb-crash.sh tests/test-write-hole.sh \
               tests/test-crash-loop.sh tests/test-crash-corrupt.sh
 LONG_ENV = CRASHES=40 \
