@@ -19,6 +19,7 @@ filters=$(sed -n '/^check-gpu-sanitize-racecheck:/,/^[^\t]/p' "$top/gpu/gpu.mk" 
 # whose body has __shared__, in the sources of the engine's objects.
 kernels () {
   awk '
+    FNR == 1 { kernel = ""; want = 0 }
     /__global__/ {
       want = 1
       sub (/.*__global__/, "")
@@ -48,8 +49,9 @@ for kern in $found; do
   echo "ok: $kern instrumented by racecheck"
 done
 
-# The finder itself: a kernel with shared memory that no filter names
-# is caught.
+# The finder itself: it names the kernels with shared memory, only
+# those, each file's on its own (a file's __shared__ before its first
+# kernel is not the previous file's last).
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '%s\n' 'static __global__ void __launch_bounds__ (256)' \
@@ -59,5 +61,10 @@ printf '%s\n' 'static __global__ void __launch_bounds__ (256)' \
   > "$tmp/x.cu"
 [ "$(kernels "$tmp/x.cu" | tr '\n' ' ')" = "one_line other_kernel " ] ||
   fail "the finder saw '$(kernels "$tmp/x.cu")' in a kernel with shared memory and one without"
+printf '%s\n' 'static __global__ void' 'plain_kernel (int *p)' '{' '}' \
+  > "$tmp/w.cu"
+printf '%s\n' '/* __shared__ tables: none in this file */' > "$tmp/y.cu"
+[ -z "$(kernels "$tmp/w.cu" "$tmp/y.cu")" ] ||
+  fail "the finder saw '$(kernels "$tmp/w.cu" "$tmp/y.cu")' in a kernel without shared memory and a file without a kernel"
 echo "ok: the finder names only the kernels with shared memory"
 echo "test-racecheck-filter: all passed"
